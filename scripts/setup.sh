@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything Channel needs on a fresh Debian 12 (bookworm), with apt-get only.
+# Usage: sudo scripts/setup.sh   (as root it runs apt-get directly)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev            # libFuzzer targets and sanitizers
+  python3 python3-numpy
+)
+# The training smoke test's needs are listed by train/ itself.
+if [[ -f train/apt-packages.txt ]]; then
+  while read -r p; do [[ -n "$p" && "$p" != \#* ]] && packages+=("$p"); done < train/apt-packages.txt
+fi
+
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: dependencies present" >&2

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the whole test suite:
+#   1. the release build: unit, CLI and golden tests (ctest);
+#   2. an ASan+UBSan build of the unit tests;
+#   3. the training smoke test (CPU, tiny config).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+bash scripts/setup.sh
+
+echo "== release build =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
+
+echo "== ASan+UBSan build of the unit tests =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHANNEL_SANITIZE=ON \
+  -DCHANNEL_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j"$jobs" -L unit -LE slow --timeout 900)
+
+if [[ -x train/smoke_test.sh ]]; then
+  echo "== training smoke test =="
+  bash train/smoke_test.sh
+fi

@@ -1,0 +1,93 @@
+// GgufFile: a validated, read-only view of a GGUF (v2 or v3) file, memory-mapped or
+// borrowed from memory. Every key, array and tensor record is checked at open; any
+// problem throws channel::Error naming the file, the field and the byte offset.
+// Tensor data is never copied: TensorInfo::data points into the mapping.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace channel {
+
+// GGUF metadata value types, with the ids of the file format.
+enum class GgufValueType : uint32_t {
+  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
+  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+};
+
+std::string_view gguf_value_type_name(GgufValueType t);
+
+// One metadata key/value. Scalars are widened on read; strings and arrays point into the file.
+struct GgufKv {
+  std::string key;
+  GgufValueType type;
+  GgufValueType array_type;  // element type when type == ARRAY
+  uint64_t array_len = 0;    // element count when type == ARRAY
+  uint64_t offset = 0;       // byte offset of the value in the file (for error messages)
+  const uint8_t* value = nullptr;  // raw little-endian value bytes in the mapping
+};
+
+struct TensorInfo {
+  std::string name;
+  uint32_t type_id = 0;      // ggml type id (see ggml_type.h)
+  int n_dims = 0;
+  int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous (input) dimension
+  uint64_t offset = 0;       // relative to the start of the tensor data section
+  size_t n_bytes = 0;
+  const uint8_t* data = nullptr;  // into the mapping, in bounds and aligned as the file says
+  int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+};
+
+class GgufFile {
+ public:
+  // Maps and validates a file. Throws channel::Error on any problem.
+  static GgufFile open(const std::string& path);
+  // Validates a buffer the caller keeps alive (embedded model, fuzzing).
+  static GgufFile from_memory(const void* data, size_t size, std::string name);
+
+  GgufFile(GgufFile&&) noexcept;
+  GgufFile& operator=(GgufFile&&) noexcept;
+  ~GgufFile();
+
+  const std::string& name() const;  // path or given name, used in error messages
+  uint32_t version() const;
+  uint32_t alignment() const;
+  size_t file_size() const;
+  std::span<const GgufKv> kvs() const;
+  std::span<const TensorInfo> tensors() const;
+
+  const GgufKv* find(std::string_view key) const;  // nullptr when absent
+  const TensorInfo* find_tensor(std::string_view name) const;
+
+  // Typed getters: throw channel::Error naming the key when it is absent or of a type
+  // that cannot represent the request (integers accept any integer type in range).
+  std::string get_string(std::string_view key) const;
+  uint64_t get_uint(std::string_view key) const;
+  int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;  // accepts f32, f64 and integers
+  bool get_bool(std::string_view key) const;
+  // Same, returning `fallback` when the key is absent (but still throwing on a wrong type).
+  std::string get_string_or(std::string_view key, std::string fallback) const;
+  uint64_t get_uint_or(std::string_view key, uint64_t fallback) const;
+  double get_float_or(std::string_view key, double fallback) const;
+  bool get_bool_or(std::string_view key, bool fallback) const;
+
+  // Arrays (throw when absent or of another element type).
+  std::vector<std::string_view> get_string_array(std::string_view key) const;
+  std::vector<float> get_f32_array(std::string_view key) const;
+  std::vector<int64_t> get_int_array(std::string_view key) const;  // any integer element type
+
+ private:
+  struct Impl;
+  explicit GgufFile(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace channel

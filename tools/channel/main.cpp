@@ -1,0 +1,56 @@
+// `channel`: the command-line frontend. Parses flags with CLI11, dispatches to the
+// registered subcommand and turns every error into one line on stderr and a non-zero exit.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "command.h"
+#include "util/error.h"
+
+namespace channel::cli {
+std::vector<CommandSpec>& command_registry() {
+  static std::vector<CommandSpec> registry;
+  return registry;
+}
+}  // namespace channel::cli
+
+int main(int argc, char** argv) {
+  using namespace channel::cli;
+  CLI::App app{"channel: an inference engine for always-on LLM agents", "channel"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "channel 0.1.0");
+
+  auto& registry = command_registry();
+  std::sort(registry.begin(), registry.end(),
+            [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
+  std::map<CLI::App*, std::function<int()>> actions;
+  for (auto& spec : registry) {
+    CLI::App* sub = app.add_subcommand(spec.name, spec.help);
+    actions[sub] = spec.setup(*sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "channel: error: %s\n", e.what());
+    std::fprintf(stderr, "Run 'channel --help' or 'channel <command> --help' for usage.\n");
+    return 2;
+  }
+
+  try {
+    for (auto& [sub, action] : actions) {
+      if (sub->parsed()) return action();
+    }
+  } catch (const channel::Error& e) {
+    std::fprintf(stderr, "channel: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "channel: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "channel: error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}
