@@ -1,0 +1,246 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace channel {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+bool before(const TokenCandidate& a, const TokenCandidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Fills p with the softmax of the logits, subtracting the maximum first. An all -inf list gets all
+// its mass on the first entry.
+void softmax(CandidateList& c) {
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const auto& t : c.items) max_logit = std::max(max_logit, t.logit);
+  if (max_logit == -std::numeric_limits<float>::infinity()) {
+    for (auto& t : c.items) t.p = 0.0f;
+    c.items.front().p = 1.0f;
+    return;
+  }
+  double sum = 0.0;
+  for (auto& t : c.items) {
+    t.p = std::exp(t.logit - max_logit);
+    sum += t.p;
+  }
+  for (auto& t : c.items) t.p = static_cast<float>(t.p / sum);
+}
+
+}  // namespace
+
+Rng::Rng(uint64_t seed) {
+  for (auto& s : s_) s = splitmix64(seed);
+}
+
+uint64_t Rng::next_u64() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::next_double() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
+
+void validate(const SamplerConfig& config) {
+  if (!(config.temperature >= 0.0f) || !std::isfinite(config.temperature))
+    throw_error("sampler: temperature must be a finite number >= 0, got {}", config.temperature);
+  if (!(config.top_p >= 0.0f && config.top_p <= 1.0f))
+    throw_error("sampler: top-p must be in [0, 1], got {}", config.top_p);
+  if (!(config.min_p >= 0.0f && config.min_p <= 1.0f))
+    throw_error("sampler: min-p must be in [0, 1], got {}", config.min_p);
+  if (!(config.repeat_penalty > 0.0f) || !std::isfinite(config.repeat_penalty))
+    throw_error("sampler: repeat penalty must be a finite number > 0, got {}",
+                config.repeat_penalty);
+  if (config.repeat_last_n < 0)
+    throw_error("sampler: repeat-last-n must be >= 0, got {}", config.repeat_last_n);
+}
+
+void CandidateList::assign(std::span<const float> logits) {
+  items.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float l = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
+    items[i] = {static_cast<int32_t>(i), l, 0.0f};
+  }
+  sorted = false;
+}
+
+void apply_repeat_penalty(CandidateList& c, std::span<const int32_t> recent, float penalty) {
+  if (penalty == 1.0f || recent.empty()) return;
+  // Each distinct recent token is penalised once, however often it occurred.
+  std::vector<int32_t> ids(recent.begin(), recent.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (auto& t : c.items) {
+    if (!std::binary_search(ids.begin(), ids.end(), t.id)) continue;
+    t.logit = t.logit <= 0.0f ? t.logit * penalty : t.logit / penalty;
+  }
+  c.sorted = false;
+}
+
+void apply_top_k(CandidateList& c, int32_t k) {
+  if (k <= 0) return;
+  const size_t keep = std::min(static_cast<size_t>(k), c.items.size());
+  if (!c.sorted) {
+    std::partial_sort(c.items.begin(), c.items.begin() + keep, c.items.end(), before);
+    c.sorted = true;
+  }
+  c.items.resize(keep);
+}
+
+void apply_top_p(CandidateList& c, float p) {
+  if (p >= 1.0f || c.items.size() <= 1) return;
+  softmax(c);
+  // Sorting a whole 256K vocabulary is slow, and the mass is usually in the first
+  // few hundred: sort those first and only the rest if they do not reach p.
+  size_t n_sorted = c.items.size();
+  if (!c.sorted) {
+    n_sorted = std::min<size_t>(256, c.items.size());
+    std::partial_sort(c.items.begin(), c.items.begin() + n_sorted, c.items.end(), before);
+  }
+  double cum = 0.0;
+  size_t keep = c.items.size();
+  for (size_t i = 0; i < c.items.size(); ++i) {
+    if (i == n_sorted) {  // the partial sort was not enough: finish it
+      std::sort(c.items.begin() + i, c.items.end(), before);
+      n_sorted = c.items.size();
+    }
+    cum += c.items[i].p;
+    if (cum >= p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  c.items.resize(keep);
+  c.sorted = true;
+}
+
+void apply_min_p(CandidateList& c, float min_p) {
+  if (min_p <= 0.0f || c.items.size() <= 1) return;
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const auto& t : c.items) max_logit = std::max(max_logit, t.logit);
+  // p_i >= min_p * p_max  <=>  logit_i >= max_logit + log(min_p)
+  const float threshold = max_logit + std::log(min_p);
+  // Stable removal keeps a sorted list sorted; the maximum always survives (log(min_p) <= 0).
+  std::erase_if(c.items, [&](const TokenCandidate& t) { return t.logit < threshold; });
+}
+
+void apply_temperature(CandidateList& c, float temperature) {
+  if (temperature <= 0.0f) {
+    const auto best = std::min_element(c.items.begin(), c.items.end(), before);
+    const TokenCandidate top = *best;
+    c.items.assign(1, top);
+    c.sorted = true;
+    return;
+  }
+  for (auto& t : c.items) t.logit /= temperature;
+}
+
+int32_t draw(CandidateList& c, Rng& rng) {
+  if (c.items.empty()) throw_error("sampler: no candidates to draw from");
+  softmax(c);
+  double total = 0.0;
+  for (const auto& t : c.items) total += t.p;
+  const double target = rng.next_double() * total;
+  double cum = 0.0;
+  for (const auto& t : c.items) {
+    cum += t.p;
+    if (cum > target) return t.id;
+  }
+  // Rounding left the target unreached: take the last candidate with any mass.
+  for (auto it = c.items.rbegin(); it != c.items.rend(); ++it) {
+    if (it->p > 0.0f) return it->id;
+  }
+  return c.items.front().id;
+}
+
+Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {
+  validate(config_);
+  history_.reserve(static_cast<size_t>(config_.repeat_last_n));
+}
+
+void Sampler::accept(int32_t token) {
+  if (config_.repeat_last_n == 0) return;
+  if (history_.size() < static_cast<size_t>(config_.repeat_last_n)) {
+    history_.push_back(token);
+    return;
+  }
+  history_[history_next_] = token;
+  history_next_ = (history_next_ + 1) % history_.size();
+}
+
+std::vector<int32_t> Sampler::recent_tokens() const {
+  std::vector<int32_t> out;
+  out.reserve(history_.size());
+  for (size_t i = 0; i < history_.size(); ++i)
+    out.push_back(history_[(history_next_ + i) % history_.size()]);
+  return out;
+}
+
+void Sampler::reset() {
+  history_.clear();
+  history_next_ = 0;
+  rng_ = Rng(config_.seed);
+}
+
+int32_t Sampler::sample_greedy(std::span<const float> logits) {
+  // Every filter keeps the maximum, so greedy is the argmax of the penalised logits
+  // (ties to the lowest id), without building the candidate list.
+  std::span<const float> values = logits;
+  if (config_.repeat_penalty != 1.0f && !history_.empty()) {
+    scratch_.assign(logits.begin(), logits.end());
+    for (int32_t id : history_) {
+      if (id < 0 || static_cast<size_t>(id) >= scratch_.size()) continue;
+      const float l = logits[static_cast<size_t>(id)];  // from the original: once per id
+      scratch_[static_cast<size_t>(id)] =
+          l <= 0.0f ? l * config_.repeat_penalty : l / config_.repeat_penalty;
+    }
+    values = scratch_;
+  }
+  size_t best = 0;
+  float best_value = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] > best_value) {  // NaN never compares greater
+      best_value = values[i];
+      best = i;
+    }
+  }
+  return static_cast<int32_t>(best);
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  if (logits.empty()) throw_error("sampler: empty logits");
+  if (config_.temperature <= 0.0f) return sample_greedy(logits);
+  candidates_.assign(logits);
+  apply_repeat_penalty(candidates_, history_, config_.repeat_penalty);
+  apply_top_k(candidates_, config_.top_k);
+  apply_top_p(candidates_, config_.top_p);
+  apply_min_p(candidates_, config_.min_p);
+  apply_temperature(candidates_, config_.temperature);
+  return draw(candidates_, rng_);
+}
+
+}  // namespace channel

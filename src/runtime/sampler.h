@@ -1,0 +1,94 @@
+// Sampler: turns one position's logits into a token id. The filter chain and its
+// order follow llama.cpp's default (repetition penalty -> top-k -> top-p -> min-p ->
+// temperature -> draw); temperature 0 is greedy. Draws come from Rng, a fixed,
+// documented PRNG, so one seed gives the same tokens on every machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace channel {
+
+// xoshiro256** 1.0 (Blackman & Vigna, 2018), state seeded by four steps of
+// splitmix64 from the 64-bit seed. Doubles take the top 53 bits: u = (x >> 11) * 2^-53.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t next_u64();
+  double next_double();  // uniform in [0, 1)
+
+ private:
+  uint64_t s_[4];
+};
+
+struct SamplerConfig {
+  float temperature = 0.8f;     // 0 = greedy (argmax after the penalty)
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off; > 1 discourages the last repeat_last_n tokens
+  int32_t repeat_last_n = 64;   // how many recent tokens the penalty looks at; 0: off
+  uint64_t seed = 42;
+};
+
+// Throws channel::Error naming the first out-of-range field (e.g. a negative temperature).
+void validate(const SamplerConfig& config);
+
+// One entry of the candidate list that the filters narrow down.
+struct TokenCandidate {
+  int32_t id;
+  float logit;
+  float p;  // probability, valid after a filter that computes it (top-p, draw)
+};
+
+// Candidates plus whether they are sorted by (logit descending, id ascending). That
+// order is total, so sorting gives the same list on every standard library.
+struct CandidateList {
+  std::vector<TokenCandidate> items;
+  bool sorted = false;
+
+  // Fills from logits; NaN logits become -inf so that they are never chosen.
+  void assign(std::span<const float> logits);
+};
+
+// The filters, in chain order. Each keeps at least one candidate.
+// llama.cpp's convention: a recent token's logit is divided by the penalty when
+// positive and multiplied by it when negative (or zero).
+void apply_repeat_penalty(CandidateList& c, std::span<const int32_t> recent, float penalty);
+void apply_top_k(CandidateList& c, int32_t k);
+void apply_top_p(CandidateList& c, float p);      // keeps the smallest prefix with mass >= p
+void apply_min_p(CandidateList& c, float min_p);  // keeps p_i >= min_p * p_max
+void apply_temperature(CandidateList& c, float temperature);  // <= 0: keep the argmax only
+// Softmax over the survivors, then the first candidate whose cumulative mass exceeds u * total.
+int32_t draw(CandidateList& c, Rng& rng);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config);  // validates
+
+  // Applies the chain to logits ([n_vocab]) and returns the chosen id. It does not
+  // record the token: call accept() for every token that enters the sequence
+  // (prompt tokens too, as llama.cpp does) so the repetition penalty sees it.
+  int32_t sample(std::span<const float> logits);
+  void accept(int32_t token);
+  // Forgets the history and restarts the RNG from the seed.
+  void reset();
+
+  const SamplerConfig& config() const { return config_; }
+  // The recent tokens that the penalty applies to, oldest first.
+  std::vector<int32_t> recent_tokens() const;
+
+ private:
+  int32_t sample_greedy(std::span<const float> logits);
+
+  SamplerConfig config_;
+  Rng rng_;
+  std::vector<int32_t> history_;  // ring of the last repeat_last_n accepted tokens
+  size_t history_next_ = 0;       // where the next accepted token goes once the ring is full
+  CandidateList candidates_;      // scratch, reused between calls
+  std::vector<float> scratch_;    // [n_vocab] penalised logits for the greedy path
+};
+
+}  // namespace channel
