@@ -1,0 +1,78 @@
+#include "runtime/generate.h"
+
+#include <chrono>
+
+#include "util/error.h"
+
+namespace channel {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::EndOfGeneration:
+      return "end of generation";
+    case StopReason::MaxTokens:
+      return "token limit";
+    case StopReason::ContextFull:
+      return "context full";
+    case StopReason::Cancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+GenerateStats generate_tokens(LogitSource& model, Sampler& sampler, std::span<const int32_t> prompt,
+                              int32_t n_predict, const GenerateCallbacks& callbacks) {
+  if (prompt.empty()) throw_error("generate: the prompt has no tokens");
+  const int64_t room = int64_t{model.n_ctx()} - model.n_past();
+  if (static_cast<int64_t>(prompt.size()) > room) {
+    throw_error("prompt is {} tokens, longer than the {} the context has room for (context {})",
+                prompt.size(), room, model.n_ctx());
+  }
+
+  GenerateStats stats;
+  stats.n_prompt = static_cast<int32_t>(prompt.size());
+  for (int32_t t : prompt) sampler.accept(t);
+
+  auto start = Clock::now();
+  std::span<const float> logits = model.decode(prompt);
+  stats.prompt_seconds = seconds_since(start);
+
+  const auto loop_start = Clock::now();
+  stats.stop = StopReason::MaxTokens;
+  while (n_predict < 0 || stats.n_generated < n_predict) {
+    const int32_t token = sampler.sample(logits);
+    sampler.accept(token);
+    if (callbacks.is_end_of_generation && callbacks.is_end_of_generation(token)) {
+      stats.stop = StopReason::EndOfGeneration;
+      break;
+    }
+    stats.n_generated++;
+    if (callbacks.on_token && !callbacks.on_token(token)) {
+      stats.stop = StopReason::Cancelled;
+      break;
+    }
+    if (n_predict >= 0 && stats.n_generated >= n_predict) break;  // the last one stays pending
+    if (model.n_past() >= model.n_ctx()) {
+      stats.stop = StopReason::ContextFull;
+      break;
+    }
+    start = Clock::now();
+    logits = model.decode(std::span<const int32_t>(&token, 1));
+    stats.decode_seconds += seconds_since(start);
+    stats.n_decoded++;
+  }
+  stats.generate_seconds = seconds_since(loop_start);
+  return stats;
+}
+
+}  // namespace channel

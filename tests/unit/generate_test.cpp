@@ -1,0 +1,172 @@
+#include "runtime/generate.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "util/error.h"
+
+namespace channel {
+namespace {
+
+// A stand-in model whose next token is always (last token + 1) mod n_vocab.
+class CountingModel : public LogitSource {
+ public:
+  CountingModel(int32_t n_vocab, int32_t n_ctx) : n_ctx_(n_ctx), logits_(n_vocab) {}
+
+  std::span<const float> decode(std::span<const int32_t> tokens) override {
+    EXPECT_LE(n_past_ + static_cast<int32_t>(tokens.size()), n_ctx_) << "decoded past the context";
+    n_past_ += static_cast<int32_t>(tokens.size());
+    batches.push_back(static_cast<int32_t>(tokens.size()));
+    std::fill(logits_.begin(), logits_.end(), 0.0f);
+    logits_[static_cast<size_t>((tokens.back() + 1) % static_cast<int32_t>(logits_.size()))] = 10;
+    return logits_;
+  }
+  int32_t n_past() const override { return n_past_; }
+  int32_t n_ctx() const override { return n_ctx_; }
+
+  std::vector<int32_t> batches;  // size of every decode call
+
+ private:
+  int32_t n_ctx_;
+  int32_t n_past_ = 0;
+  std::vector<float> logits_;  // [n_vocab]
+};
+
+SamplerConfig greedy() {
+  SamplerConfig s;
+  s.temperature = 0.0f;
+  return s;
+}
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  GenerateCallbacks callbacks(int32_t end_token = -1, int stop_after = -1) {
+    GenerateCallbacks cb;
+    cb.is_end_of_generation = [end_token](int32_t t) { return t == end_token; };
+    cb.on_token = [this, stop_after](int32_t t) {
+      tokens.push_back(t);
+      return stop_after < 0 || static_cast<int>(tokens.size()) < stop_after;
+    };
+    return cb;
+  }
+};
+
+TEST(Generate, PrefillsOnceThenDecodesOneTokenAtATime) {
+  CountingModel model(100, 64);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {1, 7, 8};
+  const auto stats = generate_tokens(model, sampler, prompt, 5, out.callbacks());
+  EXPECT_EQ(out.tokens, (std::vector<int32_t>{9, 10, 11, 12, 13}));
+  EXPECT_EQ(model.batches, (std::vector<int32_t>{3, 1, 1, 1, 1}));
+  EXPECT_EQ(model.n_past(), 3 + 5 - 1);  // the last token is pending
+  EXPECT_EQ(stats.stop, StopReason::MaxTokens);
+  EXPECT_EQ(stats.n_prompt, 3);
+  EXPECT_EQ(stats.n_generated, 5);
+  EXPECT_EQ(stats.n_decoded, 4);
+  EXPECT_GE(stats.prompt_seconds, 0.0);
+  // The prompt and the generated tokens are in the penalty history.
+  EXPECT_EQ(sampler.recent_tokens(), (std::vector<int32_t>{1, 7, 8, 9, 10, 11, 12, 13}));
+}
+
+TEST(Generate, StopsAtEndOfGenerationWithoutPassingItOn) {
+  CountingModel model(100, 64);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {2};
+  const auto stats = generate_tokens(model, sampler, prompt, 50, out.callbacks(/*end=*/6));
+  EXPECT_EQ(out.tokens, (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(stats.stop, StopReason::EndOfGeneration);
+  EXPECT_EQ(stats.n_generated, 3);
+}
+
+TEST(Generate, StopsWhenTheContextIsFull) {
+  CountingModel model(100, 8);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {0, 1, 2};
+  const auto stats = generate_tokens(model, sampler, prompt, -1, out.callbacks());
+  // 8 positions: 3 prompt + 5 decoded, plus one last sampled token from the 8th.
+  EXPECT_EQ(out.tokens.size(), 6u);
+  EXPECT_EQ(model.n_past(), 8);
+  EXPECT_EQ(stats.stop, StopReason::ContextFull);
+}
+
+TEST(Generate, PromptFillingTheContextStillYieldsOneToken) {
+  CountingModel model(100, 4);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {0, 1, 2, 3};
+  const auto stats = generate_tokens(model, sampler, prompt, 10, out.callbacks());
+  EXPECT_EQ(out.tokens, (std::vector<int32_t>{4}));
+  EXPECT_EQ(stats.stop, StopReason::ContextFull);
+}
+
+TEST(Generate, CallbackCanCancel) {
+  CountingModel model(100, 64);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {0};
+  const auto stats = generate_tokens(model, sampler, prompt, 10, out.callbacks(-1, 2));
+  EXPECT_EQ(out.tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(stats.stop, StopReason::Cancelled);
+}
+
+TEST(Generate, ZeroBudgetOnlyPrefills) {
+  CountingModel model(100, 64);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {0, 1};
+  const auto stats = generate_tokens(model, sampler, prompt, 0, out.callbacks());
+  EXPECT_TRUE(out.tokens.empty());
+  EXPECT_EQ(model.n_past(), 2);
+  EXPECT_EQ(stats.n_generated, 0);
+}
+
+TEST(Generate, RejectsAPromptLongerThanTheContextAndAnEmptyOne) {
+  CountingModel model(100, 4);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> prompt = {0, 1, 2, 3, 4};
+  try {
+    generate_tokens(model, sampler, prompt, 10, out.callbacks());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt is 5 tokens"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(model.n_past(), 0);
+  EXPECT_THROW(generate_tokens(model, sampler, {}, 10, out.callbacks()), Error);
+}
+
+TEST(Generate, ContinuesAfterEarlierTokens) {
+  CountingModel model(100, 6);
+  Sampler sampler(greedy());
+  Collected out;
+  const std::vector<int32_t> first = {0, 1, 2};
+  generate_tokens(model, sampler, first, 2, out.callbacks());  // n_past = 4
+  const std::vector<int32_t> second = {50, 51, 52};            // 4 + 3 > 6
+  EXPECT_THROW(generate_tokens(model, sampler, second, 2, out.callbacks()), Error);
+}
+
+TEST(Generate, SeededSamplingIsReproducible) {
+  auto run = [](uint64_t seed) {
+    CountingModel model(40, 256);
+    SamplerConfig cfg;
+    cfg.temperature = 3.0f;  // flat enough that non-argmax tokens get drawn
+    cfg.top_k = 0;
+    cfg.top_p = 1.0f;
+    cfg.min_p = 0.0f;
+    cfg.seed = seed;
+    Sampler sampler(cfg);
+    Collected out;
+    const std::vector<int32_t> prompt = {0};
+    generate_tokens(model, sampler, prompt, 100, out.callbacks());
+    return out.tokens;
+  };
+  EXPECT_EQ(run(1), run(1));
+  EXPECT_NE(run(1), run(2));
+}
+
+}  // namespace
+}  // namespace channel
