@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace channel {
@@ -25,6 +26,11 @@ struct GgmlTypeTraits {
 
 // Traits of a supported type; std::nullopt for ids Channel cannot compute with.
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id);
+
+// Block geometry of every type ggml still defines, including ones Channel cannot compute
+// with (q6_K, iq2_xs, ...), so a GGUF listing them can still be validated and sized.
+// std::nullopt for ids that were never defined or were removed (q4_2, q4_0_4_4, ...).
+std::optional<GgmlTypeTraits> ggml_type_layout(uint32_t type_id);
 
 // Name of any ggml type id, including ones Channel does not support ("q6_K", "type 99").
 std::string ggml_type_name(uint32_t type_id);
