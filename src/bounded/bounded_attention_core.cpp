@@ -1,0 +1,145 @@
+// bounded_attend: per-(position, head) softmax over S sinks + ≤ W window keys, then the
+// ring insertions of the chunk in order. Reads happen before any write, so a chunk position
+// finds earlier chunk keys in the chunk buffers and older keys in the untouched ring.
+#include "bounded/bounded_attention_core.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "util/error.h"
+
+namespace channel {
+
+namespace {
+
+// Independent partial sums in a fixed order: vectorisable without reassociation flags and
+// deterministic in every build.
+constexpr int kLanes = 16;
+
+float reduce_lanes(const float* acc) {
+  float sum = 0.0f;
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+float dot(const float* a, const float* b, int n) {
+  float acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return reduce_lanes(acc) + tail;
+}
+
+void axpy(float a, const float* x, float* y, int n) {
+  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+// Keys/values of positions [t0 − len0, t0 + n): the chunk's own rows, else the ring as it
+// was before the chunk.
+struct ChunkKeys {
+  const BoundedState& state;
+  const float* k;  // [n][kvh][hd]
+  const float* v;  // [n][kvh][hd]
+  uint64_t t0;
+  int kvh;
+  int hd;
+
+  size_t row(uint64_t j, int h) const { return ((j - t0) * kvh + h) * static_cast<size_t>(hd); }
+  const float* key(int h, uint64_t j) const {
+    return j >= t0 ? k + row(j, h) : state.key(h, bounded_slot_of(j, state.window()));
+  }
+  const float* value(int h, uint64_t j) const {
+    return j >= t0 ? v + row(j, h) : state.value(h, bounded_slot_of(j, state.window()));
+  }
+};
+
+// One query head of position t. scores: [S + W] scratch. out: [hd].
+void attend_position(const BoundedAttnCfg& c, const float* sink_k, const float* sink_v,
+                     const ChunkKeys& keys, const float* q, int kv_head, uint64_t t, float* scores,
+                     float* out) {
+  const int hd = c.head_dim;
+  const int n_sinks = c.n_sinks;
+  const int half = c.rope_dims / 2;
+  const int len = t + 1 < static_cast<uint64_t>(c.window) ? static_cast<int>(t + 1) : c.window;
+  const float* sk = sink_k + static_cast<size_t>(kv_head) * n_sinks * hd;  // [S][hd]
+  const float* sv = sink_v + static_cast<size_t>(kv_head) * n_sinks * hd;  // [S][hd]
+
+  float max_score = -std::numeric_limits<float>::infinity();
+  for (int s = 0; s < n_sinks; ++s) {
+    scores[s] = dot(q, sk + static_cast<size_t>(s) * hd, hd) * c.attn_scale;
+    max_score = std::max(max_score, scores[s]);
+  }
+  for (int d = 0; d < len; ++d) {  // d = Δ = t − j
+    const float* kj = keys.key(kv_head, t - d);
+    float s = bounded_rotated_dot(q, kj, c.rope->cos(d), c.rope->sin(d), half, hd);
+    scores[n_sinks + d] = s * c.attn_scale;
+    max_score = std::max(max_score, scores[n_sinks + d]);
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < n_sinks + len; ++i) {
+    scores[i] = std::exp(scores[i] - max_score);
+    sum += scores[i];
+  }
+  std::fill(out, out + hd, 0.0f);
+  for (int s = 0; s < n_sinks; ++s) axpy(scores[s], sv + static_cast<size_t>(s) * hd, out, hd);
+  for (int d = 0; d < len; ++d) axpy(scores[n_sinks + d], keys.value(kv_head, t - d), out, hd);
+  const float inv = 1.0f / sum;
+  for (int i = 0; i < hd; ++i) out[i] *= inv;
+}
+
+}  // namespace
+
+float bounded_rotated_dot(const float* q, const float* k, const float* cos, const float* sin,
+                          int half, int head_dim) {
+  // (R q)·k per pair = cos·(q0 k0 + q1 k1) + sin·(q0 k1 − q1 k0).
+  const float* q0 = q;
+  const float* q1 = q + half;
+  const float* k0 = k;
+  const float* k1 = k + half;
+  float acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= half; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const int p = i + l;
+      acc[l] += cos[p] * (q0[p] * k0[p] + q1[p] * k1[p]) + sin[p] * (q0[p] * k1[p] - q1[p] * k0[p]);
+    }
+  }
+  float tail = 0.0f;
+  for (; i < half; ++i) {
+    tail += cos[i] * (q0[i] * k0[i] + q1[i] * k1[i]) + sin[i] * (q0[i] * k1[i] - q1[i] * k0[i]);
+  }
+  const int rd = 2 * half;
+  return reduce_lanes(acc) + tail + dot(q + rd, k + rd, head_dim - rd);
+}
+
+void bounded_attend(const BoundedAttnCfg& c, const float* sink_k, const float* sink_v,
+                    BoundedState& state, const float* q, const float* k, const float* v, int64_t n,
+                    float* out) {
+  if (state.n_kv_heads() != c.n_kv_heads || state.window() != c.window ||
+      state.head_dim() != c.head_dim) {
+    throw_error(
+        "bounded attention: state geometry (kvh {}, W {}, hd {}) does not match the "
+        "layer (kvh {}, W {}, hd {})",
+        state.n_kv_heads(), state.window(), state.head_dim(), c.n_kv_heads, c.window, c.head_dim);
+  }
+  const int hd = c.head_dim;
+  const int group = c.n_heads / c.n_kv_heads;
+  const ChunkKeys keys{state, k, v, state.seen(), c.n_kv_heads, hd};
+  std::vector<float> scores(static_cast<size_t>(c.n_sinks) + c.window);  // [S + W]
+  for (int64_t i = 0; i < n; ++i) {
+    for (int h = 0; h < c.n_heads; ++h) {
+      const size_t qo = (static_cast<size_t>(i) * c.n_heads + h) * hd;
+      attend_position(c, sink_k, sink_v, keys, q + qo, h / group, keys.t0 + i, scores.data(),
+                      out + qo);
+    }
+  }
+  const size_t kv_row = static_cast<size_t>(c.n_kv_heads) * hd;
+  for (int64_t i = 0; i < n; ++i) state.insert(k + i * kv_row, v + i * kv_row);
+}
+
+}  // namespace channel
