@@ -1,0 +1,46 @@
+// Vocab: everything the tokenizer is built from, as plain data. from_gguf fills it
+// from the tokenizer.ggml.* metadata; tests build small ones by hand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace channel {
+
+// tokenizer.ggml.model: "llama" (SentencePiece-style) or "gpt2" (byte-level BPE).
+enum class TokenizerModel { kSpm, kBpe };
+
+// tokenizer.ggml.token_type values.
+enum class TokenType : int32_t {
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+constexpr int32_t kNoToken = -1;
+
+struct Vocab {
+  TokenizerModel model = TokenizerModel::kSpm;
+  std::string pre = "default";      // tokenizer.ggml.pre (byte-level BPE only)
+  std::vector<std::string> tokens;  // [n_vocab] token texts
+  std::vector<float> scores;        // [n_vocab], or empty for all 0 (SPM merge priority)
+  std::vector<TokenType> types;     // [n_vocab], or empty for all kNormal
+  std::vector<std::string> merges;  // [n_merges] "left right", rank = index (BPE only)
+
+  int32_t bos_id = kNoToken;
+  int32_t eos_id = kNoToken;
+  int32_t eot_id = kNoToken;  // end of turn; found by text (<|eot_id|>, <end_of_turn>...) if absent
+  int32_t eom_id = kNoToken;  // end of message (<|eom_id|>)
+  int32_t unk_id = kNoToken;
+  int32_t pad_id = kNoToken;
+
+  bool add_bos = false;           // tokenizer.ggml.add_bos_token
+  bool add_space_prefix = false;  // SPM: prepend a space to the text (llama.cpp default: true)
+};
+
+}  // namespace channel
