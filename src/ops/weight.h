@@ -1,0 +1,27 @@
+// WeightMatrix: a read-only view of one 2-D GGUF weight tensor as the matmul kernels see it
+// (type, shape, row stride, data in the mapping). Building one validates type and shape.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+#include "gguf/gguf_reader.h"
+
+namespace channel {
+
+// rows = ne[1] outputs, cols = ne[0] inputs; row r starts at data + r * row_bytes.
+struct WeightMatrix {
+  GgmlType type;
+  int64_t rows;
+  int64_t cols;
+  const uint8_t* data;  // [rows][row_bytes]
+  size_t row_bytes;
+};
+
+// Throws channel::Error naming the tensor when its type is not one of F32, F16, BF16, Q8_0,
+// Q4_0, it is not 2-D (ne[2] == ne[3] == 1), cols is not a whole number of blocks, its byte
+// size disagrees with its shape, or its data is misaligned for its element type.
+WeightMatrix make_weight_matrix(const TensorInfo& t);
+
+}  // namespace channel

@@ -1,0 +1,219 @@
+// matmul against matmul_ref (built from the scalar references) for every weight type, at
+// awkward shapes, token counts and thread counts; dequantize_row; make_weight_matrix errors.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/thread_pool.h"
+#include "ops/fp16.h"
+#include "ops/matmul.h"
+#include "ops/quant.h"
+#include "util/error.h"
+
+namespace channel {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                               GgmlType::Q4_0};
+
+// A random weight matrix of `type` that owns its bytes.
+struct OwnedWeight {
+  std::vector<float> values;  // [rows][cols] the f32 values before conversion
+  std::vector<uint8_t> bytes;
+  TensorInfo info;
+  WeightMatrix w;
+};
+
+OwnedWeight make_random_weight(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  OwnedWeight o;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 0.5f);
+  o.values.resize(static_cast<size_t>(rows * cols));
+  for (auto& v : o.values) v = dist(rng);
+  const auto traits = *ggml_type_traits(static_cast<uint32_t>(type));
+  const size_t row_bytes = ggml_row_bytes(traits, cols);
+  o.bytes.resize(row_bytes * rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = o.values.data() + r * cols;
+    uint8_t* dst = o.bytes.data() + r * row_bytes;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (type == GgmlType::F32) std::memcpy(dst + 4 * c, &src[c], 4);
+      if (type == GgmlType::F16 || type == GgmlType::BF16) {
+        const uint16_t h = type == GgmlType::F16 ? fp32_to_fp16(src[c]) : fp32_to_bf16(src[c]);
+        std::memcpy(dst + 2 * c, &h, 2);
+      }
+    }
+    if (type == GgmlType::Q8_0) quantize_row_q8_0_ref(src, dst, cols);
+    if (type == GgmlType::Q4_0) quantize_row_q4_0_ref(src, dst, cols);
+  }
+  o.info.name = "blk.0.test.weight";
+  o.info.type_id = static_cast<uint32_t>(type);
+  o.info.n_dims = 2;
+  o.info.ne[0] = cols;
+  o.info.ne[1] = rows;
+  o.info.n_bytes = o.bytes.size();
+  o.info.data = o.bytes.data();
+  o.w = make_weight_matrix(o.info);
+  return o;
+}
+
+std::vector<float> random_activations(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+void expect_matmul_matches_ref(const OwnedWeight& o, int64_t n, ThreadPool& pool) {
+  const WeightMatrix& w = o.w;
+  const auto x = random_activations(n * w.cols, static_cast<uint32_t>(n + w.rows));
+  std::vector<float> got(n * w.rows + 1, -7.0f), want(n * w.rows);  // [n][rows] (+ sentinel)
+  matmul(w, x.data(), n, got.data(), pool);
+  matmul_ref(w, x.data(), n, want.data());
+  std::vector<float> wrow(w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w, r, wrow.data());
+    for (int64_t t = 0; t < n; ++t) {
+      double mag = 0.0;  // rounding-error scale of this dot
+      for (int64_t c = 0; c < w.cols; ++c) mag += std::fabs(wrow[c] * x[t * w.cols + c]);
+      ASSERT_NEAR(got[t * w.rows + r], want[t * w.rows + r], 2e-5 * mag + 1e-6)
+          << "row " << r << " token " << t;
+    }
+  }
+  EXPECT_EQ(got[n * w.rows], -7.0f) << "wrote past the end";
+}
+
+TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  for (GgmlType type : kTypes) {
+    const bool quant = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    const std::vector<int64_t> col_options =
+        quant ? std::vector<int64_t>{32, 96, 1056} : std::vector<int64_t>{1, 17, 64, 129, 1056};
+    for (int64_t cols : col_options) {
+      for (int64_t rows : {1, 3, 17, 33, 70}) {
+        const auto o = make_random_weight(type, rows, cols, static_cast<uint32_t>(rows * cols));
+        for (int64_t n : {1, 2, 3, 7, 17, 40}) {
+          for (auto& pool : pools) {
+            SCOPED_TRACE(std::string(ggml_type_name(static_cast<uint32_t>(type))) +
+                         " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+                         " n=" + std::to_string(n) + " threads=" + std::to_string(pool.size()));
+            expect_matmul_matches_ref(o, n, pool);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, DequantizeRowMatchesReference) {
+  for (GgmlType type : kTypes) {
+    const auto o = make_random_weight(type, 5, 96, 11);
+    std::vector<float> got(96), want(96);
+    for (int64_t r = 0; r < 5; ++r) {
+      dequantize_row(o.w, r, got.data());
+      const uint8_t* row = o.bytes.data() + r * o.w.row_bytes;
+      switch (type) {
+        case GgmlType::F32:
+          std::memcpy(want.data(), row, 96 * 4);
+          break;
+        case GgmlType::F16:
+          dequantize_row_f16_ref(reinterpret_cast<const uint16_t*>(row), want.data(), 96);
+          break;
+        case GgmlType::BF16:
+          dequantize_row_bf16_ref(reinterpret_cast<const uint16_t*>(row), want.data(), 96);
+          break;
+        case GgmlType::Q8_0:
+          dequantize_row_q8_0_ref(row, want.data(), 96);
+          break;
+        case GgmlType::Q4_0:
+          dequantize_row_q4_0_ref(row, want.data(), 96);
+          break;
+      }
+      EXPECT_EQ(got, want) << ggml_type_name(static_cast<uint32_t>(type)) << " row " << r;
+    }
+  }
+}
+
+TEST(Matmul, ActivationsFollowTheWeightType) {
+  // One weight of 1.0 and an activation that is not representable in f16 / bf16 / q8_0:
+  // the output shows the activation rounding each type applies.
+  const float x = 1.0f + 0x1p-12f;
+  ThreadPool pool(1);
+  for (GgmlType type : kTypes) {
+    std::vector<float> ones(32, 0.0f);
+    ones[0] = 1.0f;
+    auto o = make_random_weight(type, 1, 32, 1);
+    for (int64_t c = 0; c < 32; ++c) o.values[c] = ones[c];
+    // Rebuild the single row with exact contents.
+    const auto traits = *ggml_type_traits(static_cast<uint32_t>(type));
+    (void)traits;
+    if (type == GgmlType::F32) std::memcpy(o.bytes.data(), ones.data(), 128);
+    if (type == GgmlType::F16 || type == GgmlType::BF16) {
+      for (int c = 0; c < 32; ++c) {
+        const uint16_t h = type == GgmlType::F16 ? fp32_to_fp16(ones[c]) : fp32_to_bf16(ones[c]);
+        std::memcpy(o.bytes.data() + 2 * c, &h, 2);
+      }
+    }
+    if (type == GgmlType::Q8_0) quantize_row_q8_0_ref(ones.data(), o.bytes.data(), 32);
+    if (type == GgmlType::Q4_0) quantize_row_q4_0_ref(ones.data(), o.bytes.data(), 32);
+    std::vector<float> xs(32, 0.0f);
+    xs[0] = x;
+    float y = 0.0f;
+    matmul(o.w, xs.data(), 1, &y, pool);
+    switch (type) {
+      case GgmlType::F32:
+        EXPECT_EQ(y, x);
+        break;
+      case GgmlType::F16:
+        EXPECT_EQ(y, 1.0f);
+        break;  // x rounds to 1 in f16
+      case GgmlType::BF16:
+        EXPECT_EQ(y, 1.0f);
+        break;  // and in bf16
+      default:
+        EXPECT_NEAR(y, x, 1e-3f);
+        break;  // q8_0: d_w * d_x * 127 * 127-ish
+    }
+  }
+}
+
+TEST(WeightMatrix, RejectsBadTensorsWithTheirName) {
+  auto o = make_random_weight(GgmlType::Q8_0, 4, 64, 3);
+  auto expect_error = [](TensorInfo t, const std::string& fragment) {
+    try {
+      make_weight_matrix(t);
+      FAIL() << "no error for " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("blk.0.test.weight"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  TensorInfo t = o.info;
+  t.type_id = 14;  // q6_K
+  expect_error(t, "q6_K");
+  t = o.info;
+  t.n_dims = 3;
+  t.ne[2] = 2;
+  expect_error(t, "2-D");
+  t = o.info;
+  t.ne[0] = 48;
+  expect_error(t, "block size");
+  t = o.info;
+  t.n_bytes -= 1;
+  expect_error(t, "bytes");
+  t = o.info;
+  t.ne[1] = 0;
+  expect_error(t, "empty");
+  auto f = make_random_weight(GgmlType::F32, 2, 8, 3);
+  t = f.info;
+  t.data += 1;  // never read: the check fails first
+  expect_error(t, "aligned");
+}
+
+}  // namespace
+}  // namespace channel
