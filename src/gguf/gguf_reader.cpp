@@ -360,6 +360,7 @@ class GgufParser {
       if (n_dims < 1 || n_dims > 4) fail(at, fmt::format("n_dims {} is outside 1..4", n_dims));
       t.n_dims = static_cast<int>(n_dims);
       uint64_t n_elements = 1;
+      const uint64_t ne0_at = pos_;
       for (uint32_t d = 0; d < n_dims; ++d) {
         at = pos_;
         t.ne[d] = static_cast<int64_t>(u64("a dimension"));
@@ -378,8 +379,8 @@ class GgufParser {
                              t.type_id));
       }
       if (t.ne[0] % layout->block_elems != 0) {
-        fail(at, fmt::format("row of {} elements is not a multiple of the {} block size {}",
-                             t.ne[0], layout->name, layout->block_elems));
+        fail(ne0_at, fmt::format("row of {} elements is not a multiple of the {} block size {}",
+                                 t.ne[0], layout->name, layout->block_elems));
       }
       uint64_t n_bytes = 0;
       if (__builtin_mul_overflow(n_elements / layout->block_elems,
@@ -422,8 +423,8 @@ class GgufParser {
       if (t.n_bytes > data_size - t.offset) {
         uint64_t begin = start + t.offset;
         if (t.n_bytes > f_.size) {
-          fail_record(t, fmt::format("data [{}, +{}) runs past the end of the file ({} bytes)",
-                                     begin, t.n_bytes, f_.size));
+          fail_record(t, fmt::format("data [{}, {} + {}) runs past the end of the file ({} bytes)",
+                                     begin, begin, t.n_bytes, f_.size));
         }
         fail_record(t, fmt::format("data [{}, {}) runs past the end of the file ({} bytes)", begin,
                                    begin + t.n_bytes, f_.size));

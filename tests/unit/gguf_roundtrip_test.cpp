@@ -241,6 +241,21 @@ TEST(GgufRoundTrip, GettersRefuseWrongTypesAndMissingKeys) {
   EXPECT_EQ(f.get_uint_or("t.u8", 7), 200u);
 }
 
+TEST(GgmlTypeLayout, KnowsEveryDefinedTypeAndRefusesRemovedOnes) {
+  EXPECT_EQ(ggml_type_layout(14)->block_bytes, 210);  // q6_K
+  EXPECT_EQ(ggml_type_layout(14)->block_elems, 256);
+  EXPECT_EQ(ggml_type_layout(12)->block_bytes, 144);  // q4_K
+  EXPECT_EQ(ggml_type_layout(28)->block_bytes, 8);    // f64
+  EXPECT_EQ(ggml_type_layout(39)->name, "mxfp4");
+  for (uint32_t removed : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 43u, 1000u}) {
+    EXPECT_FALSE(ggml_type_layout(removed).has_value()) << removed;
+  }
+  for (uint32_t id : {0u, 1u, 2u, 8u, 30u}) {  // supported types agree with their layout
+    EXPECT_EQ(ggml_type_layout(id)->block_bytes, ggml_type_traits(id)->block_bytes);
+    EXPECT_EQ(ggml_type_layout(id)->name, ggml_type_traits(id)->name);
+  }
+}
+
 TEST(GgufWriterTest, RefusesBadInput) {
   EXPECT_NE(error_of([] { GgufWriter w(24); }).find("not a power of two"), std::string::npos);
   GgufWriter w;

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
 #include "testdata.h"
 
 namespace channel {
@@ -133,6 +137,114 @@ TEST(GgufTestdata, VocabOnlyFiles) {
   EXPECT_EQ(l.get_string_array("tokenizer.ggml.merges").size(), 280147u);
   EXPECT_EQ(l.get_uint("tokenizer.ggml.bos_token_id"), 128000u);
   EXPECT_EQ(l.get_uint("tokenizer.ggml.eos_token_id"), 128001u);
+}
+
+template <typename T>
+std::vector<T> raw_array(const GgufKv& kv) {
+  std::vector<T> v(kv.array_len);  // [array_len]
+  if (!v.empty()) std::memcpy(v.data(), kv.value, v.size() * sizeof(T));
+  return v;
+}
+
+template <typename T>
+T raw_scalar(const GgufKv& kv) {
+  T v;
+  std::memcpy(&v, kv.value, sizeof(T));
+  return v;
+}
+
+// Copies every key and tensor of f into a writer, through the public API only.
+GgufWriter copy_of(const GgufFile& f) {
+  GgufWriter w(f.alignment());
+  for (const GgufKv& kv : f.kvs()) {
+    const std::string& k = kv.key;
+    switch (kv.type) {
+      case GgufValueType::U8:
+        w.set_u8(k, raw_scalar<uint8_t>(kv));
+        break;
+      case GgufValueType::I8:
+        w.set_i8(k, raw_scalar<int8_t>(kv));
+        break;
+      case GgufValueType::U16:
+        w.set_u16(k, raw_scalar<uint16_t>(kv));
+        break;
+      case GgufValueType::I16:
+        w.set_i16(k, raw_scalar<int16_t>(kv));
+        break;
+      case GgufValueType::U32:
+        w.set_u32(k, raw_scalar<uint32_t>(kv));
+        break;
+      case GgufValueType::I32:
+        w.set_i32(k, raw_scalar<int32_t>(kv));
+        break;
+      case GgufValueType::U64:
+        w.set_u64(k, raw_scalar<uint64_t>(kv));
+        break;
+      case GgufValueType::I64:
+        w.set_i64(k, raw_scalar<int64_t>(kv));
+        break;
+      case GgufValueType::F32:
+        w.set_f32(k, raw_scalar<float>(kv));
+        break;
+      case GgufValueType::F64:
+        w.set_f64(k, raw_scalar<double>(kv));
+        break;
+      case GgufValueType::BOOL:
+        w.set_bool(k, f.get_bool(k));
+        break;
+      case GgufValueType::STRING:
+        w.set_string(k, f.get_string(k));
+        break;
+      case GgufValueType::ARRAY:
+        switch (kv.array_type) {
+          case GgufValueType::STRING: {
+            auto views = f.get_string_array(k);
+            w.set_string_array(k, std::vector<std::string>(views.begin(), views.end()));
+            break;
+          }
+          case GgufValueType::F32:
+            w.set_f32_array(k, f.get_f32_array(k));
+            break;
+          case GgufValueType::I32:
+            w.set_i32_array(k, raw_array<int32_t>(kv));
+            break;
+          case GgufValueType::U32:
+            w.set_u32_array(k, raw_array<uint32_t>(kv));
+            break;
+          default:
+            ADD_FAILURE() << "array type not used by the test data: " << k;
+        }
+        break;
+    }
+  }
+  for (const TensorInfo& t : f.tensors()) {
+    w.add_tensor(t.name, static_cast<GgmlType>(t.type_id),
+                 std::vector<int64_t>(t.ne, t.ne + t.n_dims),
+                 std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  return w;
+}
+
+// gguf-py (which made the reference files) and GgufWriter agree on the layout, so reading a
+// file and writing it back gives the same bytes.
+TEST(GgufTestdata, RewriteIsByteIdentical) {
+  CHANNEL_REQUIRE_TESTDATA();
+  for (const char* file : {"models/llama-micro-q4_0.gguf", "models/gemma3-micro-q8_0.gguf",
+                           "models/gemma3-micro-f16.gguf", "stories260K/stories260K.gguf",
+                           "tokenizer/llama3-vocab.gguf"}) {
+    SCOPED_TRACE(file);
+    auto f = GgufFile::open(test::testdata_path(file));
+    std::vector<uint8_t> bytes = copy_of(f).to_bytes();
+    ASSERT_EQ(bytes.size(), f.file_size());
+    auto g = GgufFile::from_memory(bytes.data(), bytes.size(), "copy");
+    std::ifstream in(test::testdata_path(file), std::ios::binary);
+    std::vector<uint8_t> orig((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());  // [file_size]
+    ASSERT_EQ(orig.size(), bytes.size());
+    EXPECT_TRUE(orig == bytes);
+    EXPECT_EQ(g.kvs().size(), f.kvs().size());
+    EXPECT_EQ(g.tensors().size(), f.tensors().size());
+  }
 }
 
 }  // namespace
