@@ -1,4 +1,4 @@
-// bounded_attend: per-(position, head) softmax over S sinks + ≤ W window keys, then the
+// bounded_attend: per-(position, GQA group) softmax over S sinks + ≤ W window keys, then the
 // ring insertions of the chunk in order. Reads happen before any write, so a chunk position
 // finds earlier chunk keys in the chunk buffers and older keys in the untouched ring.
 #include "bounded/bounded_attention_core.h"
@@ -39,6 +39,11 @@ void axpy(float a, const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+// One head's score row: S sinks, W window keys, and the softmax normaliser.
+size_t score_stride(const BoundedAttnCfg& c) {
+  return static_cast<size_t>(c.n_sinks) + c.window + 1;
+}
+
 // Keys/values of positions [t0 − len0, t0 + n): the chunk's own rows, else the ring as it
 // was before the chunk.
 struct ChunkKeys {
@@ -58,38 +63,58 @@ struct ChunkKeys {
   }
 };
 
-// One query head of position t. scores: [S + W] scratch. out: [hd].
-void attend_position(const BoundedAttnCfg& c, const float* sink_k, const float* sink_v,
-                     const ChunkKeys& keys, const float* q, int kv_head, uint64_t t, float* scores,
-                     float* out) {
+// Query heads [h0, h1) of KV head g at position t, processed together so each window key
+// and value is loaded once for the whole GQA group. Every head's arithmetic (terms and their
+// order) is the same whatever the grouping, so results never depend on it.
+// q: [n_heads][hd] of position t. scores: [h1 − h0][score_stride] scratch. out: [n_heads][hd].
+void attend_group(const BoundedAttnCfg& c, const float* sink_k, const float* sink_v,
+                  const ChunkKeys& keys, const float* q, int g, int h0, int h1, uint64_t t,
+                  float* scores, float* out) {
   const int hd = c.head_dim;
   const int n_sinks = c.n_sinks;
   const int half = c.rope_dims / 2;
   const int len = t + 1 < static_cast<uint64_t>(c.window) ? static_cast<int>(t + 1) : c.window;
-  const float* sk = sink_k + static_cast<size_t>(kv_head) * n_sinks * hd;  // [S][hd]
-  const float* sv = sink_v + static_cast<size_t>(kv_head) * n_sinks * hd;  // [S][hd]
+  const float* sk = sink_k + static_cast<size_t>(g) * n_sinks * hd;  // [S][hd]
+  const float* sv = sink_v + static_cast<size_t>(g) * n_sinks * hd;  // [S][hd]
+  auto q_of = [&](int h) { return q + static_cast<size_t>(h) * hd; };
+  auto out_of = [&](int h) { return out + static_cast<size_t>(h) * hd; };
+  auto row_of = [&](int h) { return scores + static_cast<size_t>(h - h0) * score_stride(c); };
 
-  float max_score = -std::numeric_limits<float>::infinity();
-  for (int s = 0; s < n_sinks; ++s) {
-    scores[s] = dot(q, sk + static_cast<size_t>(s) * hd, hd) * c.attn_scale;
-    max_score = std::max(max_score, scores[s]);
+  for (int h = h0; h < h1; ++h) {
+    for (int s = 0; s < n_sinks; ++s) {
+      row_of(h)[s] = dot(q_of(h), sk + static_cast<size_t>(s) * hd, hd) * c.attn_scale;
+    }
   }
   for (int d = 0; d < len; ++d) {  // d = Δ = t − j
-    const float* kj = keys.key(kv_head, t - d);
-    float s = bounded_rotated_dot(q, kj, c.rope->cos(d), c.rope->sin(d), half, hd);
-    scores[n_sinks + d] = s * c.attn_scale;
-    max_score = std::max(max_score, scores[n_sinks + d]);
+    const float* kj = keys.key(g, t - d);
+    for (int h = h0; h < h1; ++h) {
+      const float s = bounded_rotated_dot(q_of(h), kj, c.rope->cos(d), c.rope->sin(d), half, hd);
+      row_of(h)[n_sinks + d] = s * c.attn_scale;
+    }
   }
-  float sum = 0.0f;
-  for (int i = 0; i < n_sinks + len; ++i) {
-    scores[i] = std::exp(scores[i] - max_score);
-    sum += scores[i];
+  for (int h = h0; h < h1; ++h) {  // one softmax over sinks and window together
+    float* row = row_of(h);
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < n_sinks + len; ++i) max_score = std::max(max_score, row[i]);
+    float sum = 0.0f;
+    for (int i = 0; i < n_sinks + len; ++i) {
+      row[i] = std::exp(row[i] - max_score);
+      sum += row[i];
+    }
+    row[score_stride(c) - 1] = sum;  // the row's last cell holds its normaliser
+    float* o = out_of(h);
+    std::fill(o, o + hd, 0.0f);
+    for (int s = 0; s < n_sinks; ++s) axpy(row[s], sv + static_cast<size_t>(s) * hd, o, hd);
   }
-  std::fill(out, out + hd, 0.0f);
-  for (int s = 0; s < n_sinks; ++s) axpy(scores[s], sv + static_cast<size_t>(s) * hd, out, hd);
-  for (int d = 0; d < len; ++d) axpy(scores[n_sinks + d], keys.value(kv_head, t - d), out, hd);
-  const float inv = 1.0f / sum;
-  for (int i = 0; i < hd; ++i) out[i] *= inv;
+  for (int d = 0; d < len; ++d) {
+    const float* vj = keys.value(g, t - d);
+    for (int h = h0; h < h1; ++h) axpy(row_of(h)[n_sinks + d], vj, out_of(h), hd);
+  }
+  for (int h = h0; h < h1; ++h) {
+    const float inv = 1.0f / row_of(h)[score_stride(c) - 1];
+    float* o = out_of(h);
+    for (int i = 0; i < hd; ++i) o[i] *= inv;
+  }
 }
 
 }  // namespace
@@ -130,12 +155,12 @@ void bounded_attend(const BoundedAttnCfg& c, const float* sink_k, const float* s
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
   const ChunkKeys keys{state, k, v, state.seen(), c.n_kv_heads, hd};
-  std::vector<float> scores(static_cast<size_t>(c.n_sinks) + c.window);  // [S + W]
+  std::vector<float> scores(group * score_stride(c));  // [group][S + W + 1]
   for (int64_t i = 0; i < n; ++i) {
-    for (int h = 0; h < c.n_heads; ++h) {
-      const size_t qo = (static_cast<size_t>(i) * c.n_heads + h) * hd;
-      attend_position(c, sink_k, sink_v, keys, q + qo, h / group, keys.t0 + i, scores.data(),
-                      out + qo);
+    const size_t qo = static_cast<size_t>(i) * c.n_heads * hd;
+    for (int g = 0; g < c.n_kv_heads; ++g) {
+      attend_group(c, sink_k, sink_v, keys, q + qo, g, g * group, (g + 1) * group, keys.t0 + i,
+                   scores.data(), out + qo);
     }
   }
   const size_t kv_row = static_cast<size_t>(c.n_kv_heads) * hd;
