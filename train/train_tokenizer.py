@@ -3,7 +3,7 @@
 
 Usage: python3 train/train_tokenizer.py [--corpus train/data/corpus] [--vocab 8192]
 
-Writes train/data/tokenizer/spm.model (+ .vocab).  Id layout, which the GGUF
+Writes train/tokenizer/spm.model (+ .vocab).  Id layout, which the GGUF
 export keeps as is:  0 <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4..259 the byte
 tokens <0x00>..<0xFF>, then the BPE pieces in merge order.
 
@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus"))
-    ap.add_argument("--out", default=os.path.join(HERE, "data", "tokenizer"))
+    ap.add_argument("--out", default=os.path.join(HERE, "tokenizer"))
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--sample-every", type=int, default=3,
                     help="train on every N-th non-empty line (deterministic sample)")
