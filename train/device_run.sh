@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Train one preset on a GPU machine and leave the results in $OUT.
 #   train/device_run.sh PRESET MINUTES [extra train.py args...]
+#   train/device_run.sh prep 0        (only unpack the data; run once before parallel runs)
 # Expects train/data/pack/ (made by pack_data.sh): train.bin.xz, valid.bin,
 # valid_ppl.bin, recall_{train,eval}.npz.  Writes $OUT/PRESET.log,
 # $OUT/PRESET.results.json and $OUT/PRESET.gguf.part-* (the GGUF cut in
-# 15 MB pieces; `cat PRESET.gguf.part-* > model.gguf` joins them).
+# 16 MB pieces; `cat PRESET.gguf.part-* > model.gguf` joins them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:?preset}; minutes=${2:?minutes}; shift 2
@@ -22,6 +23,7 @@ if [ ! -s train/data/tokens/train.bin ]; then
   python3 -c 'import lzma,shutil; shutil.copyfileobj(lzma.open("train/data/pack/train.bin.xz"), open("train/data/tokens/train.bin","wb"), 1<<24)'
 fi
 for f in valid.bin valid_ppl.bin recall_train.npz recall_eval.npz; do cp "$pack/$f" train/data/tokens/; done
+[ "$preset" = prep ] && exit 0
 run=/tmp/run_$preset
 rm -rf "$run"
 set +e
@@ -29,6 +31,6 @@ python3 train/train.py --preset "$preset" --minutes "$minutes" --out "$run" "$@"
 rc=${PIPESTATUS[0]}
 set -e
 [ -f "$run/results.json" ] && cp "$run/results.json" "$OUT/$preset.results.json"
-[ -f "$run/model.gguf" ] && split -b 15000000 "$run/model.gguf" "$OUT/$preset.gguf.part-"
+[ -f "$run/model.gguf" ] && split -b 16000000 "$run/model.gguf" "$OUT/$preset.gguf.part-"
 ls -la "$OUT"
 exit $rc
