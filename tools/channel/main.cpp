@@ -3,9 +3,22 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "command.h"
 #include "util/error.h"
+
+namespace {
+
+// Every failure is exactly one line on stderr, so that scripts can show or match it.
+void print_error(std::string message, const char* hint = "") {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fprintf(stderr, "channel: error: %s%s\n", message.c_str(), hint);
+}
+
+}  // namespace
 
 namespace channel::cli {
 std::vector<CommandSpec>& command_registry() {
@@ -33,8 +46,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::fprintf(stderr, "channel: error: %s\n", e.what());
-    std::fprintf(stderr, "Run 'channel --help' or 'channel <command> --help' for usage.\n");
+    print_error(e.what(), " (see 'channel <command> --help')");
     return 2;
   }
 
@@ -43,13 +55,13 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return action();
     }
   } catch (const channel::Error& e) {
-    std::fprintf(stderr, "channel: error: %s\n", e.what());
+    print_error(e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "channel: error: out of memory\n");
+    print_error("out of memory");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "channel: error: %s\n", e.what());
+    print_error(e.what());
     return 1;
   }
   return 1;

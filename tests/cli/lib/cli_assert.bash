@@ -1,0 +1,75 @@
+# Helpers for the CLI behaviour tests (sourced, not run: the suite only runs tests/cli/*.sh).
+# Usage in a test: source "$(dirname "$0")/lib/cli_assert.bash" "$@"
+# Arguments: <channel binary> <testdata dir>. Exit codes: 0 pass, 1 fail, 77 skip.
+
+CHANNEL=${1:?usage: $0 <channel binary> <testdata dir>}
+TESTDATA=${2:-}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILURES=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  FAILURES=$((FAILURES + 1))
+}
+
+skip_test() {
+  echo "" >&2
+  echo "*** SKIPPED: $* ***" >&2
+  echo "" >&2
+  exit 77
+}
+
+require_testdata() {
+  [[ -n "$TESTDATA" && -f "$TESTDATA/MANIFEST.json" ]] ||
+    skip_test "reference test data not found at '${TESTDATA}'"
+}
+
+# True when the binary has the subcommand (others are added as the project grows).
+has_command() {
+  "$CHANNEL" "$1" --help >/dev/null 2>&1
+}
+
+# expect_error DESCRIPTION REGEX COMMAND...: the command must exit non-zero without a
+# signal, print exactly one line on stderr, and that line must match REGEX (grep -Ei).
+expect_error() {
+  local desc=$1 regex=$2
+  shift 2
+  local rc=0
+  "$@" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
+  local lines
+  lines=$(awk 'END { print NR }' "$TMP/err")
+  if ((rc == 0)); then
+    fail "$desc: exit code 0, expected an error (stderr: $(head -c 300 "$TMP/err"))"
+  elif ((rc >= 128)); then
+    fail "$desc: killed by a signal (exit code $rc): $(head -c 300 "$TMP/err")"
+  elif [[ "$lines" != 1 ]]; then
+    fail "$desc: expected exactly one line on stderr, got $lines: $(head -c 600 "$TMP/err")"
+  elif ! grep -Eiq -- "$regex" "$TMP/err"; then
+    fail "$desc: stderr does not match /$regex/: $(cat "$TMP/err")"
+  else
+    echo "ok: $desc: $(cat "$TMP/err")"
+  fi
+}
+
+# expect_ok DESCRIPTION COMMAND...: exit code 0; stdout is left in $TMP/out.
+expect_ok() {
+  local desc=$1
+  shift
+  local rc=0
+  "$@" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
+  if ((rc != 0)); then
+    fail "$desc: exit code $rc: $(head -c 600 "$TMP/err")"
+    return 1
+  fi
+  echo "ok: $desc"
+}
+
+finish() {
+  if ((FAILURES > 0)); then
+    echo "$FAILURES check(s) failed" >&2
+    exit 1
+  fi
+  echo "all checks passed"
+  exit 0
+}
