@@ -53,6 +53,7 @@ class Config:
     rd: int = 32
     rope_base: float = 1e4
     layer_types: List[int] = field(default_factory=list)
+    dropout: float = 0.0          # training only (residual branches); not in the GGUF
 
     def is_global(self, il):
         if self.arch == "gemma3":
@@ -222,10 +223,11 @@ class Block(nn.Module):
         return self.wo(o)
 
     def forward(self, x, rope, masks):
-        x = x + self.post_attn_norm(self.attn(self.attn_norm(x), rope, masks))
+        p = self.cfg.dropout if self.training else 0.0
+        x = x + F.dropout(self.post_attn_norm(self.attn(self.attn_norm(x), rope, masks)), p, self.training)
         h = self.ffn_norm(x)
         y = self.down(F.gelu(self.gate(h), approximate="tanh") * self.up(h))
-        return x + self.post_ffw_norm(y)
+        return x + F.dropout(self.post_ffw_norm(y), p, self.training)
 
 
 class Model(nn.Module):

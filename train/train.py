@@ -255,6 +255,7 @@ def main():
     ap.add_argument("--ppl-ctx", default="1024,2048")
     ap.add_argument("--gguf-type", default="q8_0")
     ap.add_argument("--compile", type=int, default=1)
+    ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--attn", default="flex", choices=["flex", "sdpa"], help="CUDA attention for windowed layers")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer", "spm.model"))
@@ -289,6 +290,7 @@ def main():
     log("train tokens %d, valid %d, ppl ids %d" % (len(tr), len(vt), len(vppl)))
 
     cfg = Config(**PRESETS[args.preset])
+    cfg.dropout = args.dropout
     model = Model(cfg)
     if args.init:
         if args.init.endswith(".gguf"):
