@@ -1,8 +1,11 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -11,54 +14,8 @@
 namespace channel {
 namespace {
 
-// Bytes of one token's prepared activations for a weight type.
-size_t activation_row_bytes(GgmlType type, int64_t cols) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-      return static_cast<size_t>(cols / kQK) * sizeof(BlockQ8_0);
-    default:
-      return static_cast<size_t>(cols) * sizeof(float);
-  }
-}
-
-// Converts one token's activations to what the weight type's dot expects.
-void prepare_activation(GgmlType type, const float* x, int64_t cols, uint8_t* out) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-      cpu::quantize_row_q8_0(x, out, cols);
-      break;
-    case GgmlType::F16:
-      cpu::round_row_f16(x, reinterpret_cast<float*>(out), cols);
-      break;
-    case GgmlType::BF16:
-      cpu::round_row_bf16(x, reinterpret_cast<float*>(out), cols);
-      break;
-    case GgmlType::F32:
-      std::memcpy(out, x, static_cast<size_t>(cols) * sizeof(float));
-      break;
-  }
-}
-
-float dot_row(const WeightMatrix& w, int64_t row, const uint8_t* xa) {
-  const uint8_t* wr = w.data + static_cast<size_t>(row) * w.row_bytes;
-  switch (w.type) {
-    case GgmlType::Q8_0:
-      return cpu::dot_q8_0(wr, xa, w.cols / kQK);
-    case GgmlType::Q4_0:
-      return cpu::dot_q4_0(wr, xa, w.cols / kQK);
-    case GgmlType::F16:
-      return cpu::dot_f16(reinterpret_cast<const uint16_t*>(wr), reinterpret_cast<const float*>(xa),
-                          w.cols);
-    case GgmlType::BF16:
-      return cpu::dot_bf16(reinterpret_cast<const uint16_t*>(wr),
-                           reinterpret_cast<const float*>(xa), w.cols);
-    case GgmlType::F32:
-      return cpu::dot_f32(reinterpret_cast<const float*>(wr), reinterpret_cast<const float*>(xa),
-                          w.cols);
-  }
-  return 0.0f;
+bool is_quant(GgmlType t) {
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
 }
 
 void check_type(const WeightMatrix& w) {
@@ -73,12 +30,35 @@ void check_type(const WeightMatrix& w) {
   throw_error("matmul: unsupported weight type {}", static_cast<uint32_t>(w.type));
 }
 
-// The caller's reusable activation buffer (grows, never shrinks), so a decode step does
-// not allocate.
-std::vector<uint8_t>& activation_scratch(size_t bytes) {
-  thread_local std::vector<uint8_t> scratch;
-  if (scratch.size() < bytes) scratch.resize(bytes);
-  return scratch;
+// The caller's reusable activation buffer, 64-byte aligned (grows, never shrinks), so a
+// decode step does not allocate.
+uint8_t* activation_scratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> buf;
+  thread_local size_t size = 0;
+  if (size < bytes) {
+    buf.reset(new uint8_t[bytes + 64]);
+    size = bytes;
+  }
+  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.get());
+  return buf.get() + (64 - p % 64) % 64;
+}
+
+// Quantizes token rows [t0, t1) to Q8_0 blocks, with each block's scale as f32 and its q sum
+// times minus the weight's zero point (see cpu::MatmulInput).
+void prepare_quant(const float* x, int64_t cols, int32_t zero_point, int64_t t0, int64_t t1,
+                   uint8_t* xq, float* xd, int32_t* xcorr) {
+  const int64_t nb = cols / kQK;
+  for (int64_t t = t0; t < t1; ++t) {
+    uint8_t* q = xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0));
+    cpu::quantize_row_q8_0(x + t * cols, q, cols);
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8_0 blk = load_q8_0(q, b);
+      int32_t sum = 0;
+      for (int j = 0; j < kQK; ++j) sum += blk.qs[j];
+      xd[t * nb + b] = fp16_to_fp32(blk.d);
+      xcorr[t * nb + b] = -zero_point * sum;
+    }
+  }
 }
 
 }  // namespace
@@ -86,26 +66,51 @@ std::vector<uint8_t>& activation_scratch(size_t bytes) {
 void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   check_type(w);
   if (n <= 0) return;
-  const size_t xa_row_bytes = activation_row_bytes(w.type, w.cols);
-  uint8_t* xa =
-      activation_scratch(xa_row_bytes * static_cast<size_t>(n)).data();  // [n][xa_row_bytes]
-  auto prepare = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) {
-      prepare_activation(w.type, x + t * w.cols, w.cols,
-                         xa + static_cast<size_t>(t) * xa_row_bytes);
+  cpu::MatmulInput in;
+  in.n = n;
+  const int64_t nb = w.cols / kQK;
+  // Activation prep is cheap next to the matmul; split it only when there is plenty.
+  auto run = [&](int64_t items, const std::function<void(int64_t, int64_t, int)>& fn) {
+    if (items >= 8) {
+      pool.parallel_for(items, fn);
+    } else {
+      fn(0, items, 0);
     }
   };
-  if (n >= 4) {
-    pool.parallel_for(n, prepare);
+  if (is_quant(w.type)) {
+    const size_t q_bytes = static_cast<size_t>(n * nb) * sizeof(BlockQ8_0);
+    const size_t q_padded = (q_bytes + 63) / 64 * 64;
+    uint8_t* buf = activation_scratch(q_padded + static_cast<size_t>(n * nb) * 8);
+    uint8_t* xq = buf;                                                         // [n][nb] blocks
+    float* xd = reinterpret_cast<float*>(buf + q_padded);                      // [n][nb]
+    int32_t* xcorr = reinterpret_cast<int32_t*>(buf + q_padded + n * nb * 4);  // [n][nb]
+    const int32_t zero_point = w.type == GgmlType::Q8_0 ? 128 : 8;
+    run(n, [&](int64_t t0, int64_t t1, int) {
+      prepare_quant(x, w.cols, zero_point, t0, t1, xq, xd, xcorr);
+    });
+    in.xq = xq;
+    in.xd = xd;
+    in.xcorr = xcorr;
+  } else if (w.type == GgmlType::F32) {
+    in.xf = x;
   } else {
-    prepare(0, n, 0);
-  }
-  pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1, int) {
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t t = 0; t < n; ++t) {
-        y[t * w.rows + r] = dot_row(w, r, xa + static_cast<size_t>(t) * xa_row_bytes);
+    float* xf = reinterpret_cast<float*>(activation_scratch(static_cast<size_t>(n * w.cols) * 4));
+    run(n, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) {
+        if (w.type == GgmlType::F16) {
+          cpu::round_row_f16(x + t * w.cols, xf + t * w.cols, w.cols);
+        } else {
+          cpu::round_row_bf16(x + t * w.cols, xf + t * w.cols, w.cols);
+        }
       }
-    }
+    });
+    in.xf = xf;
+  }
+  const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols};
+  const int64_t granule = cpu::matmul_row_granule(w.type, n);
+  const int64_t units = (w.rows + granule - 1) / granule;
+  pool.parallel_for(units, [&](int64_t u0, int64_t u1, int) {
+    cpu::matmul_rows(cw, in, u0 * granule, std::min(u1 * granule, w.rows), y, w.rows);
   });
 }
 
@@ -138,16 +143,15 @@ void matmul_ref(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * w.cols;
     for (int64_t i = 0; i < w.cols; ++i) {
-      if (w.type == GgmlType::F16)
+      if (w.type == GgmlType::F16) {
         xr[i] = fp16_to_fp32(fp32_to_fp16(xt[i]));
-      else if (w.type == GgmlType::BF16)
+      } else if (w.type == GgmlType::BF16) {
         xr[i] = bf16_to_fp32(fp32_to_bf16(xt[i]));
-      else
+      } else {
         xr[i] = xt[i];
+      }
     }
-    if (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0) {
-      quantize_row_q8_0_ref(xt, xq.data(), w.cols);
-    }
+    if (is_quant(w.type)) quantize_row_q8_0_ref(xt, xq.data(), w.cols);
     for (int64_t r = 0; r < w.rows; ++r) {
       const uint8_t* wr = w.data + static_cast<size_t>(r) * w.row_bytes;
       const auto* w16 = reinterpret_cast<const uint16_t*>(wr);

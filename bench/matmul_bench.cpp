@@ -1,0 +1,149 @@
+// matmul throughput on the Gemma-3-1B shapes: weight GB/s for the matvec (n = 1, decode) and
+// GFLOP/s for n = 128 (prompt), per weight type, on 1 and 2 threads. Matvec benchmarks
+// rotate over enough copies of the matrix (>= 256 MiB) that the weights stream from memory
+// as they do in a real decode step, not from cache.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "backend/cpu/thread_pool.h"
+#include "ops/matmul.h"
+
+namespace channel {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t rows, cols;
+};
+constexpr Shape kShapes[] = {
+    {"ffn_up_6912x1152", 6912, 1152},    // ffn gate / up: 1152 -> 6912
+    {"ffn_down_1152x6912", 1152, 6912},  // ffn down: 6912 -> 1152
+    {"attn_q_1024x1152", 1024, 1152},    // attn q (4 heads x 256); attn output is 1152x1024
+    {"head_262144x1152", 262144, 1152},  // tied output head
+};
+constexpr GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16, GgmlType::BF16,
+                               GgmlType::F32};
+
+uint64_t next_random(uint64_t& s) {  // xorshift64*
+  s ^= s >> 12;
+  s ^= s << 25;
+  s ^= s >> 27;
+  return s * 0x2545F4914F6CDD1Dull;
+}
+
+// Random, finite weights of a type: [rows][row_bytes].
+void fill_random(GgmlType type, uint8_t* data, int64_t rows, size_t row_bytes, uint64_t seed) {
+  uint64_t s = seed | 1;
+  const size_t n = static_cast<size_t>(rows) * row_bytes;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    uint64_t r = next_random(s);
+    std::memcpy(data + i, &r, 8);
+  }
+  auto set16 = [&](size_t at, uint16_t v) { std::memcpy(data + at, &v, 2); };
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0: {
+      const size_t block = type == GgmlType::Q8_0 ? 34 : 18;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (size_t b = 0; b + block <= row_bytes; b += block) set16(r * row_bytes + b, 0x211f);
+      }
+      break;
+    }
+    case GgmlType::F16:  // |x| in [2^-4, 2^0)
+      for (size_t i = 0; i + 2 <= n; i += 2) {
+        uint16_t h;
+        std::memcpy(&h, data + i, 2);
+        set16(i, static_cast<uint16_t>((h & 0x83ff) | ((11 + (h >> 10 & 3)) << 10)));
+      }
+      break;
+    case GgmlType::BF16:
+      for (size_t i = 0; i + 2 <= n; i += 2) {
+        uint16_t h;
+        std::memcpy(&h, data + i, 2);
+        set16(i, static_cast<uint16_t>((h & 0x807f) | ((123 + (h >> 7 & 3)) << 7)));
+      }
+      break;
+    case GgmlType::F32:
+      for (size_t i = 0; i + 4 <= n; i += 4) {
+        uint32_t u;
+        std::memcpy(&u, data + i, 4);
+        u = (u & 0x807fffffu) | ((123u + (u >> 23 & 3)) << 23);
+        std::memcpy(data + i, &u, 4);
+      }
+      break;
+  }
+}
+
+// Copies of one weight matrix, enough of them to exceed `min_bytes` in total.
+struct WeightSet {
+  std::unique_ptr<uint8_t[]> bytes;
+  std::vector<WeightMatrix> copies;
+};
+
+WeightSet make_weights(GgmlType type, const Shape& shape, size_t min_bytes) {
+  const auto traits = *ggml_type_traits(static_cast<uint32_t>(type));
+  const size_t row_bytes = ggml_row_bytes(traits, shape.cols);
+  const size_t matrix_bytes = row_bytes * shape.rows;
+  const size_t n_copies = std::max<size_t>(1, (min_bytes + matrix_bytes - 1) / matrix_bytes);
+  WeightSet set;
+  set.bytes.reset(new uint8_t[matrix_bytes * n_copies + 64]);
+  uint8_t* base = set.bytes.get() + (64 - reinterpret_cast<uintptr_t>(set.bytes.get()) % 64) % 64;
+  for (size_t c = 0; c < n_copies; ++c) {
+    uint8_t* data = base + c * matrix_bytes;
+    fill_random(type, data, shape.rows, row_bytes, 1234 + c);
+    set.copies.push_back(WeightMatrix{type, shape.rows, shape.cols, data, row_bytes});
+  }
+  return set;
+}
+
+ThreadPool& pool_of(int threads) {
+  static ThreadPool one(1), two(2);
+  return threads == 1 ? one : two;
+}
+
+void bench_matmul(benchmark::State& state, GgmlType type, Shape shape, int64_t n, int threads) {
+  const size_t min_bytes = n == 1 ? (size_t{256} << 20) : 0;
+  WeightSet weights = make_weights(type, shape, min_bytes);
+  std::vector<float> x(static_cast<size_t>(n * shape.cols));  // [n][cols]
+  uint64_t s = 42;
+  for (auto& v : x)
+    v = static_cast<float>(static_cast<int64_t>(next_random(s) % 2001) - 1000) / 1000.0f;
+  std::vector<float> y(static_cast<size_t>(n * shape.rows));  // [n][rows]
+  ThreadPool& pool = pool_of(threads);
+  size_t i = 0;
+  for (auto _ : state) {
+    matmul(weights.copies[i], x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % weights.copies.size();
+  }
+  const double bytes = static_cast<double>(weights.copies[0].row_bytes * shape.rows);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * shape.rows * shape.cols / 1e9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+const bool registered = [] {
+  for (int64_t n : {int64_t{1}, int64_t{128}}) {
+    for (GgmlType type : kTypes) {
+      for (const Shape& shape : kShapes) {
+        for (int threads : {1, 2}) {
+          const std::string name = std::string(n == 1 ? "matvec/" : "gemm128/") +
+                                   std::string(ggml_type_name(static_cast<uint32_t>(type))) + "/" +
+                                   shape.name + "/t" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), bench_matmul, type, shape, n, threads)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+      }
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace channel

@@ -1,0 +1,71 @@
+// Dispatch of matmul_rows, and the generic loop over row dots that every build has.
+#include "backend/cpu/matmul_kernels.h"
+
+#include <algorithm>
+
+#include "backend/cpu/vec_kernels.h"
+#include "ops/quant.h"
+
+namespace channel::cpu {
+
+namespace generic {
+
+int64_t matmul_row_granule(GgmlType, int64_t) {
+  return 16;
+}
+
+void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride) {
+  const int64_t nb = w.cols / kQK;
+  const size_t xq_row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  // Blocks of 16 rows stay in L1 while every token passes over them.
+  for (int64_t rb = r0; rb < r1; rb += 16) {
+    const int64_t re = std::min(rb + 16, r1);
+    for (int64_t t = 0; t < x.n; ++t) {
+      const float* xf = x.xf + t * w.cols;
+      const uint8_t* xq = x.xq + t * xq_row_bytes;
+      for (int64_t r = rb; r < re; ++r) {
+        const uint8_t* wr = w.data + static_cast<size_t>(r) * w.row_bytes;
+        const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
+        float v = 0.0f;
+        switch (w.type) {
+          case GgmlType::F32:
+            v = dot_f32(reinterpret_cast<const float*>(wr), xf, w.cols);
+            break;
+          case GgmlType::F16:
+            v = dot_f16(w16, xf, w.cols);
+            break;
+          case GgmlType::BF16:
+            v = dot_bf16(w16, xf, w.cols);
+            break;
+          case GgmlType::Q8_0:
+            v = dot_q8_0(wr, xq, nb);
+            break;
+          case GgmlType::Q4_0:
+            v = dot_q4_0(wr, xq, nb);
+            break;
+        }
+        y[t * y_stride + r] = v;
+      }
+    }
+  }
+}
+
+}  // namespace generic
+
+#if defined(CHANNEL_CPU_AVX512_MATMUL)
+namespace best = avx512;
+#else
+namespace best = generic;
+#endif
+
+int64_t matmul_row_granule(GgmlType type, int64_t n) {
+  return best::matmul_row_granule(type, n);
+}
+
+void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride) {
+  best::matmul_rows(w, x, r0, r1, y, y_stride);
+}
+
+}  // namespace channel::cpu

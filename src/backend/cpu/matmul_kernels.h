@@ -1,0 +1,59 @@
+// matmul_kernels.h: the CPU inner loops of ops/matmul: a range of weight rows times a batch
+// of prepared activations. The AVX-512 build has a 4-row streaming matvec (decode) and
+// register-tiled GEMMs (prompt): int8 vpdpbusd on repacked 32-row panels for Q8_0/Q4_0 and
+// f32 FMA on panels converted once from F16/BF16/F32. Other builds loop over the row dots
+// of vec_kernels.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+
+namespace channel::cpu {
+
+struct MatmulWeights {
+  GgmlType type;
+  const uint8_t* data;  // [rows][row_bytes]
+  size_t row_bytes;
+  int64_t rows;
+  int64_t cols;
+};
+
+// Activations prepared once per matmul (see ops/matmul.h for the rounding rules).
+struct MatmulInput {
+  int64_t n = 0;  // tokens
+  // F32/F16/BF16 weights: activations rounded to the weight's precision.
+  const float* xf = nullptr;  // [n][cols]
+  // Q8_0/Q4_0 weights: activations as Q8_0 blocks, their scales as f32, and each block's
+  // sum of q times minus the weight's zero point (128 for Q8_0, 8 for Q4_0), which the int8
+  // GEMM adds back after multiplying unsigned weights (w + zero point) by signed q.
+  const uint8_t* xq = nullptr;     // [n][cols / 32] BlockQ8_0
+  const float* xd = nullptr;       // [n][cols / 32]
+  const int32_t* xcorr = nullptr;  // [n][cols / 32]
+};
+
+// Rows per unit of work when splitting a matmul of n tokens among threads.
+int64_t matmul_row_granule(GgmlType type, int64_t n);
+
+// y[t * y_stride + r] = row r of w · token t, for r in [r0, r1) and every token.
+void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride);
+
+// The loops of each build, exposed so tests can check every one that this build compiles.
+namespace generic {  // row dots from vec_kernels.h, any instruction set
+int64_t matmul_row_granule(GgmlType type, int64_t n);
+void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride);
+}  // namespace generic
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
+#define CHANNEL_CPU_AVX512_MATMUL 1
+namespace avx512 {
+int64_t matmul_row_granule(GgmlType type, int64_t n);
+void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride);
+}  // namespace avx512
+#endif
+
+}  // namespace channel::cpu

@@ -1,0 +1,469 @@
+// AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
+// load and stream straight from the mapping. Prompt (many tokens): 32-row panels are
+// repacked once into a lanes-are-rows layout, then a register tile of 32 rows x T tokens
+// runs over the whole reduction with no horizontal sums:
+//   Q8_0/Q4_0: per 32-element block, 8 steps of vpdpbusd(u8 weights + zero point, broadcast
+//              4 int8 activations), then one f32 FMA with d_w * d_x;
+//   F32/F16/BF16: weights converted to f32 once per panel, FMA with broadcast activations.
+#include "backend/cpu/matmul_kernels.h"
+
+#if defined(CHANNEL_CPU_AVX512_MATMUL)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "backend/cpu/vec_kernels.h"
+#include "ops/fp16.h"
+#include "ops/quant.h"
+
+// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
+// uninitialised use (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace channel::cpu::avx512 {
+namespace {
+
+constexpr int64_t kGemmMinTokens = 4;            // fewer tokens: the streaming matvec loops
+constexpr int kPanelRows = 32;                   // rows of a repacked panel (two 16-lane halves)
+constexpr size_t kQuantBlockBytes = 8 * 2 * 64;  // packed block: [group 8][half 2][16 rows][4]
+constexpr int kQuantTileTokens = 4;
+constexpr int kFloatTileTokens = 8;
+
+bool is_quant(GgmlType t) {
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+}
+
+float scale_at(const uint8_t* p) {  // the f16 scale at the start of a block
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+__m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+__m256i unpack_q4(const uint8_t* qs) {  // 16 bytes of nibbles -> 32 int8 in [-8, 7]
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+}
+
+// Horizontal sums of 4 vectors: {sum(a), sum(b), sum(c), sum(d)}.
+__m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_hadd_ps(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m256 cd = _mm256_hadd_ps(c, d);
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+__mmask16 lane_mask(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
+  if (n <= 0) return 0;
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// 64-byte aligned per-thread scratch (grows, never shrinks).
+uint8_t* thread_scratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> buf;
+  thread_local size_t size = 0;
+  if (size < bytes) {
+    buf.reset(new uint8_t[bytes + 64]);
+    size = bytes;
+  }
+  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.get());
+  return buf.get() + (64 - p % 64) % 64;
+}
+
+// ---- decode: streaming matvec, 4 rows at a time --------------------------------------------
+
+template <bool kQ4>
+void dot4_quant(const uint8_t* w, size_t row_bytes, const uint8_t* xq, int64_t nb, float* out) {
+  constexpr size_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* xb = xq + b * sizeof(BlockQ8_0);
+    const __m256i qx = load256(xb + 2);
+    const float dx = scale_at(xb);
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* wb = w + i * row_bytes + b * kBlock;
+      const __m256i qw = kQ4 ? unpack_q4(wb + 2) : load256(wb + 2);
+      // |w| (u8) times x with w's sign: vpdpbusd wants unsigned x signed.
+      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
+                                            _mm256_sign_epi8(qx, qw));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale_at(wb) * dx), acc[i]);
+    }
+  }
+  _mm_storeu_ps(out, hsum4(acc[0], acc[1], acc[2], acc[3]));
+}
+
+template <typename W, typename Load, typename LoadMasked>
+void dot4_float(const W* w, int64_t stride, const float* x, int64_t n, float* out, Load load,
+                LoadMasked load_masked) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + i);
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(w + r * stride + i), xv, acc[r]);
+  }
+  if (i < n) {
+    const __mmask16 m = lane_mask(n - i);
+    const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
+    for (int r = 0; r < 4; ++r) {
+      acc[r] = _mm512_fmadd_ps(load_masked(w + r * stride + i, m), xv, acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+__m512 load_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+__m512 load_f16_masked(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+__m512 bf16_to_ps(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+__m512 load_bf16(const uint16_t* p) {
+  return bf16_to_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+__m512 load_bf16_masked(const uint16_t* p, __mmask16 m) {
+  return bf16_to_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+// y[t][r] for rows [r0, r1) of one token: 4-row groups, then single rows.
+void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64_t r0, int64_t r1,
+                  float* y) {
+  const int64_t nb = w.cols / kQK;
+  const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
+  const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
+  const auto row = [&](int64_t r) { return w.data + static_cast<size_t>(r) * w.row_bytes; };
+  const int64_t stride16 = static_cast<int64_t>(w.row_bytes / 2);
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    switch (w.type) {
+      case GgmlType::Q8_0:
+        dot4_quant<false>(row(r), w.row_bytes, xq, nb, y + r);
+        break;
+      case GgmlType::Q4_0:
+        dot4_quant<true>(row(r), w.row_bytes, xq, nb, y + r);
+        break;
+      case GgmlType::F16:
+        dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r, load_f16,
+                   load_f16_masked);
+        break;
+      case GgmlType::BF16:
+        dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r,
+                   load_bf16, load_bf16_masked);
+        break;
+      case GgmlType::F32:
+        dot4_float(
+            reinterpret_cast<const float*>(row(r)), static_cast<int64_t>(w.row_bytes / 4), xf,
+            w.cols, y + r, [](const float* p) { return _mm512_loadu_ps(p); },
+            [](const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); });
+        break;
+    }
+  }
+  for (; r < r1; ++r) {
+    const auto* w16 = reinterpret_cast<const uint16_t*>(row(r));
+    switch (w.type) {
+      case GgmlType::Q8_0:
+        y[r] = dot_q8_0(row(r), xq, nb);
+        break;
+      case GgmlType::Q4_0:
+        y[r] = dot_q4_0(row(r), xq, nb);
+        break;
+      case GgmlType::F16:
+        y[r] = dot_f16(w16, xf, w.cols);
+        break;
+      case GgmlType::BF16:
+        y[r] = dot_bf16(w16, xf, w.cols);
+        break;
+      case GgmlType::F32:
+        y[r] = dot_f32(reinterpret_cast<const float*>(row(r)), xf, w.cols);
+        break;
+    }
+  }
+}
+
+void matvec_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride) {
+  // With several tokens, 16-row blocks stay in L1 while every token passes over them.
+  const int64_t step = x.n == 1 ? r1 - r0 : 16;
+  for (int64_t rb = r0; rb < r1; rb += step) {
+    const int64_t re = std::min(rb + step, r1);
+    for (int64_t t = 0; t < x.n; ++t) matvec_token(w, x, t, rb, re, y + t * y_stride);
+  }
+}
+
+// ---- prompt: int8 GEMM on repacked Q8_0 / Q4_0 panels ---------------------------------------
+
+// Packs `valid` rows from row0 into [nb][group 8][half 2][16 rows][4 bytes] unsigned weights
+// (q + 128 for Q8_0, the raw nibble = q + 8 for Q4_0) and scales [nb][half 2][16] f32.
+template <bool kQ4>
+void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* packed,
+                      float* scales) {
+  constexpr int64_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  const int64_t nb = w.cols / kQK;
+  const __m512i index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(w.row_bytes)));
+  for (int h = 0; h < 2; ++h) {
+    const __mmask16 m = lane_mask(valid - 16 * h);
+    if (m == 0) {  // no rows in this half: zero weights and scales
+      for (int64_t b = 0; b < nb; ++b) {
+        for (int g = 0; g < 8; ++g) {
+          _mm512_store_si512(packed + b * kQuantBlockBytes + g * 128 + h * 64,
+                             _mm512_setzero_si512());
+        }
+        _mm512_store_ps(scales + b * 32 + h * 16, _mm512_setzero_ps());
+      }
+      continue;
+    }
+    const uint8_t* base = w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = base + b * kBlock;
+      for (int g = 0; g < 8; ++g) {
+        __m512i v;
+        if constexpr (kQ4) {
+          v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, blk + 2 + 4 * (g & 3),
+                                          1);
+          v = _mm512_and_si512(g < 4 ? v : _mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0f));
+        } else {
+          v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, blk + 2 + 4 * g, 1);
+          v = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+        }
+        _mm512_store_si512(packed + b * kQuantBlockBytes + g * 128 + h * 64, v);
+      }
+      const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, blk, 1);
+      _mm512_store_ps(scales + b * 32 + h * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+    }
+  }
+}
+
+template <int T>
+void quant_tile(const uint8_t* packed, const float* scales, int64_t nb, const MatmulInput& x,
+                int64_t t0, float* y, int64_t y_stride, int64_t row0, int valid) {
+  const size_t xq_row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  const uint8_t* xq[T];
+  const float* xd[T];
+  const int32_t* xc[T];
+  __m512 accf[2][T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = x.xq + (t0 + t) * xq_row_bytes + 2;
+    xd[t] = x.xd + (t0 + t) * nb;
+    xc[t] = x.xcorr + (t0 + t) * nb;
+    accf[0][t] = accf[1][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i acc[2][T];
+    for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm512_set1_epi32(xc[t][b]);
+    const uint8_t* pb = packed + b * kQuantBlockBytes;
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m512i w0 = _mm512_load_si512(pb + g * 128);
+      const __m512i w1 = _mm512_load_si512(pb + g * 128 + 64);
+      for (int t = 0; t < T; ++t) {
+        int32_t q4;
+        std::memcpy(&q4, xq[t] + b * sizeof(BlockQ8_0) + 4 * g, 4);
+        const __m512i xv = _mm512_set1_epi32(q4);
+        acc[0][t] = _mm512_dpbusd_epi32(acc[0][t], w0, xv);
+        acc[1][t] = _mm512_dpbusd_epi32(acc[1][t], w1, xv);
+      }
+    }
+    const __m512 s0 = _mm512_load_ps(scales + b * 32), s1 = _mm512_load_ps(scales + b * 32 + 16);
+    for (int t = 0; t < T; ++t) {
+      const __m512 dx = _mm512_set1_ps(xd[t][b]);
+      accf[0][t] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[0][t]), _mm512_mul_ps(s0, dx), accf[0][t]);
+      accf[1][t] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[1][t]), _mm512_mul_ps(s1, dx), accf[1][t]);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __mmask16 m = lane_mask(valid - 16 * h);
+    if (m == 0) continue;
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(y + (t0 + t) * y_stride + row0 + 16 * h, m, accf[h][t]);
+    }
+  }
+}
+
+void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                     int64_t y_stride) {
+  const int64_t nb = w.cols / kQK;
+  uint8_t* scratch = thread_scratch(static_cast<size_t>(nb) * (kQuantBlockBytes + 32 * 4));
+  uint8_t* packed = scratch;                                                  // [nb][1024]
+  float* scales = reinterpret_cast<float*>(scratch + nb * kQuantBlockBytes);  // [nb][32]
+  for (int64_t row0 = r0; row0 < r1; row0 += kPanelRows) {
+    const int valid = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - row0));
+    if (w.type == GgmlType::Q4_0) {
+      pack_quant_panel<true>(w, row0, valid, packed, scales);
+    } else {
+      pack_quant_panel<false>(w, row0, valid, packed, scales);
+    }
+    int64_t t0 = 0;
+    for (; t0 + kQuantTileTokens <= x.n; t0 += kQuantTileTokens) {
+      quant_tile<kQuantTileTokens>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
+    }
+    switch (x.n - t0) {
+      case 1:
+        quant_tile<1>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
+        break;
+      case 2:
+        quant_tile<2>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
+        break;
+      case 3:
+        quant_tile<3>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// ---- prompt: f32 GEMM on panels converted from F32 / F16 / BF16 -----------------------------
+
+// Packs `valid` rows from row0 as f32 [cols][32 rows] (missing rows zero).
+void pack_float_panel(const MatmulWeights& w, int64_t row0, int valid, float* packed) {
+  const int64_t k_end = w.cols;
+  const __m512i index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(w.row_bytes)));
+  for (int h = 0; h < 2; ++h) {
+    const __mmask16 m = lane_mask(valid - 16 * h);
+    float* out = packed + 16 * h;
+    if (m == 0) {
+      for (int64_t k = 0; k < k_end; ++k) _mm512_store_ps(out + k * 32, _mm512_setzero_ps());
+      continue;
+    }
+    const uint8_t* base = w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes;
+    int64_t k = 0;
+    if (w.type == GgmlType::F32) {
+      for (; k < k_end; ++k) {
+        _mm512_store_ps(out + k * 32,
+                        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, index, base + 4 * k, 1));
+      }
+      continue;
+    }
+    // 16-bit types: one 32-bit gather fetches elements k and k + 1 of each row.
+    const bool f16 = w.type == GgmlType::F16;
+    for (; k + 2 <= k_end; k += 2) {
+      const __m512i v =
+          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, base + 2 * k, 1);
+      __m512 lo, hi;
+      if (f16) {
+        lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+        hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+      } else {
+        lo = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+        hi = _mm512_castsi512_ps(
+            _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+      }
+      _mm512_store_ps(out + k * 32, lo);
+      _mm512_store_ps(out + (k + 1) * 32, hi);
+    }
+    if (k < k_end) {  // odd column count: the last element row by row
+      alignas(64) float last[16] = {};
+      for (int r = 0; r < 16 && r < valid - 16 * h; ++r) {
+        uint16_t e;
+        std::memcpy(&e, base + static_cast<size_t>(r) * w.row_bytes + 2 * k, 2);
+        last[r] = f16 ? fp16_to_fp32(e) : bf16_to_fp32(e);
+      }
+      _mm512_store_ps(out + k * 32, _mm512_load_ps(last));
+    }
+  }
+}
+
+template <int T>
+void float_tile(const float* packed, int64_t cols, const float* xf, int64_t t0, float* y,
+                int64_t y_stride, int64_t row0, int valid) {
+  const float* xr[T];
+  __m512 acc[2][T];
+  for (int t = 0; t < T; ++t) {
+    xr[t] = xf + (t0 + t) * cols;
+    acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < cols; ++k) {
+    const __m512 w0 = _mm512_load_ps(packed + k * 32), w1 = _mm512_load_ps(packed + k * 32 + 16);
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = _mm512_set1_ps(xr[t][k]);
+      acc[0][t] = _mm512_fmadd_ps(w0, xv, acc[0][t]);
+      acc[1][t] = _mm512_fmadd_ps(w1, xv, acc[1][t]);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __mmask16 m = lane_mask(valid - 16 * h);
+    if (m == 0) continue;
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(y + (t0 + t) * y_stride + row0 + 16 * h, m, acc[h][t]);
+    }
+  }
+}
+
+void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                     int64_t y_stride) {
+  float* packed = reinterpret_cast<float*>(thread_scratch(static_cast<size_t>(w.cols) * 32 * 4));
+  for (int64_t row0 = r0; row0 < r1; row0 += kPanelRows) {
+    const int valid = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - row0));
+    pack_float_panel(w, row0, valid, packed);
+    int64_t t0 = 0;
+    for (; t0 + kFloatTileTokens <= x.n; t0 += kFloatTileTokens) {
+      float_tile<kFloatTileTokens>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+    }
+    switch (x.n - t0) {
+      case 1:
+        float_tile<1>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      case 2:
+        float_tile<2>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      case 3:
+        float_tile<3>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      case 4:
+        float_tile<4>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      case 5:
+        float_tile<5>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      case 6:
+        float_tile<6>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      case 7:
+        float_tile<7>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+int64_t matmul_row_granule(GgmlType, int64_t n) {
+  return n < kGemmMinTokens ? 16 : kPanelRows;
+}
+
+void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                 int64_t y_stride) {
+  if (x.n < kGemmMinTokens) {
+    matvec_rows(w, x, r0, r1, y, y_stride);
+  } else if (is_quant(w.type)) {
+    quant_gemm_rows(w, x, r0, r1, y, y_stride);
+  } else {
+    float_gemm_rows(w, x, r0, r1, y, y_stride);
+  }
+}
+
+}  // namespace channel::cpu::avx512
+
+#endif  // CHANNEL_CPU_AVX512_MATMUL
