@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "ops/fp16.h"
 #include "ops/matmul.h"
@@ -104,6 +105,63 @@ TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
                          " n=" + std::to_string(n) + " threads=" + std::to_string(pool.size()));
             expect_matmul_matches_ref(o, n, pool);
           }
+        }
+      }
+    }
+  }
+}
+
+// Every compiled cpu::matmul_rows variant (not just the one matmul dispatches to), on
+// activations prepared with the scalar references, over sub-ranges of rows.
+TEST(Matmul, EveryRowKernelVariantMatchesReference) {
+  using RowsFn = void (*)(const cpu::MatmulWeights&, const cpu::MatmulInput&, int64_t, int64_t,
+                          float*, int64_t);
+  std::vector<std::pair<std::string, RowsFn>> variants = {{"generic", cpu::generic::matmul_rows}};
+#if defined(CHANNEL_CPU_AVX512_MATMUL)
+  variants.push_back({"avx512", cpu::avx512::matmul_rows});
+#endif
+  for (GgmlType type : kTypes) {
+    const int64_t rows = 37, cols = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 ? 96 : 33;
+    const auto o = make_random_weight(type, rows, cols, 21);
+    for (int64_t n : {1, 5, 9}) {
+      const auto x = random_activations(n * cols, 5);
+      std::vector<float> xf(n * cols);             // [n][cols]
+      std::vector<BlockQ8_0> xq(n * cols / kQK);   // [n][cols / 32]
+      std::vector<float> xd(n * cols / kQK);       // [n][cols / 32]
+      std::vector<int32_t> xcorr(n * cols / kQK);  // [n][cols / 32]
+      const int32_t zero_point = type == GgmlType::Q8_0 ? 128 : 8;
+      for (int64_t i = 0; i < n * cols; ++i) {
+        xf[i] = type == GgmlType::F16    ? fp16_to_fp32(fp32_to_fp16(x[i]))
+                : type == GgmlType::BF16 ? bf16_to_fp32(fp32_to_bf16(x[i]))
+                                         : x[i];
+      }
+      if (cols % kQK == 0) {
+        quantize_row_q8_0_ref(x.data(), xq.data(), n * cols);
+        for (size_t b = 0; b < xq.size(); ++b) {
+          int32_t sum = 0;
+          for (int j = 0; j < kQK; ++j) sum += xq[b].qs[j];
+          xd[b] = fp16_to_fp32(xq[b].d);
+          xcorr[b] = -zero_point * sum;
+        }
+      }
+      cpu::MatmulInput in;
+      in.n = n;
+      in.xf = xf.data();
+      in.xq = reinterpret_cast<const uint8_t*>(xq.data());
+      in.xd = xd.data();
+      in.xcorr = xcorr.data();
+      const cpu::MatmulWeights cw{o.w.type, o.w.data, o.w.row_bytes, o.w.rows, o.w.cols};
+      std::vector<float> want(n * rows);
+      matmul_ref(o.w, x.data(), n, want.data());
+      for (const auto& [name, fn] : variants) {
+        std::vector<float> got(n * rows, -7.0f);
+        fn(cw, in, 0, 5, got.data(), rows);  // awkward sub-ranges
+        fn(cw, in, 5, 32, got.data(), rows);
+        fn(cw, in, 32, rows, got.data(), rows);
+        for (int64_t i = 0; i < n * rows; ++i) {
+          ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i])))
+              << name << " " << ggml_type_name(static_cast<uint32_t>(type)) << " n=" << n
+              << " i=" << i;
         }
       }
     }
