@@ -2,6 +2,7 @@
 // GFLOP/s for n = 128 (prompt), per weight type, on 1 and 2 threads. Matvec benchmarks
 // rotate over enough copies of the matrix (>= 256 MiB) that the weights stream from memory
 // as they do in a real decode step, not from cache.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -127,6 +128,51 @@ void bench_matmul(benchmark::State& state, GgmlType type, Shape shape, int64_t n
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// All matmuls of one Gemma-3-1B step (26 layers of q, k, v, o, gate, up, down, then the
+// tied head), each layer with its own weights: the matmul-only ceiling of the model's
+// tok/s. n = 1 is a decode step (items/s = tok/s); n = 128 is a prompt chunk, where only the
+// last token needs logits (the head runs on one token).
+void bench_model_step(benchmark::State& state, GgmlType type, int64_t n, int threads) {
+  constexpr int kLayers = 26;
+  const Shape layer_shapes[] = {{"q", 1024, 1152},   {"k", 256, 1152},     {"v", 256, 1152},
+                                {"o", 1152, 1024},   {"gate", 6912, 1152}, {"up", 6912, 1152},
+                                {"down", 1152, 6912}};
+  std::vector<WeightSet> weights;  // [layer][7], then the head
+  for (int l = 0; l < kLayers; ++l) {
+    for (const Shape& sh : layer_shapes) weights.push_back(make_weights(type, sh, 0));
+  }
+  weights.push_back(make_weights(type, Shape{"head", 262144, 1152}, 0));
+  std::vector<float> x(static_cast<size_t>(n) * 6912), y(static_cast<size_t>(n) * 262144);
+  uint64_t s = 7;
+  for (auto& v : x)
+    v = static_cast<float>(static_cast<int64_t>(next_random(s) % 2001) - 1000) / 1000.0f;
+  ThreadPool& pool = pool_of(threads);
+  double bytes = 0;
+  for (const auto& w : weights)
+    bytes += static_cast<double>(w.copies[0].row_bytes * w.copies[0].rows);
+  for (auto _ : state) {
+    for (size_t i = 0; i + 1 < weights.size(); ++i)
+      matmul(weights[i].copies[0], x.data(), n, y.data(), pool);
+    matmul(weights.back().copies[0], x.data(), 1, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Round trip of an (almost) empty parallel_for: the dispatch cost paid ~200 times per token.
+void bench_dispatch(benchmark::State& state) {
+  ThreadPool& pool = pool_of(static_cast<int>(state.range(0)));
+  std::atomic<int64_t> sink{0};
+  for (auto _ : state) {
+    pool.parallel_for(
+        64, [&](int64_t b, int64_t e, int) { sink.fetch_add(e - b, std::memory_order_relaxed); });
+  }
+  benchmark::DoNotOptimize(sink.load());
+}
+BENCHMARK(bench_dispatch)->Name("thread_pool/parallel_for_64")->Arg(1)->Arg(2)->UseRealTime();
+
 const bool registered = [] {
   for (int64_t n : {int64_t{1}, int64_t{128}}) {
     for (GgmlType type : kTypes) {
@@ -140,6 +186,15 @@ const bool registered = [] {
               ->UseRealTime();
         }
       }
+    }
+  }
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16}) {
+    for (int64_t n : {int64_t{1}, int64_t{128}}) {
+      const std::string name = std::string(n == 1 ? "model1b_decode/" : "model1b_prompt128/") +
+                               std::string(ggml_type_name(static_cast<uint32_t>(type))) + "/t2";
+      benchmark::RegisterBenchmark(name.c_str(), bench_model_step, type, n, 2)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
   }
   return true;

@@ -297,6 +297,17 @@ void quant_tile(const uint8_t* packed, const float* scales, int64_t nb, const Ma
   }
 }
 
+// The last tile, of `rem` < kQuantTileTokens tokens (none when rem == 0).
+template <int T>
+void quant_tile_tail(int64_t rem, const uint8_t* packed, const float* scales, int64_t nb,
+                     const MatmulInput& x, int64_t t0, float* y, int64_t y_stride, int64_t row0,
+                     int valid) {
+  if constexpr (T > 0) {
+    if (rem == T) return quant_tile<T>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
+    quant_tile_tail<T - 1>(rem, packed, scales, nb, x, t0, y, y_stride, row0, valid);
+  }
+}
+
 void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                      int64_t y_stride) {
   const int64_t nb = w.cols / kQK;
@@ -314,19 +325,8 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
     for (; t0 + kQuantTileTokens <= x.n; t0 += kQuantTileTokens) {
       quant_tile<kQuantTileTokens>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
     }
-    switch (x.n - t0) {
-      case 1:
-        quant_tile<1>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
-        break;
-      case 2:
-        quant_tile<2>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
-        break;
-      case 3:
-        quant_tile<3>(packed, scales, nb, x, t0, y, y_stride, row0, valid);
-        break;
-      default:
-        break;
-    }
+    quant_tile_tail<kQuantTileTokens - 1>(x.n - t0, packed, scales, nb, x, t0, y, y_stride, row0,
+                                          valid);
   }
 }
 
@@ -409,6 +409,16 @@ void float_tile(const float* packed, int64_t cols, const float* xf, int64_t t0, 
   }
 }
 
+// The last tile, of `rem` < kFloatTileTokens tokens (none when rem == 0).
+template <int T>
+void float_tile_tail(int64_t rem, const float* packed, int64_t cols, const float* xf, int64_t t0,
+                     float* y, int64_t y_stride, int64_t row0, int valid) {
+  if constexpr (T > 0) {
+    if (rem == T) return float_tile<T>(packed, cols, xf, t0, y, y_stride, row0, valid);
+    float_tile_tail<T - 1>(rem, packed, cols, xf, t0, y, y_stride, row0, valid);
+  }
+}
+
 void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                      int64_t y_stride) {
   float* packed = reinterpret_cast<float*>(thread_scratch(static_cast<size_t>(w.cols) * 32 * 4));
@@ -419,31 +429,8 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
     for (; t0 + kFloatTileTokens <= x.n; t0 += kFloatTileTokens) {
       float_tile<kFloatTileTokens>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
     }
-    switch (x.n - t0) {
-      case 1:
-        float_tile<1>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      case 2:
-        float_tile<2>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      case 3:
-        float_tile<3>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      case 4:
-        float_tile<4>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      case 5:
-        float_tile<5>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      case 6:
-        float_tile<6>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      case 7:
-        float_tile<7>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-        break;
-      default:
-        break;
-    }
+    float_tile_tail<kFloatTileTokens - 1>(x.n - t0, packed, w.cols, x.xf, t0, y, y_stride, row0,
+                                          valid);
   }
 }
 
