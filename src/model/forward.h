@@ -1,0 +1,54 @@
+// forward(): one batch of tokens through a llama or gemma3 model, top to bottom. The batch
+// is processed at once (every matmul sees all n rows, attention runs over the whole chunk),
+// keys/values are written to the slots the caller names, and each query attends to the
+// slots the caller says it sees.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace channel {
+
+class ThreadPool;
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;     // [n] token ids, each < n_vocab
+  std::span<const int32_t> positions;  // [n] rope positions
+  std::span<const int32_t> slots;      // [n] KV slot that receives each token's keys/values
+  // Slots query t (0 <= t < n) attends to on layer il; it includes the query's own slot.
+  // Called concurrently from several threads.
+  std::function<std::span<const int32_t>(int il, int t)> visible_slots;
+};
+
+enum class LogitsFor { last, all };
+
+// Activations of one batch, allocated once per session for up to max_batch tokens.
+struct ForwardScratch {
+  ForwardScratch(const ModelHparams& hp, int max_batch, int n_slots, int n_threads);
+
+  int max_batch;
+  std::vector<float> x;       // [max_batch][n_embd]              residual stream
+  std::vector<float> xn;      // [max_batch][n_embd]              normed input of a sub-block
+  std::vector<float> q;       // [max_batch][n_head][head_dim]
+  std::vector<float> k;       // [max_batch][n_head_kv][head_dim]
+  std::vector<float> v;       // [max_batch][n_head_kv][head_dim_v]
+  std::vector<float> attn;    // [max_batch][n_head][head_dim_v]  attention output per head
+  std::vector<float> proj;    // [max_batch][n_embd]              attention / FFN output
+  std::vector<float> gate;    // [max_batch][n_ff]                gate, then activated product
+  std::vector<float> up;      // [max_batch][n_ff]
+  std::vector<float> rope_global;   // [max_batch][n_rot] cos/sin, global layers
+  std::vector<float> rope_sliding;  // [max_batch][n_rot] cos/sin, sliding layers
+  std::vector<float> scores;  // [n_threads][n_slots]             softmax row per thread
+};
+
+// Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,
+// or [n][n_vocab] for every token.
+void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsFor which,
+             ForwardScratch& scratch, ThreadPool& pool, float* logits);
+
+}  // namespace channel
