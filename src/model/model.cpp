@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "ops/matmul.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 

@@ -4,7 +4,12 @@
 #include <cstring>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
+// GCC 12 warns about its own AVX-512 headers (_mm512_undefined_*); silence only those lines.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 namespace channel {
