@@ -116,7 +116,7 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
 
     // One task per (query token, query head).
     pool.parallel_for(static_cast<int64_t>(n) * hp.n_head, [&](int64_t begin, int64_t end,
-                                                                int thread) {
+                                                               int thread) {
       float* scores = s.scores.data() + static_cast<int64_t>(thread) * n_slots;  // [n_slots]
       for (int64_t task = begin; task < end; ++task) {
         const int t = static_cast<int>(task / hp.n_head), h = static_cast<int>(task % hp.n_head);
@@ -158,8 +158,8 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
   rms_norm_rows(pool, s.x.data() + first * n_embd, w.output_norm, n_out, n_embd, hp.rms_eps,
                 s.xn.data());
   matmul(w.output, s.xn.data(), n_out, logits, pool);  // [n_out][n_vocab]
-  if (hp.final_logit_softcap > 0) softcap(logits, static_cast<int64_t>(n_out) * hp.n_vocab,
-                                          hp.final_logit_softcap);
+  if (hp.final_logit_softcap > 0)
+    softcap(logits, static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap);
 }
 
 }  // namespace channel

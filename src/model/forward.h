@@ -32,18 +32,18 @@ struct ForwardScratch {
   ForwardScratch(const ModelHparams& hp, int max_batch, int n_slots, int n_threads);
 
   int max_batch;
-  std::vector<float> x;       // [max_batch][n_embd]              residual stream
-  std::vector<float> xn;      // [max_batch][n_embd]              normed input of a sub-block
-  std::vector<float> q;       // [max_batch][n_head][head_dim]
-  std::vector<float> k;       // [max_batch][n_head_kv][head_dim]
-  std::vector<float> v;       // [max_batch][n_head_kv][head_dim_v]
-  std::vector<float> attn;    // [max_batch][n_head][head_dim_v]  attention output per head
-  std::vector<float> proj;    // [max_batch][n_embd]              attention / FFN output
-  std::vector<float> gate;    // [max_batch][n_ff]                gate, then activated product
-  std::vector<float> up;      // [max_batch][n_ff]
+  std::vector<float> x;             // [max_batch][n_embd]              residual stream
+  std::vector<float> xn;            // [max_batch][n_embd]              normed input of a sub-block
+  std::vector<float> q;             // [max_batch][n_head][head_dim]
+  std::vector<float> k;             // [max_batch][n_head_kv][head_dim]
+  std::vector<float> v;             // [max_batch][n_head_kv][head_dim_v]
+  std::vector<float> attn;          // [max_batch][n_head][head_dim_v]  attention output per head
+  std::vector<float> proj;          // [max_batch][n_embd]              attention / FFN output
+  std::vector<float> gate;          // [max_batch][n_ff]                gate, then activated product
+  std::vector<float> up;            // [max_batch][n_ff]
   std::vector<float> rope_global;   // [max_batch][n_rot] cos/sin, global layers
   std::vector<float> rope_sliding;  // [max_batch][n_rot] cos/sin, sliding layers
-  std::vector<float> scores;  // [n_threads][n_slots]             softmax row per thread
+  std::vector<float> scores;        // [n_threads][n_slots]             softmax row per thread
 };
 
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,

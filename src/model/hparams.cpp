@@ -102,7 +102,8 @@ ModelHparams read_hparams(const GgufFile& gguf) {
     const std::string type = gguf.get_string(scaling_key);
     if (type == "linear") {
       const float factor = r.required_float("rope.scaling.factor");
-      if (factor <= 0) throw_error("{}: '{}' must be positive", gguf.name(), r.key("rope.scaling.factor"));
+      if (factor <= 0)
+        throw_error("{}: '{}' must be positive", gguf.name(), r.key("rope.scaling.factor"));
       hp.rope_freq_scale = 1.0f / factor;
     } else if (type != "none") {
       throw_error("{}: '{}' = '{}' is not supported (only linear)", gguf.name(), scaling_key, type);

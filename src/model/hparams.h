@@ -27,13 +27,13 @@ struct ModelHparams {
   int n_rot = 0;        // <arch>.rope.dimension_count (default head_dim)
   float rms_eps = 0;    // <arch>.attention.layer_norm_rms_epsilon
   RopeStyle rope_style = RopeStyle::normal;
-  float rope_base = 10000.0f;      // <arch>.rope.freq_base: global layers
-  float rope_base_swa = 10000.0f;  // <arch>.rope.freq_base_swa: sliding layers (gemma3)
-  float rope_freq_scale = 1.0f;    // 1 / <arch>.rope.scaling.factor when the type is linear
-  int sliding_window = 0;          // <arch>.attention.sliding_window; 0 = no sliding layers
-  int sliding_window_pattern = 1;  // <arch>.attention.sliding_window_pattern (gemma3, default 6)
-  float embd_scale = 1.0f;         // sqrt(n_embd) for gemma3
-  float attn_scale = 0.0f;         // score scale: 1/sqrt(query_pre_attn_scalar or head_dim)
+  float rope_base = 10000.0f;        // <arch>.rope.freq_base: global layers
+  float rope_base_swa = 10000.0f;    // <arch>.rope.freq_base_swa: sliding layers (gemma3)
+  float rope_freq_scale = 1.0f;      // 1 / <arch>.rope.scaling.factor when the type is linear
+  int sliding_window = 0;            // <arch>.attention.sliding_window; 0 = no sliding layers
+  int sliding_window_pattern = 1;    // <arch>.attention.sliding_window_pattern (gemma3, default 6)
+  float embd_scale = 1.0f;           // sqrt(n_embd) for gemma3
+  float attn_scale = 0.0f;           // score scale: 1/sqrt(query_pre_attn_scalar or head_dim)
   float final_logit_softcap = 0.0f;  // <arch>.final_logit_softcapping; 0 = none
   bool has_qk_norm = false;          // gemma3: attn_q_norm / attn_k_norm
   bool has_post_norms = false;       // gemma3: post_attention_norm / post_ffw_norm

@@ -30,8 +30,9 @@ class TensorBinder {
   }
   const TensorInfo& require(const std::string& name, std::initializer_list<int64_t> shape) const {
     const TensorInfo* t = find(name, shape);
-    if (!t) throw_error("{}: tensor '{}' is missing (expected shape {})", gguf_.name(), name,
-                        shape_string(std::vector<int64_t>(shape)));
+    if (!t)
+      throw_error("{}: tensor '{}' is missing (expected shape {})", gguf_.name(), name,
+                  shape_string(std::vector<int64_t>(shape)));
     return *t;
   }
   WeightMatrix matrix(const std::string& name, int64_t cols, int64_t rows) const {
@@ -62,9 +63,10 @@ class TensorBinder {
     }
     const auto traits = ggml_type_traits(t.type_id);
     if (!traits)
-      throw_error("{}: tensor '{}' has type {}, which Channel does not support "
-                  "(f32, f16, bf16, q8_0, q4_0)",
-                  gguf_.name(), t.name, ggml_type_name(t.type_id));
+      throw_error(
+          "{}: tensor '{}' has type {}, which Channel does not support "
+          "(f32, f16, bf16, q8_0, q4_0)",
+          gguf_.name(), t.name, ggml_type_name(t.type_id));
     if (t.ne[0] % traits->block_elems != 0)
       throw_error("{}: tensor '{}' of type {} has a row of {} elements, not a multiple of {}",
                   gguf_.name(), t.name, traits->name, t.ne[0], traits->block_elems);
@@ -79,9 +81,10 @@ ModelWeights bind_weights(const GgufFile& gguf, ModelHparams& hp) {
   const TensorInfo* embd = gguf.find_tensor("token_embd.weight");
   if (!embd) throw_error("{}: tensor 'token_embd.weight' is missing", gguf.name());
   if (embd->n_dims != 2 || embd->ne[1] < 1 || embd->ne[1] > (1 << 24))
-    throw_error("{}: tensor 'token_embd.weight' has shape {}, expected [{}, n_vocab]", gguf.name(),
-                shape_string(std::vector<int64_t>(embd->ne, embd->ne + std::clamp(embd->n_dims, 1, 4))),
-                hp.n_embd);
+    throw_error(
+        "{}: tensor 'token_embd.weight' has shape {}, expected [{}, n_vocab]", gguf.name(),
+        shape_string(std::vector<int64_t>(embd->ne, embd->ne + std::clamp(embd->n_dims, 1, 4))),
+        hp.n_embd);
   hp.n_vocab = static_cast<int>(embd->ne[1]);
 
   const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab, n_ff = hp.n_ff;
@@ -99,7 +102,8 @@ ModelWeights bind_weights(const GgufFile& gguf, ModelHparams& hp) {
     w.tied_output = true;
   }
   w.output_norm = b.vector("output_norm.weight", n_embd);
-  if (const TensorInfo* rf = b.find("rope_freqs.weight", {hp.n_rot / 2})) w.rope_freqs = b.to_floats(*rf);
+  if (const TensorInfo* rf = b.find("rope_freqs.weight", {hp.n_rot / 2}))
+    w.rope_freqs = b.to_floats(*rf);
 
   for (int il = 0; il < hp.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
@@ -136,7 +140,8 @@ void prefault(const GgufFile& gguf, const LoadProgress& progress) {
   for (const TensorInfo& t : gguf.tensors()) {
     for (size_t off = 0; off < t.n_bytes; off += 4096) sink = sink + t.data[off];
     done += t.n_bytes;
-    if (progress && total) progress(0.1f + 0.9f * static_cast<float>(done) / static_cast<float>(total));
+    if (progress && total)
+      progress(0.1f + 0.9f * static_cast<float>(done) / static_cast<float>(total));
   }
 }
 

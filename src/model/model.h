@@ -22,11 +22,11 @@ using LoadProgress = std::function<void(float fraction)>;
 
 // One transformer block. Matrices are [rows = out][cols = in], y = W x.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
-  WeightMatrix wq;               // [n_head * head_dim][n_embd]
-  WeightMatrix wk;               // [n_head_kv * head_dim][n_embd]
-  WeightMatrix wv;               // [n_head_kv * head_dim][n_embd]
-  WeightMatrix wo;               // [n_embd][n_head * head_dim]
+  std::vector<float> attn_norm;            // [n_embd]
+  WeightMatrix wq;                         // [n_head * head_dim][n_embd]
+  WeightMatrix wk;                         // [n_head_kv * head_dim][n_embd]
+  WeightMatrix wv;                         // [n_head_kv * head_dim][n_embd]
+  WeightMatrix wo;                         // [n_embd][n_head * head_dim]
   std::vector<float> attn_q_norm;          // [head_dim]  gemma3 only
   std::vector<float> attn_k_norm;          // [head_dim]  gemma3 only
   std::vector<float> post_attention_norm;  // [n_embd]    gemma3 only
@@ -38,8 +38,8 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  WeightMatrix token_embd;         // [n_vocab][n_embd]
-  WeightMatrix output;             // [n_vocab][n_embd]; token_embd itself when tied
+  WeightMatrix token_embd;  // [n_vocab][n_embd]
+  WeightMatrix output;      // [n_vocab][n_embd]; token_embd itself when tied
   bool tied_output = true;
   std::vector<float> output_norm;  // [n_embd]
   std::vector<float> rope_freqs;   // [n_rot / 2] optional llama rope frequency divisors

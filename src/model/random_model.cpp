@@ -117,7 +117,8 @@ std::string synthetic_piece(int index) {
         std::string s = prefix ? kSpace : "";
         std::string letters(static_cast<size_t>(len), 'a');
         int64_t v = i;
-        for (int k = len - 1; k >= 0; --k, v /= 26) letters[static_cast<size_t>(k)] = static_cast<char>('a' + v % 26);
+        for (int k = len - 1; k >= 0; --k, v /= 26)
+          letters[static_cast<size_t>(k)] = static_cast<char>('a' + v % 26);
         return s + letters;
       }
       i -= count;
@@ -136,7 +137,9 @@ void validate(const RandomModelSpec& s) {
   positive("head-dim", s.head_dim);
   positive("ffn", s.ffn);
   positive("window", s.window);
-  if (s.vocab < 261) throw_error("mkmodel: --vocab must be at least 261 (4 specials + 256 bytes + 1), got {}", s.vocab);
+  if (s.vocab < 261)
+    throw_error("mkmodel: --vocab must be at least 261 (4 specials + 256 bytes + 1), got {}",
+                s.vocab);
   if (s.heads % s.kv_heads != 0)
     throw_error("mkmodel: --kv-heads {} must divide --heads {}", s.kv_heads, s.heads);
   if (s.head_dim % 2 != 0) throw_error("mkmodel: --head-dim must be even, got {}", s.head_dim);
@@ -156,16 +159,25 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
   const std::string arch = gemma ? "gemma3" : "llama";
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
   auto keep = [&](const std::string& k) { return skip.count(k) == 0; };
-  auto u32 = [&](const std::string& k, uint32_t v) { if (keep(k)) w.set_u32(k, v); };
-  auto f32 = [&](const std::string& k, float v) { if (keep(k)) w.set_f32(k, v); };
-  auto str = [&](const std::string& k, const std::string& v) { if (keep(k)) w.set_string(k, v); };
+  auto u32 = [&](const std::string& k, uint32_t v) {
+    if (keep(k)) w.set_u32(k, v);
+  };
+  auto f32 = [&](const std::string& k, float v) {
+    if (keep(k)) w.set_f32(k, v);
+  };
+  auto str = [&](const std::string& k, const std::string& v) {
+    if (keep(k)) w.set_string(k, v);
+  };
 
   str("general.architecture", arch);
   str("general.name", "channel-random-" + arch + "-" + std::string(traits->name) + "-seed" +
                           std::to_string(s.seed));
   str("general.description", "random weights N(0, 0.02), norms 1 + N(0, 0.1), synthetic vocab");
-  const uint32_t file_type = s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1
-                             : s.type == GgmlType::Q4_0 ? 2 : s.type == GgmlType::Q8_0 ? 7 : 32;
+  const uint32_t file_type = s.type == GgmlType::F32    ? 0
+                             : s.type == GgmlType::F16  ? 1
+                             : s.type == GgmlType::Q4_0 ? 2
+                             : s.type == GgmlType::Q8_0 ? 7
+                                                        : 32;
   u32("general.file_type", file_type);
   u32("general.quantization_version", 2);
   const std::string a = arch + ".";

@@ -11,10 +11,10 @@ enum class RopeStyle { normal, neox };
 
 struct RopeParams {
   RopeStyle style = RopeStyle::normal;
-  int n_rot = 0;                         // rotated dimensions per head (even, <= head_dim)
-  float base = 10000.0f;                 // rope.freq_base
-  float freq_scale = 1.0f;               // 1 / linear scaling factor
-  const float* freq_factors = nullptr;   // [n_rot/2] optional per-pair divisors (rope_freqs)
+  int n_rot = 0;                        // rotated dimensions per head (even, <= head_dim)
+  float base = 10000.0f;                // rope.freq_base
+  float freq_scale = 1.0f;              // 1 / linear scaling factor
+  const float* freq_factors = nullptr;  // [n_rot/2] optional per-pair divisors (rope_freqs)
 };
 
 // cos/sin of every pair for one position: cos_sin[2*i] = cos, cos_sin[2*i+1] = sin.

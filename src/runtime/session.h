@@ -17,9 +17,9 @@
 namespace channel {
 
 struct SessionConfig {
-  int n_ctx = 4096;    // KV slots, the most tokens the session holds
-  int n_threads = 0;   // 0: one per hardware thread
-  int n_batch = 512;   // tokens per forward() chunk when decoding a long prompt
+  int n_ctx = 4096;   // KV slots, the most tokens the session holds
+  int n_threads = 0;  // 0: one per hardware thread
+  int n_batch = 512;  // tokens per forward() chunk when decoding a long prompt
 };
 
 class Session {

@@ -98,8 +98,8 @@ TEST_P(Goldens, LastPositionLogitsMatchLlamaCpp) {
     ASSERT_EQ(got.size(), want.size());
     const Diff d = compare(got, want);
     worst = std::max(worst, d.max_abs);
-    std::printf("[ goldens ] %-18s %-6s max|diff| %.3g  rms %.3g  cosine %.7f\n", name.c_str(),
-                seq, d.max_abs, d.rms, d.cosine);
+    std::printf("[ goldens ] %-18s %-6s max|diff| %.3g  rms %.3g  cosine %.7f\n", name.c_str(), seq,
+                d.max_abs, d.rms, d.cosine);
     EXPECT_LE(d.max_abs, tol.max_abs);
 
     const std::vector<int> mine = top_k(got, 10);

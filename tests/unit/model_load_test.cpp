@@ -34,9 +34,7 @@ RandomModelSpec tiny(Arch arch) {
 // Owns the bytes a model borrows: keep it alive as long as the model.
 struct Built {
   std::vector<uint8_t> bytes;
-  std::shared_ptr<const Model> load() const {
-    return Model::load_from_memory(bytes, "test.gguf");
-  }
+  std::shared_ptr<const Model> load() const { return Model::load_from_memory(bytes, "test.gguf"); }
 };
 
 Built build(const RandomModelSpec& spec, const std::set<std::string>& skip = {},
@@ -86,7 +84,7 @@ TEST(ModelLoad, ReadsGemma3HyperparametersAndLayerPattern) {
   EXPECT_EQ(hp.arch, "gemma3");
   EXPECT_EQ(hp.rope_style, RopeStyle::neox);
   EXPECT_EQ(hp.sliding_window, 4);
-  EXPECT_TRUE(hp.is_sliding(0));   // pattern 2: layer 1 is global
+  EXPECT_TRUE(hp.is_sliding(0));  // pattern 2: layer 1 is global
   EXPECT_FALSE(hp.is_sliding(1));
   EXPECT_FLOAT_EQ(hp.rope_base_of(0), 1e4f);
   EXPECT_FLOAT_EQ(hp.rope_base_of(1), 1e6f);
@@ -162,8 +160,7 @@ TEST(ModelLoad, MissingTensor) {
 
 TEST(ModelLoad, TensorWithWrongShape) {
   const Built b = build(tiny(Arch::llama), {"blk.0.attn_k.weight"}, [](GgufWriter& w) {
-    w.add_tensor("blk.0.attn_k.weight", GgmlType::F32, {64, 64},
-                 std::vector<uint8_t>(64 * 64 * 4));
+    w.add_tensor("blk.0.attn_k.weight", GgmlType::F32, {64, 64}, std::vector<uint8_t>(64 * 64 * 4));
   });
   expect_load_error(b, "tensor 'blk.0.attn_k.weight' has shape [64, 64], expected [64, 32]");
 }
@@ -171,8 +168,7 @@ TEST(ModelLoad, TensorWithWrongShape) {
 TEST(ModelLoad, VocabularyAndEmbeddingDisagree) {
   RandomModelSpec spec = tiny(Arch::llama);
   const Built b = build(spec, {"token_embd.weight"}, [](GgufWriter& w) {
-    w.add_tensor("token_embd.weight", GgmlType::F32, {64, 299},
-                 std::vector<uint8_t>(64 * 299 * 4));
+    w.add_tensor("token_embd.weight", GgmlType::F32, {64, 299}, std::vector<uint8_t>(64 * 299 * 4));
   });
   expect_load_error(b, "the tokenizer has 300 tokens but token_embd.weight has 299 rows");
 }
@@ -191,8 +187,7 @@ TEST_F(SessionInput, TokenOutsideVocabulary) {
         try {
           session_.decode(ids);
         } catch (const Error& e) {
-          EXPECT_STREQ(e.what(),
-                       "token id 300 at index 1 is outside the vocabulary (n_vocab 300)");
+          EXPECT_STREQ(e.what(), "token id 300 at index 1 is outside the vocabulary (n_vocab 300)");
           throw;
         }
       },

@@ -70,7 +70,8 @@ TEST(GeluTanhGlu, TableIsCloseToTheExactFunction) {
     const float one = 1.0f;
     float got;
     gelu_tanh_glu_ref(&x, &one, 1, &got);
-    const double exact = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    const double exact =
+        0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     ASSERT_NEAR(got, exact, 2e-3 * std::abs(exact) + 1e-4) << "x " << x;
   }
   EXPECT_NEAR(gelu_tanh_exact(1.0f), 0.841192f, 1e-5f);
