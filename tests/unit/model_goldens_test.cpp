@@ -140,7 +140,9 @@ TEST_P(Goldens, IncrementalDecodeMatchesOneBatch) {
   for (size_t i = 60; i < ids.size(); ++i) got = pieces.decode(all.subspan(i, 1));
   EXPECT_EQ(pieces.n_past(), static_cast<int>(ids.size()));
   const Diff d = compare(got, expected);
-  EXPECT_LE(d.max_abs, tolerance_for(name).quantized ? 2e-2 : 1e-5) << name;
+  // Batched and single-token matmuls may sum in different orders, and Gemma's f16 GELU
+  // table turns tiny differences into f16 rounding steps: allow the golden tolerance.
+  EXPECT_LE(d.max_abs, tolerance_for(name).quantized ? 2e-2 : tolerance_for(name).max_abs) << name;
 }
 
 // decode_all returns every position's logits; its last row is decode()'s result.
