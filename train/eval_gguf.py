@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--text")
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--all", action="store_true")
+    ap.add_argument("--chunks", type=int, default=0, help="only the first N chunks (llama-perplexity --chunks)")
     ap.add_argument("--generate")
     ap.add_argument("-n", type=int, default=60)
     ap.add_argument("--temp", type=float, default=0.0)
@@ -50,7 +51,7 @@ def main():
     if args.text:
         text = open(args.text, encoding="utf-8").read()
         ids = [2] + sp.encode(text)
-        p, nch, n = ppl_llama_protocol(m, ids, args.ctx, args.device, bs=1)
+        p, nch, n = ppl_llama_protocol(m, ids, args.ctx, args.device, max_chunks=args.chunks, bs=1)
         print("tokens %d  n_ctx %d  chunks %d  scored %d  ppl %.4f" % (len(ids), args.ctx, nch, n, p))
         if args.all and len(ids) <= cfg.ctx:
             with torch.no_grad():
