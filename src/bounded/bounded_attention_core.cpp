@@ -144,7 +144,7 @@ float bounded_rotated_dot(const float* q, const float* k, const float* cos, cons
 
 void bounded_attend(const BoundedAttnCfg& c, const float* sink_k, const float* sink_v,
                     BoundedState& state, const float* q, const float* k, const float* v, int64_t n,
-                    float* out) {
+                    float* out, ThreadPool* pool) {
   if (state.n_kv_heads() != c.n_kv_heads || state.window() != c.window ||
       state.head_dim() != c.head_dim) {
     throw_error(
@@ -155,13 +155,38 @@ void bounded_attend(const BoundedAttnCfg& c, const float* sink_k, const float* s
   const int hd = c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
   const ChunkKeys keys{state, k, v, state.seen(), c.n_kv_heads, hd};
-  std::vector<float> scores(group * score_stride(c));  // [group][S + W + 1]
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t qo = static_cast<size_t>(i) * c.n_heads * hd;
-    for (int g = 0; g < c.n_kv_heads; ++g) {
-      attend_group(c, sink_k, sink_v, keys, q + qo, g, g * group, (g + 1) * group, keys.t0 + i,
-                   scores.data(), out + qo);
+  // Tasks: (position, KV head, slice of its query heads). Slices exist only to give every
+  // thread work when positions x KV heads are fewer than threads (decode on MQA).
+  const int n_threads = pool != nullptr ? pool->size() : 1;
+  const int64_t n_groups = n * c.n_kv_heads;
+  const int n_slices =
+      n_groups >= n_threads
+          ? 1
+          : std::min<int>(group, static_cast<int>((n_threads + n_groups - 1) / n_groups));
+  const int per_slice = (group + n_slices - 1) / n_slices;
+  // [threads][group][S + W + 1], the calling thread's buffer: grows, never shrinks, so a
+  // decode step does not allocate.
+  thread_local std::vector<float> scores;
+  const size_t need = static_cast<size_t>(n_threads) * group * score_stride(c);
+  if (scores.size() < need) scores.resize(need);
+  float* scores_base = scores.data();  // a name the workers share (`scores` is per thread)
+  auto run = [&](int64_t t0, int64_t t1, int thread) {
+    float* sc = scores_base + static_cast<size_t>(thread) * group * score_stride(c);
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t i = task / (static_cast<int64_t>(c.n_kv_heads) * n_slices);
+      const int g = static_cast<int>(task / n_slices % c.n_kv_heads);
+      const int h0 = g * group + static_cast<int>(task % n_slices) * per_slice;
+      const int h1 = std::min(h0 + per_slice, (g + 1) * group);
+      if (h0 >= h1) continue;
+      const size_t qo = static_cast<size_t>(i) * c.n_heads * hd;
+      attend_group(c, sink_k, sink_v, keys, q + qo, g, h0, h1, keys.t0 + i, sc, out + qo);
     }
+  };
+  const int64_t n_tasks = n_groups * n_slices;
+  if (pool != nullptr && n_tasks > 1) {
+    pool->parallel_for(n_tasks, run);
+  } else {
+    run(0, n_tasks, 0);
   }
   const size_t kv_row = static_cast<size_t>(c.n_kv_heads) * hd;
   for (int64_t i = 0; i < n; ++i) state.insert(k + i * kv_row, v + i * kv_row);

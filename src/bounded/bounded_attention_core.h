@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/thread_pool.h"
 #include "bounded/bounded_config.h"
 #include "bounded/bounded_state.h"
 
@@ -15,7 +16,8 @@ namespace channel {
 
 // Runs n consecutive positions starting at state.seen(). Decoding is n = 1; a prefill chunk
 // of any n gives bit-identical outputs and state, because every (position, head) pair runs
-// the same code over the same keys in the same order.
+// the same code over the same keys in the same order. With a pool, (position, KV head,
+// query-head slice) tasks run on its threads; the results do not depend on the thread count.
 // sink_k, sink_v: [n_kv_heads][S][head_dim] (as the operator uses them; see BoundedAttnCfg).
 void bounded_attend(const BoundedAttnCfg& cfg, const float* sink_k, const float* sink_v,
                     BoundedState& state,
@@ -23,7 +25,8 @@ void bounded_attend(const BoundedAttnCfg& cfg, const float* sink_k, const float*
                     const float* k,  // [n][n_kv_heads][head_dim]
                     const float* v,  // [n][n_kv_heads][head_dim]
                     int64_t n,
-                    float* out);  // [n][n_heads][head_dim]
+                    float* out,  // [n][n_heads][head_dim]
+                    ThreadPool* pool = nullptr);
 
 // (R(Δ) q) · k for one head: the first 2·half dims rotate in NEOX pairs (i, i + half) by the
 // table row (cos, sin); the rest are a plain dot product.
