@@ -55,6 +55,22 @@ TEST(ThreadPool, RapidDispatchStaysCorrect) {
   EXPECT_EQ(sum.load(), 3000 * 45);
 }
 
+// A job with more chunks right after one with fewer: a worker still leaving the old job
+// must not claim a chunk of the new one under the old sequence number (that ran a chunk
+// twice and over-counted completions, so parallel_for never returned).
+TEST(ThreadPool, GrowingJobsRunEachChunkOnce) {
+  ThreadPool pool(2);
+  std::vector<std::atomic<int>> hits(64);
+  for (int iter = 0; iter < 50000; ++iter) {
+    const int64_t n = iter % 2 ? 64 : 1;
+    for (int64_t i = 0; i < n; ++i) hits[i].store(0);
+    pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "iter " << iter;
+  }
+}
+
 TEST(ThreadPool, WakesWorkersAfterTheyFallAsleep) {
   ThreadPool pool(3);
   for (int iter = 0; iter < 3; ++iter) {

@@ -109,6 +109,12 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     return;
   }
   std::lock_guard<std::mutex> call_lock(call_mu_);
+  // Retire the previous job's sequence number before touching the job fields: a worker still
+  // leaving that job could otherwise pass its chunk check against the new n_chunks_ and claim
+  // a chunk of the new job under the old number (running it twice, over-counting done_).
+  // Chunk index 0xffffffff is never claimable.
+  const uint32_t retired = seq_of(work_.load(std::memory_order_relaxed)) + 1;
+  work_.store((static_cast<uint64_t>(retired) << 32) | 0xffffffffu);
   fn_ = &fn;
   n_items_ = n;
   const int64_t n_chunks = std::min<int64_t>(n, n_threads_ * kChunksPerThread);
@@ -116,7 +122,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   error_ = nullptr;
   done_.store(0, std::memory_order_relaxed);
   // Publish: new sequence number, chunk 0 (seq_cst, so the sleepers_ check below is ordered).
-  const uint32_t seq = seq_of(work_.load(std::memory_order_relaxed)) + 1;
+  const uint32_t seq = retired + 1;
   work_.store(static_cast<uint64_t>(seq) << 32);
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mu_); }  // a worker between its check and wait sees it
