@@ -98,7 +98,7 @@ TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
     for (int64_t cols : col_options) {
       for (int64_t rows : {1, 3, 17, 33, 70}) {
         const auto o = make_random_weight(type, rows, cols, static_cast<uint32_t>(rows * cols));
-        for (int64_t n : {1, 2, 3, 7, 17, 40}) {
+        for (int64_t n : {1, 2, 3, 7, 17, 44}) {
           for (auto& pool : pools) {
             SCOPED_TRACE(std::string(ggml_type_name(static_cast<uint32_t>(type))) +
                          " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
@@ -123,7 +123,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
   for (GgmlType type : kTypes) {
     const int64_t rows = 37, cols = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 ? 96 : 33;
     const auto o = make_random_weight(type, rows, cols, 21);
-    for (int64_t n : {1, 5, 9}) {
+    for (int64_t n : {1, 5, 9, 15}) {
       const auto x = random_activations(n * cols, 5);
       std::vector<float> xf(n * cols);             // [n][cols]
       std::vector<BlockQ8_0> xq(n * cols / kQK);   // [n][cols / 32]

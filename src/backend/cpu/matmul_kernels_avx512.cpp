@@ -29,7 +29,10 @@
 namespace channel::cpu::avx512 {
 namespace {
 
-constexpr int64_t kGemmMinTokens = 4;            // fewer tokens: the streaming matvec loops
+// Fewer tokens than this: the streaming matvec loops. Repacking a panel costs about as much
+// as 4 (int8) or 8 (f32) row-dot passes over it.
+constexpr int64_t kQuantGemmMinTokens = 4;
+constexpr int64_t kFloatGemmMinTokens = 8;
 constexpr int kPanelRows = 32;                   // rows of a repacked panel (two 16-lane halves)
 constexpr size_t kQuantBlockBytes = 8 * 2 * 64;  // packed block: [group 8][half 2][16 rows][4]
 constexpr int kQuantTileTokens = 4;
@@ -37,6 +40,10 @@ constexpr int kFloatTileTokens = 8;
 
 bool is_quant(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+}
+
+bool use_gemm(GgmlType t, int64_t n) {
+  return n >= (is_quant(t) ? kQuantGemmMinTokens : kFloatGemmMinTokens);
 }
 
 float scale_at(const uint8_t* p) {  // the f16 scale at the start of a block
@@ -419,13 +426,13 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 
 }  // namespace
 
-int64_t matmul_row_granule(GgmlType, int64_t n) {
-  return n < kGemmMinTokens ? 16 : kPanelRows;
+int64_t matmul_row_granule(GgmlType type, int64_t n) {
+  return use_gemm(type, n) ? kPanelRows : 16;
 }
 
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
-  if (x.n < kGemmMinTokens) {
+  if (!use_gemm(w.type, x.n)) {
     matvec_rows(w, x, r0, r1, y, y_stride);
   } else if (is_quant(w.type)) {
     quant_gemm_rows(w, x, r0, r1, y, y_stride);
