@@ -196,6 +196,53 @@ void matvec_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
 
 // ---- prompt: int8 GEMM on repacked Q8_0 / Q4_0 panels ---------------------------------------
 
+// Index vectors for transpose_16x8 (vpermt2d: bit 4 picks the second source).
+struct TransposeIndex {
+  __m512i s1[2], s2[2], s3[2];
+  TransposeIndex() {
+    alignas(64) int32_t i1[2][16], i2[2][16], i3[2][16];
+    for (int half = 0; half < 2; ++half) {
+      for (int lane = 0; lane < 16; ++lane) {
+        // Stage 1: 2+2 rows x 8 dwords -> 4 rows x 4 dwords, lane = dword * 4 + row.
+        const int g1 = lane / 4 + 4 * half, r1 = lane % 4;
+        i1[half][lane] = r1 < 2 ? r1 * 8 + g1 : 16 + (r1 - 2) * 8 + g1;
+        // Stage 2: 4+4 rows x 4 dwords -> 8 rows x 2 dwords, lane = dword * 8 + row.
+        const int g2 = lane / 8 + 2 * half, r2 = lane % 8;
+        i2[half][lane] = r2 < 4 ? g2 * 4 + r2 : 16 + g2 * 4 + (r2 - 4);
+        // Stage 3: 8+8 rows x 2 dwords -> 16 rows of one dword, lane = row.
+        i3[half][lane] = lane < 8 ? half * 8 + lane : 16 + half * 8 + (lane - 8);
+      }
+      s1[half] = _mm512_load_si512(i1[half]);
+      s2[half] = _mm512_load_si512(i2[half]);
+      s3[half] = _mm512_load_si512(i3[half]);
+    }
+  }
+};
+
+// out[g] lane r = dword g of rows[r]: 16 rows of 8 dwords to 8 vectors of 16, in 24 vpermt2d.
+void transpose_16x8(const __m256i rows[16], __m512i out[8]) {
+  static const TransposeIndex ix;
+  __m512i z[8];  // [row pair] rows 2i, 2i+1
+  for (int i = 0; i < 8; ++i) {
+    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(rows[2 * i]), rows[2 * i + 1], 1);
+  }
+  __m512i a[4][2];  // [row quad][dword half]
+  for (int k = 0; k < 4; ++k) {
+    for (int h = 0; h < 2; ++h)
+      a[k][h] = _mm512_permutex2var_epi32(z[2 * k], ix.s1[h], z[2 * k + 1]);
+  }
+  __m512i b[2][4];  // [row octet][dword pair]
+  for (int o = 0; o < 2; ++o) {
+    for (int gp = 0; gp < 4; ++gp) {
+      b[o][gp] = _mm512_permutex2var_epi32(a[2 * o][gp / 2], ix.s2[gp % 2], a[2 * o + 1][gp / 2]);
+    }
+  }
+  for (int gp = 0; gp < 4; ++gp) {
+    for (int h = 0; h < 2; ++h)
+      out[2 * gp + h] = _mm512_permutex2var_epi32(b[0][gp], ix.s3[h], b[1][gp]);
+  }
+}
+
 // Packs `valid` rows from row0 into [nb][group 8][half 2][16 rows][4 bytes] unsigned weights
 // (q + 128 for Q8_0, the raw nibble = q + 8 for Q4_0) and scales [nb][half 2][16] f32.
 template <bool kQ4>
@@ -207,34 +254,38 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(w.row_bytes)));
   for (int h = 0; h < 2; ++h) {
-    const __mmask16 m = lane_mask(valid - 16 * h);
-    if (m == 0) {  // no rows in this half: zero weights and scales
-      for (int64_t b = 0; b < nb; ++b) {
-        for (int g = 0; g < 8; ++g) {
-          _mm512_store_si512(packed + b * kQuantBlockBytes + g * 128 + h * 64,
-                             _mm512_setzero_si512());
-        }
-        _mm512_store_ps(scales + b * 32 + h * 16, _mm512_setzero_ps());
-      }
-      continue;
-    }
-    const uint8_t* base = w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes;
+    const int rows_here = std::clamp(valid - 16 * h, 0, 16);
+    const __mmask16 m = lane_mask(rows_here);
+    const uint8_t* base =
+        rows_here > 0 ? w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes : nullptr;
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = base + b * kBlock;
-      for (int g = 0; g < 8; ++g) {
-        __m512i v;
-        if constexpr (kQ4) {
-          v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, blk + 2 + 4 * (g & 3),
-                                          1);
-          v = _mm512_and_si512(g < 4 ? v : _mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0f));
-        } else {
-          v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, blk + 2 + 4 * g, 1);
-          v = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+      __m256i rows[16];  // the 32 quants of each row, as u8 with the zero point added
+      for (int r = 0; r < 16; ++r) {
+        if (r >= rows_here) {
+          rows[r] = _mm256_setzero_si256();
+          continue;
         }
-        _mm512_store_si512(packed + b * kQuantBlockBytes + g * 128 + h * 64, v);
+        const uint8_t* qs = base + static_cast<size_t>(r) * w.row_bytes + b * kBlock + 2;
+        if constexpr (kQ4) {
+          const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+          rows[r] =
+              _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+        } else {
+          rows[r] = _mm256_xor_si256(load256(qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+        }
       }
-      const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, blk, 1);
-      _mm512_store_ps(scales + b * 32 + h * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+      __m512i groups[8];
+      transpose_16x8(rows, groups);
+      for (int g = 0; g < 8; ++g) {
+        _mm512_store_si512(packed + b * kQuantBlockBytes + g * 128 + h * 64, groups[g]);
+      }
+      __m512 d = _mm512_setzero_ps();
+      if (m != 0) {
+        const __m512i bits =
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, base + b * kBlock, 1);
+        d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
+      }
+      _mm512_store_ps(scales + b * 32 + h * 16, d);
     }
   }
 }
