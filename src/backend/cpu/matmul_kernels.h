@@ -1,5 +1,5 @@
 // matmul_kernels.h: the CPU inner loops of ops/matmul: a range of weight rows times a batch
-// of prepared activations. The AVX-512 build has a prefetching row-by-row matvec (decode) and
+// of prepared activations. The AVX-512 build has a 4-row streaming matvec (decode) and
 // register-tiled GEMMs (prompt): int8 vpdpbusd on repacked 32-row panels for Q8_0/Q4_0 and
 // f32 FMA on panels converted once from F16/BF16/F32. Other builds loop over the row dots
 // of vec_kernels.h.

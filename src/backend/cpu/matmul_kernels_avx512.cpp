@@ -1,5 +1,5 @@
-// AVX-512 matmul loops. Decode (few tokens): one weight row at a time, streamed straight
-// from the mapping with software prefetch. Prompt (many tokens): 32-row panels are
+// AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
+// load and stream straight from the mapping. Prompt (many tokens): 32-row panels are
 // repacked once into a lanes-are-rows layout, then a register tile of 32 rows x T tokens
 // runs over the whole reduction with no horizontal sums:
 //   Q8_0/Q4_0: per 32-element block, 8 steps of vpdpbusd(u8 weights + zero point, broadcast
@@ -62,11 +62,12 @@ __m256i unpack_q4(const uint8_t* qs) {  // 16 bytes of nibbles -> 32 int8 in [-8
   return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
 }
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+// Horizontal sums of 4 vectors: {sum(a), sum(b), sum(c), sum(d)}.
+__m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_hadd_ps(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m256 cd = _mm256_hadd_ps(c, d);
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
 __mmask16 lane_mask(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
@@ -86,55 +87,47 @@ uint8_t* thread_scratch(size_t bytes) {
   return buf.get() + (64 - p % 64) % 64;
 }
 
-// ---- decode: streaming matvec, one row at a time ---------------------------------------------
-// A thread's rows are one contiguous stretch of memory; walking it row by row keeps a single
-// sequential stream, and a software prefetch kPrefetchBytes ahead keeps misses in flight
-// across 4 KiB page boundaries, where the hardware prefetcher has to start over.
-
-constexpr int kPrefetchBytes = 2048;
-
-// One block's contribution, (sum of q_w * q_x) * d_w * d_x, fused into acc.
-template <bool kQ4>
-__m256 block_dot(const uint8_t* wb, const uint8_t* xb, __m256 acc) {
-  _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
-  const __m256i qw = kQ4 ? unpack_q4(wb + 2) : load256(wb + 2);
-  // |w| (u8) times x with w's sign: vpdpbusd wants unsigned x signed.
-  const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
-                                        _mm256_sign_epi8(load256(xb + 2), qw));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale_at(wb) * scale_at(xb)), acc);
-}
+// ---- decode: streaming matvec, 4 rows at a time --------------------------------------------
 
 template <bool kQ4>
-float dot_quant(const uint8_t* w, const uint8_t* xq, int64_t nb) {
-  constexpr int64_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
-  constexpr int64_t kXBlock = sizeof(BlockQ8_0);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {  // two accumulators hide the FMA latency
-    acc0 = block_dot<kQ4>(w + b * kBlock, xq + b * kXBlock, acc0);
-    acc1 = block_dot<kQ4>(w + (b + 1) * kBlock, xq + (b + 1) * kXBlock, acc1);
+void dot4_quant(const uint8_t* w, size_t row_bytes, const uint8_t* xq, int64_t nb, float* out) {
+  constexpr size_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* xb = xq + b * sizeof(BlockQ8_0);
+    const __m256i qx = load256(xb + 2);
+    const float dx = scale_at(xb);
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* wb = w + i * row_bytes + b * kBlock;
+      const __m256i qw = kQ4 ? unpack_q4(wb + 2) : load256(wb + 2);
+      // |w| (u8) times x with w's sign: vpdpbusd wants unsigned x signed.
+      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
+                                            _mm256_sign_epi8(qx, qw));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale_at(wb) * dx), acc[i]);
+    }
   }
-  if (b < nb) acc0 = block_dot<kQ4>(w + b * kBlock, xq + b * kXBlock, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
+  _mm_storeu_ps(out, hsum4(acc[0], acc[1], acc[2], acc[3]));
 }
 
 template <typename W, typename Load, typename LoadMasked>
-float dot_float(const W* w, const float* x, int64_t n, Load load, LoadMasked load_masked) {
-  constexpr int64_t kAhead = kPrefetchBytes / static_cast<int64_t>(sizeof(W));
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+void dot4_float(const W* w, int64_t stride, const float* x, int64_t n, float* out, Load load,
+                LoadMasked load_masked) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + i + kAhead), _MM_HINT_T0);
-    if (sizeof(W) == 4)
-      _mm_prefetch(reinterpret_cast<const char*>(w + i + 16 + kAhead), _MM_HINT_T0);
-    acc0 = _mm512_fmadd_ps(load(w + i), _mm512_loadu_ps(x + i), acc0);
-    acc1 = _mm512_fmadd_ps(load(w + i + 16), _mm512_loadu_ps(x + i + 16), acc1);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + i);
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(w + r * stride + i), xv, acc[r]);
   }
-  for (; i < n; i += 16) {
+  if (i < n) {
     const __mmask16 m = lane_mask(n - i);
-    acc0 = _mm512_fmadd_ps(load_masked(w + i, m), _mm512_maskz_loadu_ps(m, x + i), acc0);
+    const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
+    for (int r = 0; r < 4; ++r) {
+      acc[r] = _mm512_fmadd_ps(load_masked(w + r * stride + i, m), xv, acc[r]);
+    }
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
 __m512 load_f16(const uint16_t* p) {
@@ -153,32 +146,56 @@ __m512 load_bf16_masked(const uint16_t* p, __mmask16 m) {
   return bf16_to_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
-// y[t][r] for rows [r0, r1) of one token.
+// y[t][r] for rows [r0, r1) of one token: 4-row groups, then single rows.
 void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64_t r0, int64_t r1,
                   float* y) {
   const int64_t nb = w.cols / kQK;
   const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
   const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
-  const auto f32 = [](const float* p) { return _mm512_loadu_ps(p); };
-  const auto f32_masked = [](const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); };
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    const auto* w16 = reinterpret_cast<const uint16_t*>(row);
+  const auto row = [&](int64_t r) { return w.data + static_cast<size_t>(r) * w.row_bytes; };
+  const int64_t stride16 = static_cast<int64_t>(w.row_bytes / 2);
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
     switch (w.type) {
       case GgmlType::Q8_0:
-        y[r] = dot_quant<false>(row, xq, nb);
+        dot4_quant<false>(row(r), w.row_bytes, xq, nb, y + r);
         break;
       case GgmlType::Q4_0:
-        y[r] = dot_quant<true>(row, xq, nb);
+        dot4_quant<true>(row(r), w.row_bytes, xq, nb, y + r);
         break;
       case GgmlType::F16:
-        y[r] = dot_float(w16, xf, w.cols, load_f16, load_f16_masked);
+        dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r, load_f16,
+                   load_f16_masked);
         break;
       case GgmlType::BF16:
-        y[r] = dot_float(w16, xf, w.cols, load_bf16, load_bf16_masked);
+        dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r,
+                   load_bf16, load_bf16_masked);
         break;
       case GgmlType::F32:
-        y[r] = dot_float(reinterpret_cast<const float*>(row), xf, w.cols, f32, f32_masked);
+        dot4_float(
+            reinterpret_cast<const float*>(row(r)), static_cast<int64_t>(w.row_bytes / 4), xf,
+            w.cols, y + r, [](const float* p) { return _mm512_loadu_ps(p); },
+            [](const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); });
+        break;
+    }
+  }
+  for (; r < r1; ++r) {
+    const auto* w16 = reinterpret_cast<const uint16_t*>(row(r));
+    switch (w.type) {
+      case GgmlType::Q8_0:
+        y[r] = dot_q8_0(row(r), xq, nb);
+        break;
+      case GgmlType::Q4_0:
+        y[r] = dot_q4_0(row(r), xq, nb);
+        break;
+      case GgmlType::F16:
+        y[r] = dot_f16(w16, xf, w.cols);
+        break;
+      case GgmlType::BF16:
+        y[r] = dot_bf16(w16, xf, w.cols);
+        break;
+      case GgmlType::F32:
+        y[r] = dot_f32(reinterpret_cast<const float*>(row(r)), xf, w.cols);
         break;
     }
   }
