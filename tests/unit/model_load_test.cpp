@@ -1,5 +1,6 @@
 // Model loading and session input checks on small generated models: hyperparameters from
 // metadata, and one clear channel::Error for each kind of bad model or bad input.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,18 @@ TEST(ModelLoad, EveryWeightTypeLoadsAndDecodes) {
     EXPECT_EQ(logits.size(), 300u);
     EXPECT_TRUE(std::isfinite(logits[0]));
   }
+}
+
+TEST(ModelLoad, SyntheticPiecesAreDistinctAndShortestFirst) {
+  std::set<std::string> seen;
+  for (int id = 260; id < 260 + 40000; ++id) ASSERT_TRUE(seen.insert(synthetic_piece(id)).second);
+  EXPECT_EQ(synthetic_piece(260),
+            "\xe2\x96\x81"
+            "a");  // "▁a"
+  EXPECT_EQ(synthetic_piece(260 + 26), "a");
+  EXPECT_EQ(synthetic_piece(260 + 52),
+            "\xe2\x96\x81"
+            "aa");
 }
 
 TEST(ModelLoad, UnknownArchitecture) {
