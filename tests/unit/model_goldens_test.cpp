@@ -181,7 +181,8 @@ TEST(Stories260K, GreedyGenerationsMatchReference) {
   CHANNEL_REQUIRE_TESTDATA();
   auto model = Model::load(test::testdata_path("stories260K/stories260K.gguf"));
   Session session(model, SessionConfig{.n_ctx = 512, .n_threads = 2});
-  for (const json& c : read_json("stories260K/greedy.json")["cases"]) {
+  const json greedy = read_json("stories260K/greedy.json");
+  for (const json& c : greedy["cases"]) {
     const std::string prompt = c["prompt"].get<std::string>();
     SCOPED_TRACE("prompt '" + prompt + "'");
     const std::vector<int32_t> prompt_ids = c["llama2c"]["prompt_ids"].get<std::vector<int32_t>>();
