@@ -129,6 +129,9 @@ BoundedSinks load_bounded_sinks(const GgufFile& f, const BoundedHparams& hp, int
     }
     return sinks;
   }
+  if (hp.n_sinks == 0 && f.find_tensor(kname) == nullptr && f.find_tensor(vname) == nullptr) {
+    return sinks;  // S = 0: a file may omit the (empty) sink tensors
+  }
   sinks.k = read_sink(f, kname, hp.n_sinks, n_kv_heads, head_dim);
   sinks.v = read_sink(f, vname, hp.n_sinks, n_kv_heads, head_dim);
   if (hp.sink_key_norm) {

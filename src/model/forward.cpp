@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cpu/thread_pool.h"
+#include "bounded/bounded_attention.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -27,6 +28,13 @@ ForwardScratch::ForwardScratch(const ModelHparams& hp, int max_batch_, int n_slo
   rope_global.resize(n * hp.n_rot);
   rope_sliding.resize(n * hp.n_rot);
   scores.resize(static_cast<size_t>(n_threads) * n_slots);
+  if (hp.arch_id == Arch::bounded) {
+    BoundedAttnCfg c;  // only the sizes matter for the scratch
+    c.n_heads = hp.n_head;
+    c.n_kv_heads = hp.n_head_kv;
+    c.head_dim = hp.head_dim;
+    bounded = std::make_unique<BoundedScratch>(c, max_batch);
+  }
 }
 
 namespace {
@@ -87,47 +95,61 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
 
     // --- attention block ---------------------------------------------------------------
     rms_norm_rows(pool, s.x.data(), L.attn_norm, n, n_embd, hp.rms_eps, s.xn.data());
-    matmul(L.wq, s.xn.data(), n, s.q.data(), pool);  // [n][n_head][head_dim]
-    matmul(L.wk, s.xn.data(), n, s.k.data(), pool);  // [n][n_head_kv][head_dim]
-    matmul(L.wv, s.xn.data(), n, s.v.data(), pool);  // [n][n_head_kv][head_dim_v]
+    if (hp.is_bounded(il)) {  // swa_sink_v1: ring of W raw keys + S sinks, no positions
+      const BoundedWeights bw{L.wq,
+                              L.wk,
+                              L.wv,
+                              L.wo,
+                              L.attn_q_norm.data(),
+                              L.attn_k_norm.data(),
+                              L.sinks.k.data(),
+                              L.sinks.v.data()};
+      bounded_attention_batch(w.bounded_cfg, bw, kv.bounded(il), s.xn.data(), n, s.proj.data(),
+                              *s.bounded, pool);  // [n][n_embd]
+    } else {
+      matmul(L.wq, s.xn.data(), n, s.q.data(), pool);  // [n][n_head][head_dim]
+      matmul(L.wk, s.xn.data(), n, s.k.data(), pool);  // [n][n_head_kv][head_dim]
+      matmul(L.wv, s.xn.data(), n, s.v.data(), pool);  // [n][n_head_kv][head_dim_v]
 
-    for_rows(pool, n, [&](int64_t t) {
-      float* qt = s.q.data() + t * q_dim;
-      float* kt = s.k.data() + t * kv_dim;
-      if (hp.has_qk_norm) {  // per-head RMSNorm before rope (gemma3)
-        for (int h = 0; h < hp.n_head; ++h)
-          rms_norm(qt + h * hd, L.attn_q_norm.data(), hd, hp.rms_eps, qt + h * hd);
-        for (int h = 0; h < hp.n_head_kv; ++h)
-          rms_norm(kt + h * hd, L.attn_k_norm.data(), hd, hp.rms_eps, kt + h * hd);
-      }
-      rope_apply(rope, angles + t * hp.n_rot, qt, hp.n_head, static_cast<int>(hd));
-      rope_apply(rope, angles + t * hp.n_rot, kt, hp.n_head_kv, static_cast<int>(hd));
-    });
+      for_rows(pool, n, [&](int64_t t) {
+        float* qt = s.q.data() + t * q_dim;
+        float* kt = s.k.data() + t * kv_dim;
+        if (hp.has_qk_norm) {  // per-head RMSNorm before rope (gemma3)
+          for (int h = 0; h < hp.n_head; ++h)
+            rms_norm(qt + h * hd, L.attn_q_norm.data(), hd, hp.rms_eps, qt + h * hd);
+          for (int h = 0; h < hp.n_head_kv; ++h)
+            rms_norm(kt + h * hd, L.attn_k_norm.data(), hd, hp.rms_eps, kt + h * hd);
+        }
+        rope_apply(rope, angles + t * hp.n_rot, qt, hp.n_head, static_cast<int>(hd));
+        rope_apply(rope, angles + t * hp.n_rot, kt, hp.n_head_kv, static_cast<int>(hd));
+      });
 
-    // Store this batch's keys/values in their slots; queries then see them like any other.
-    for (int t = 0; t < n; ++t) {
-      const int64_t slot = batch.slots[t];
-      for (int h = 0; h < hp.n_head_kv; ++h) {
-        std::memcpy(kv.k(il, h) + slot * hd, s.k.data() + t * kv_dim + h * hd, sizeof(float) * hd);
-        std::memcpy(kv.v(il, h) + slot * hdv, s.v.data() + t * v_dim + h * hdv,
-                    sizeof(float) * hdv);
+      // Store this batch's keys/values in their slots; queries then see them like any other.
+      for (int t = 0; t < n; ++t) {
+        const int64_t slot = batch.slots[t];
+        for (int h = 0; h < hp.n_head_kv; ++h) {
+          std::memcpy(kv.k(il, h) + slot * hd, s.k.data() + t * kv_dim + h * hd,
+                      sizeof(float) * hd);
+          std::memcpy(kv.v(il, h) + slot * hdv, s.v.data() + t * v_dim + h * hdv,
+                      sizeof(float) * hdv);
+        }
       }
+
+      // One task per (query token, query head).
+      pool.parallel_for(static_cast<int64_t>(n) * hp.n_head, [&](int64_t begin, int64_t end,
+                                                                 int thread) {
+        float* scores = s.scores.data() + static_cast<int64_t>(thread) * n_slots;  // [n_slots]
+        for (int64_t task = begin; task < end; ++task) {
+          const int t = static_cast<int>(task / hp.n_head), h = static_cast<int>(task % hp.n_head);
+          const int hk = h / group;
+          const AttentionHead head{kv.k(il, hk), kv.v(il, hk), static_cast<int>(hd),
+                                   static_cast<int>(hdv)};
+          attend(s.q.data() + t * q_dim + h * hd, head, batch.visible_slots(il, t), hp.attn_scale,
+                 scores, s.attn.data() + t * hp.n_head * hdv + h * hdv);
+        }
+      });
+      matmul(L.wo, s.attn.data(), n, s.proj.data(), pool);  // [n][n_embd]
     }
-
-    // One task per (query token, query head).
-    pool.parallel_for(static_cast<int64_t>(n) * hp.n_head, [&](int64_t begin, int64_t end,
-                                                               int thread) {
-      float* scores = s.scores.data() + static_cast<int64_t>(thread) * n_slots;  // [n_slots]
-      for (int64_t task = begin; task < end; ++task) {
-        const int t = static_cast<int>(task / hp.n_head), h = static_cast<int>(task % hp.n_head);
-        const int hk = h / group;
-        const AttentionHead head{kv.k(il, hk), kv.v(il, hk), static_cast<int>(hd),
-                                 static_cast<int>(hdv)};
-        attend(s.q.data() + t * q_dim + h * hd, head, batch.visible_slots(il, t), hp.attn_scale,
-               scores, s.attn.data() + t * hp.n_head * hdv + h * hdv);
-      }
-    });
-    matmul(L.wo, s.attn.data(), n, s.proj.data(), pool);  // [n][n_embd]
     if (hp.has_post_norms)
       rms_norm_rows(pool, s.proj.data(), L.post_attention_norm, n, n_embd, hp.rms_eps,
                     s.proj.data());

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "bounded/bounded_attention.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 
@@ -44,6 +46,7 @@ struct ForwardScratch {
   std::vector<float> rope_global;   // [max_batch][n_rot] cos/sin, global layers
   std::vector<float> rope_sliding;  // [max_batch][n_rot] cos/sin, sliding layers
   std::vector<float> scores;        // [n_threads][n_slots]             softmax row per thread
+  std::unique_ptr<BoundedScratch> bounded;  // bounded architecture: q/k/v/attn of its layers
 };
 
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,

@@ -64,8 +64,11 @@ ModelHparams read_hparams(const GgufFile& gguf) {
     hp.arch_id = Arch::llama;
   } else if (hp.arch == "gemma3") {
     hp.arch_id = Arch::gemma3;
+  } else if (hp.arch == "bounded") {
+    hp.arch_id = Arch::bounded;
   } else {
-    throw_error("{}: unknown architecture '{}' (supported: llama, gemma3)", gguf.name(), hp.arch);
+    throw_error("{}: unknown architecture '{}' (supported: llama, gemma3, bounded)", gguf.name(),
+                hp.arch);
   }
   const KeyReader r{gguf, hp.arch};
 
@@ -123,6 +126,15 @@ ModelHparams read_hparams(const GgufFile& gguf) {
     hp.has_qk_norm = true;
     hp.has_post_norms = true;
     hp.gelu_ffn = true;
+  }
+  if (hp.arch_id == Arch::bounded) {  // the gemma3 block; layers bounded or global (no sliding)
+    hp.rope_style = RopeStyle::neox;
+    hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
+    hp.has_qk_norm = true;
+    hp.has_post_norms = true;
+    hp.gelu_ffn = true;
+    hp.bounded =
+        read_bounded_hparams(gguf, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v);
   }
   return hp;
 }

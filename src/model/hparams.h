@@ -4,13 +4,14 @@
 
 #include <string>
 
+#include "bounded/bounded_hparams.h"
 #include "ops/rope.h"
 
 namespace channel {
 
 class GgufFile;
 
-enum class Arch { llama, gemma3 };
+enum class Arch { llama, gemma3, bounded };
 
 struct ModelHparams {
   std::string arch;  // general.architecture, as in the file
@@ -38,11 +39,14 @@ struct ModelHparams {
   bool has_qk_norm = false;          // gemma3: attn_q_norm / attn_k_norm
   bool has_post_norms = false;       // gemma3: post_attention_norm / post_ffw_norm
   bool gelu_ffn = false;             // gemma3: GELU-tanh GLU, else SiLU GLU
+  BoundedHparams bounded;            // bounded: W, S, rd, per-layer types (empty otherwise)
 
   // Sliding layers see the last `sliding_window` positions; global layers see all of them.
   bool is_sliding(int il) const {
     return sliding_window > 0 && il % sliding_window_pattern != sliding_window_pattern - 1;
   }
+  // Bounded architecture: layer il is a swa_sink_v1 layer (ring + sinks), not KV attention.
+  bool is_bounded(int il) const { return arch_id == Arch::bounded && bounded.is_bounded(il); }
   int window_of(int il) const { return is_sliding(il) ? sliding_window : 0; }  // 0 = causal
   float rope_base_of(int il) const { return is_sliding(il) ? rope_base_swa : rope_base; }
   float rope_scale_of(int il) const { return is_sliding(il) ? 1.0f : rope_freq_scale; }

@@ -125,7 +125,16 @@ ModelWeights bind_weights(const GgufFile& gguf, ModelHparams& hp) {
       L.post_attention_norm = b.vector(p + "post_attention_norm.weight", n_embd);
       L.post_ffw_norm = b.vector(p + "post_ffw_norm.weight", n_embd);
     }
+    if (hp.arch_id == Arch::bounded)
+      L.sinks = load_bounded_sinks(gguf, hp.bounded, il, hp.n_head_kv, hp.head_dim,
+                                   L.attn_k_norm.data(), hp.rms_eps);
     w.layers.push_back(std::move(L));
+  }
+  if (hp.arch_id == Arch::bounded) {
+    BoundedRopeCache ropes;  // every bounded layer shares (W, rd, base): one table
+    w.bounded_rope = ropes.get(hp.bounded.window, hp.bounded.rope_dims, hp.bounded.rope_base);
+    w.bounded_cfg = bounded_layer_cfg(hp.bounded, hp.n_head, hp.n_head_kv, hp.head_dim, hp.rms_eps,
+                                      w.bounded_rope.get());
   }
   return w;
 }

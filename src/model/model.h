@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bounded/bounded_hparams.h"
 #include "gguf/gguf_reader.h"
 #include "model/hparams.h"
 #include "ops/weight.h"
@@ -35,6 +36,7 @@ struct LayerWeights {
   WeightMatrix ffn_up;                     // [n_ff][n_embd]
   WeightMatrix ffn_down;                   // [n_embd][n_ff]
   std::vector<float> post_ffw_norm;        // [n_embd]    gemma3 only
+  BoundedSinks sinks;  // bounded layers: k, v [n_head_kv][S][head_dim]; empty otherwise
 };
 
 struct ModelWeights {
@@ -44,6 +46,9 @@ struct ModelWeights {
   std::vector<float> output_norm;  // [n_embd]
   std::vector<float> rope_freqs;   // [n_rot / 2] optional llama rope frequency divisors
   std::vector<LayerWeights> layers;
+  // Bounded architecture: the one rotation table of its (W, rd, base) and the layer config.
+  std::shared_ptr<const BoundedRope> bounded_rope;
+  BoundedAttnCfg bounded_cfg;
 };
 
 class Model {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
+#include "bounded/bounded_config.h"
 #include "gguf/gguf_writer.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -143,6 +144,14 @@ void validate(const RandomModelSpec& s) {
   if (s.heads % s.kv_heads != 0)
     throw_error("mkmodel: --kv-heads {} must divide --heads {}", s.kv_heads, s.heads);
   if (s.head_dim % 2 != 0) throw_error("mkmodel: --head-dim must be even, got {}", s.head_dim);
+  if (s.arch == Arch::bounded) {
+    if (s.rope_dims < 0 || s.rope_dims > s.head_dim || s.rope_dims % 2 != 0)
+      throw_error("mkmodel: --rope-dims {} must be even and at most --head-dim {}", s.rope_dims,
+                  s.head_dim);
+    if (s.sinks < 0 || s.sinks > BOUNDED_MAX_SINKS)
+      throw_error("mkmodel: --sinks {} must be in [0, {}]", s.sinks, BOUNDED_MAX_SINKS);
+    positive("global-every", s.global_every);
+  }
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
   for (auto [field, cols] : {std::pair{"hidden", s.hidden}, std::pair{"ffn", s.ffn},
                              std::pair{"heads x head-dim", s.heads * s.head_dim}}) {
@@ -155,8 +164,10 @@ void validate(const RandomModelSpec& s) {
 void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& pool,
                         const std::set<std::string>& skip) {
   validate(s);
-  const bool gemma = s.arch == Arch::gemma3;
-  const std::string arch = gemma ? "gemma3" : "llama";
+  const bool gemma = s.arch != Arch::llama;  // gemma3 and bounded share the gemma3 block
+  const bool bounded = s.arch == Arch::bounded;
+  const std::string arch = bounded ? "bounded" : gemma ? "gemma3" : "llama";
+  auto is_global = [&](int il) { return il % s.global_every == s.global_every - 1; };
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
   auto keep = [&](const std::string& k) { return skip.count(k) == 0; };
   auto u32 = [&](const std::string& k, uint32_t v) {
@@ -189,10 +200,16 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
   u32(a + "attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
   u32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
   u32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
-  u32(a + "rope.dimension_count", static_cast<uint32_t>(s.head_dim));
-  f32(a + "rope.freq_base", gemma ? 1e6f : 1e4f);
+  u32(a + "rope.dimension_count", static_cast<uint32_t>(bounded ? s.rope_dims : s.head_dim));
+  f32(a + "rope.freq_base", gemma && !bounded ? 1e6f : 1e4f);
   f32(a + "attention.layer_norm_rms_epsilon", gemma ? 1e-6f : 1e-5f);
-  if (gemma) {
+  if (bounded) {
+    u32(a + "attention.window", static_cast<uint32_t>(s.window));
+    u32(a + "attention.sink_count", static_cast<uint32_t>(s.sinks));
+    std::vector<uint32_t> types;  // 0 = bounded swa_sink_v1, 1 = global
+    for (int il = 0; il < s.layers; ++il) types.push_back(is_global(il) ? 1 : 0);
+    if (keep(a + "attention.layer_types")) w.set_u32_array(a + "attention.layer_types", types);
+  } else if (gemma) {
     u32(a + "attention.sliding_window", static_cast<uint32_t>(s.window));
     u32(a + "attention.sliding_window_pattern", static_cast<uint32_t>(s.window_pattern));
     f32(a + "rope.freq_base_swa", 1e4f);
@@ -258,6 +275,16 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
     matrix(p + "ffn_gate.weight", s.hidden, s.ffn);
     matrix(p + "ffn_up.weight", s.hidden, s.ffn);
     matrix(p + "ffn_down.weight", s.ffn, s.hidden);
+    if (bounded && !is_global(il) && s.sinks > 0) {  // F32 sinks, GGUF ne [head_dim, S, n_kv_heads]
+      for (const char* kind : {"attn_sink_k.weight", "attn_sink_v.weight"}) {
+        const std::string name = p + kind;
+        const float sd = name.find("sink_k") != std::string::npos ? 1.0f : 0.5f;  // keys: normed
+        if (keep(name))
+          w.add_tensor(name, GgmlType::F32, {s.head_dim, s.sinks, s.kv_heads},
+                       random_tensor(name, s.head_dim, int64_t{s.sinks} * s.kv_heads, GgmlType::F32,
+                                     0.0f, sd, s.seed, pool));
+      }
+    }
   }
 }
 

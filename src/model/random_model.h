@@ -1,6 +1,6 @@
-// Deterministic random-weight GGUF models (llama or gemma3) with a synthetic SentencePiece
-// vocabulary that llama.cpp also loads: for tests, benchmarks and `channel mkmodel`.
-// Weights are N(0, 0.02), norm weights 1 + N(0, 0.1); every tensor draws from its own
+// Deterministic random-weight GGUF models (llama, gemma3 or bounded with mixed layer types) with a
+// synthetic SentencePiece vocabulary that llama.cpp also loads: for tests, benchmarks and `channel
+// mkmodel`. Weights are N(0, 0.02), norm weights 1 + N(0, 0.1); every tensor draws from its own
 // stream seeded by (seed, tensor name, row block), so the output does not depend on threads.
 #pragma once
 
@@ -24,8 +24,11 @@ struct RandomModelSpec {
   int kv_heads = 2;
   int head_dim = 32;
   int ffn = 512;
-  int window = 32;         // gemma3 sliding window
+  int window = 32;         // gemma3 sliding window; bounded: W
   int window_pattern = 6;  // gemma3: every 6th layer is global
+  int rope_dims = 16;      // bounded: rotary dims rd (even, <= head_dim)
+  int sinks = 4;           // bounded: sinks per KV head of each bounded layer
+  int global_every = 3;    // bounded: layer il is global iff il % global_every == global_every - 1
   int vocab = 4096;        // >= 261: 4 specials, 256 byte tokens, then pieces
   int context = 8192;
   GgmlType type = GgmlType::F32;  // 2-D weights; norms are always F32

@@ -35,7 +35,10 @@ class Session {
 
   int n_past() const { return n_past_; }
   int n_ctx() const { return config_.n_ctx; }
-  void reset() { n_past_ = 0; }
+  void reset() {
+    n_past_ = 0;
+    kv_.clear_bounded();  // bounded layers' rings restart empty
+  }
 
   const Model& model() const { return *model_; }
   ThreadPool& threads() { return pool_; }
