@@ -18,9 +18,10 @@ namespace {
 TEST(BoundedModelSlow, HeldOutPerplexityMatchesTheTrainer) {
   const std::filesystem::path root = CHANNEL_SOURCE_DIR;
   const auto model_path = root / "models" / "channel-bounded.gguf";
-  const auto ids_path = root / "train" / "data" / "pack" / "valid_ppl.bin";
+  // The first 32 x 1024 ids of the trainer's held-out set (train/data/pack/valid_ppl.bin).
+  const auto ids_path = root / "tests" / "data" / "bounded_heldout_32x1024.u16";
   if (!std::filesystem::exists(model_path) || !std::filesystem::exists(ids_path)) {
-    GTEST_SKIP() << "models/channel-bounded.gguf or train/data/pack/valid_ppl.bin absent";
+    GTEST_SKIP() << "models/channel-bounded.gguf or the held-out ids are absent";
   }
   std::ifstream f(ids_path, std::ios::binary | std::ios::ate);
   const size_t bytes = static_cast<size_t>(f.tellg());
