@@ -136,6 +136,8 @@ TEST_P(BoundedOperator, MatchesReferenceProjectionsAndNaiveAttention) {
 // rounding. The attention itself is chunk-invariant: see AttentionIsChunkInvariant below
 // and bounded_core_test for bit-identity on given projections.
 TEST_P(BoundedOperator, ChunkedPrefillMatchesDecode) {
+  // Loose enough for any summation order of the matmul kernels (GEMM vs matvec, q8_0).
+  constexpr double kTol = 2e-4;
   for (GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
     const Layer l = make_layer(g_, type, 21);
     const int64_t T = 3 * g_.window + 70;
@@ -150,13 +152,13 @@ TEST_P(BoundedOperator, ChunkedPrefillMatchesDecode) {
       BoundedState st = new_state();
       std::vector<float> y(T * kEmbd);
       run(l, st, x, T, chunk, y, pool, /*max_batch=*/64);
-      test::expect_rows_close(y.data(), ref.data(), T, kEmbd, 1e-5,
+      test::expect_rows_close(y.data(), ref.data(), T, kEmbd, kTol,
                               "chunk " + std::to_string(chunk));
       EXPECT_EQ(st.seen(), ref_state.seen());
       test::expect_rows_close(st.ring_k().data(), ref_state.ring_k().data(),
-                              g_.n_kv_heads * g_.window, g_.head_dim, 1e-5, "ring_k");
+                              g_.n_kv_heads * g_.window, g_.head_dim, kTol, "ring_k");
       test::expect_rows_close(st.ring_v().data(), ref_state.ring_v().data(),
-                              g_.n_kv_heads * g_.window, g_.head_dim, 1e-5, "ring_v");
+                              g_.n_kv_heads * g_.window, g_.head_dim, kTol, "ring_v");
     }
   }
 }
