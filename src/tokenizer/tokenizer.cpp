@@ -279,8 +279,7 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
       v->attrs[i] = attr_of(vocab.types[i]);
     }
   }
-  v->text_to_id.reserve(n);
-  for (size_t i = 0; i < n; ++i) v->text_to_id[v->texts[i]] = static_cast<int32_t>(i);
+  v->index.build(v->texts);
 
   if (v->model == TokenizerModel::kBpe) build_merges(*v, vocab.merges);
   find_end_tokens(*v);
@@ -294,6 +293,14 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
                    [&](int32_t a, int32_t b) { return v->texts[a].size() > v->texts[b].size(); });
   build_trie(*v);
 
+  for (const std::string& t : v->texts) {
+    for (size_t k = t.find(kSpaceMarker, 1); k != std::string::npos;
+         k = t.find(kSpaceMarker, k + 1)) {
+      if (k < 3 || std::string_view(t).substr(k - 3, 3) != kSpaceMarker) {
+        v->joins_space[static_cast<uint8_t>(t[k - 1])] = 1;
+      }
+    }
+  }
   for (int b = 0; b < 256; ++b) {
     const char hex[] = "0123456789ABCDEF";
     const std::string name = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/token_index.h"
 #include "tokenizer/tokenizer.h"
 
 namespace channel {
@@ -38,8 +39,7 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> attrs;      // [n_vocab] TokenAttr bits
   std::vector<uint8_t> eog;        // [n_vocab] 1 = ends generation
 
-  // Views into `texts`; the last token wins for duplicate texts, as in llama.cpp.
-  std::unordered_map<std::string_view, int32_t> text_to_id;
+  TokenIndex index;  // text -> id over `texts`
   // BPE merge ranks keyed by (left id << 32 | right id) when both sides are tokens,
   // and by "<left len>:left right" text otherwise (rare; usually empty).
   std::unordered_map<uint64_t, int32_t> merge_ranks;
@@ -57,14 +57,16 @@ struct Tokenizer::Impl {
   };
   std::vector<TrieNode> trie;  // [n_nodes], node 0 is the root
 
-  std::array<int32_t, 256> byte_tokens{};  // SPM byte fallback: <0xXX>, else the byte itself
+  std::array<int32_t, 256> byte_tokens{};  // [256]
+  // SPM: joins_space[b] is 1 when some token has U+2581 right after byte b (other than
+  // inside a leading run of U+2581). Where the text has U+2581 after any other byte, no
+  // token can span that point, so the merge loop runs on each side separately.
+  std::array<uint8_t, 256>
+      joins_space{};  // [256]  // SPM byte fallback: <0xXX>, else the byte itself
 
   int32_t bos = kNoToken, eos = kNoToken, eot = kNoToken, eom = kNoToken, unk = kNoToken;
 
-  int32_t find(std::string_view text) const {
-    auto it = text_to_id.find(text);
-    return it == text_to_id.end() ? kNoToken : it->second;
-  }
+  int32_t find(std::string_view text) const { return index.find(text, texts); }
   int32_t n_vocab() const { return static_cast<int32_t>(texts.size()); }
 
   // A piece of text (raw) or a special token cut out of it.
