@@ -72,11 +72,13 @@ def main():
     out.write("//   python3 scripts/gen_unicode_tables.py > src/tokenizer/unicode_tables.cpp\n")
     out.write('#include "tokenizer/unicode_tables.h"\n\nnamespace channel::unicode {\n\n')
     out.write("// {first code point, flags}: each range lasts until the next one starts.\n")
+    out.write("// clang-format off\n")
     out.write("const CodepointRange kCodepointRanges[] = {\n")
     for i in range(0, len(ranges), 4):
         chunk = ranges[i:i + 4]
         out.write("    " + " ".join("{0x%06X, 0x%02X}," % r for r in chunk) + "\n")
-    out.write("};\n\n")
+    out.write("};\n")
+    out.write("// clang-format on\n\n")
     out.write("const size_t kCodepointRangeCount = sizeof(kCodepointRanges) / sizeof(kCodepointRanges[0]);\n")
     out.write("\n}  // namespace channel::unicode\n")
 

@@ -83,6 +83,12 @@ void check_id(std::string_view what, int32_t id, size_t n_vocab) {
   }
 }
 
+void check_token(int32_t id, size_t n_vocab) {
+  if (id < 0 || static_cast<size_t>(id) >= n_vocab) {
+    throw_error("tokenizer: token id {} is outside the vocabulary (n_vocab {})", id, n_vocab);
+  }
+}
+
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   std::string out;
   out.reserve(s.size());
@@ -401,7 +407,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
 
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   const Impl& v = *impl_;
-  check_id("token id", id, v.texts.size());
+  check_token(id, v.texts.size());
   const uint8_t attr = v.attrs[id];
   const std::string& text = v.texts[id];
   if (attr & (kAttrControl | kAttrUnknown)) return render_special ? text : std::string();
@@ -478,17 +484,17 @@ bool Tokenizer::is_end_of_generation(int32_t id) const {
 }
 
 bool Tokenizer::is_control(int32_t id) const {
-  check_id("token id", id, impl_->texts.size());
+  check_token(id, impl_->texts.size());
   return impl_->attrs[id] & (kAttrControl | kAttrUnknown);
 }
 
 const std::string& Tokenizer::token_text(int32_t id) const {
-  check_id("token id", id, impl_->texts.size());
+  check_token(id, impl_->texts.size());
   return impl_->texts[id];
 }
 
 TokenType Tokenizer::token_type(int32_t id) const {
-  check_id("token id", id, impl_->texts.size());
+  check_token(id, impl_->texts.size());
   return impl_->types[id];
 }
 

@@ -26,6 +26,19 @@ int32_t read_id(const GgufFile& f, std::string_view key, int32_t fallback, size_
   return static_cast<int32_t>(id);
 }
 
+// Runs `fn`, adding the file name to a "tokenizer: ..." error that lacks it.
+template <typename Fn>
+auto naming_file(const GgufFile& f, Fn fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    constexpr std::string_view kPrefix = "tokenizer: ";
+    const std::string_view what = e.what();
+    if (what.substr(0, kPrefix.size()) != kPrefix) throw;
+    throw Error(fmt::format("tokenizer: {}: {}", f.name(), what.substr(kPrefix.size())));
+  }
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
@@ -41,7 +54,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     v.model = TokenizerModel::kBpe;
     bos = 11, eos = 11;
     v.pre = f.get_string_or("tokenizer.ggml.pre", "default");
-    v.add_bos = pre_tokenizer_from_name(v.pre) == PreTokenizer::kLlama3;
+    v.add_bos =
+        naming_file(f, [&] { return pre_tokenizer_from_name(v.pre); }) == PreTokenizer::kLlama3;
   } else {
     throw_error("tokenizer: {}: unknown tokenizer.ggml.model '{}' (supported: llama, gpt2)",
                 f.name(), model);
@@ -86,11 +100,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
   if (v.model == TokenizerModel::kSpm) {
     v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
   }
-  try {
-    return from_vocab(std::move(v));
-  } catch (const Error& e) {
-    throw Error(f.name() + ": " + e.what());
-  }
+  return naming_file(f, [&] { return from_vocab(std::move(v)); });
 }
 
 }  // namespace channel

@@ -6,6 +6,7 @@
 namespace channel::unicode {
 
 // {first code point, flags}: each range lasts until the next one starts.
+// clang-format off
 const CodepointRange kCodepointRanges[] = {
     {0x000000, 0x40}, {0x000009, 0xC0}, {0x00000E, 0x40}, {0x000020, 0x84},
     {0x000021, 0x10}, {0x000024, 0x20}, {0x000025, 0x10}, {0x00002B, 0x20},
@@ -577,6 +578,7 @@ const CodepointRange kCodepointRanges[] = {
     {0x0E0020, 0x40}, {0x0E0080, 0x00}, {0x0E0100, 0x08}, {0x0E01F0, 0x00},
     {0x0F0000, 0x40}, {0x0FFFFE, 0x00}, {0x100000, 0x40}, {0x10FFFE, 0x00},
 };
+// clang-format on
 
 const size_t kCodepointRangeCount = sizeof(kCodepointRanges) / sizeof(kCodepointRanges[0]);
 
