@@ -263,9 +263,8 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
     v->pre = pre_tokenizer_from_name(vocab.pre);
     v->ignore_merges = v->pre == PreTokenizer::kLlama3;
     v->clean_spaces = v->pre != PreTokenizer::kQwen2;
-  } else {
-    v->add_space_prefix = vocab.add_space_prefix;
   }
+  v->add_space_prefix = vocab.add_space_prefix;
   v->bos = vocab.bos_id, v->eos = vocab.eos_id, v->eot = vocab.eot_id, v->eom = vocab.eom_id;
   v->unk = vocab.unk_id;
 

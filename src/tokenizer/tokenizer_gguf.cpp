@@ -97,9 +97,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
   v.unk_id = read_id(f, "tokenizer.ggml.unknown_token_id", unk, n, true);
   v.pad_id = read_id(f, "tokenizer.ggml.padding_token_id", kNoToken, n, false);
   v.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", v.add_bos);
-  if (v.model == TokenizerModel::kSpm) {
-    v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
-  }
+  v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
   return naming_file(f, [&] { return from_vocab(std::move(v)); });
 }
 

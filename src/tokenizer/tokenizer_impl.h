@@ -29,9 +29,9 @@ struct Tokenizer::Impl {
   TokenizerModel model = TokenizerModel::kSpm;
   PreTokenizer pre = PreTokenizer::kDefault;
   bool add_bos = false;
-  bool add_space_prefix = false;
-  bool ignore_merges = false;  // BPE: a pre-tokenized word that is a token is taken whole
-  bool clean_spaces = false;   // decode: drop " " before ?!., and in " 's" (gpt2-style BPE)
+  bool add_space_prefix = false;  // SPM encode: prepend " "; decode: drop the first " "
+  bool ignore_merges = false;     // BPE: a pre-tokenized word that is a token is taken whole
+  bool clean_spaces = false;      // decode: drop " " before ?!., and in " 's" (gpt2-style BPE)
 
   std::vector<std::string> texts;  // [n_vocab] token texts (never empty)
   std::vector<float> scores;       // [n_vocab]

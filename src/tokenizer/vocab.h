@@ -39,8 +39,10 @@ struct Vocab {
   int32_t unk_id = kNoToken;
   int32_t pad_id = kNoToken;
 
-  bool add_bos = false;           // tokenizer.ggml.add_bos_token
-  bool add_space_prefix = false;  // SPM: prepend a space to the text (llama.cpp default: true)
+  bool add_bos = false;  // tokenizer.ggml.add_bos_token
+  // tokenizer.ggml.add_space_prefix: SPM encoding prepends a space to the text, and
+  // decoding drops the first token's leading space (llama.cpp's SPM default: true).
+  bool add_space_prefix = false;
 };
 
 }  // namespace channel
