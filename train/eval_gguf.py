@@ -41,7 +41,7 @@ def main():
     args = ap.parse_args()
     if not os.path.isfile(args.model):
         sys.exit("eval_gguf: no model at " + args.model)
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    torch.set_num_threads(1)
     cfg, sd = export_gguf.load(args.model)
     m = Model(cfg)
     m.load_state_dict(sd)

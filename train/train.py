@@ -256,6 +256,7 @@ def main():
     ap.add_argument("--gguf-type", default="q8_0")
     ap.add_argument("--compile", type=int, default=1)
     ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--vocab", type=int, default=0, help="override the preset's vocabulary size (smoke test)")
     ap.add_argument("--attn", default="flex", choices=["flex", "sdpa"], help="CUDA attention for windowed layers")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer", "spm.model"))
@@ -266,7 +267,7 @@ def main():
     if not args.minutes and not args.steps:
         sys.exit("train: give --minutes or --steps")
     if args.device == "cpu":
-        torch.set_num_threads(min(2, os.cpu_count() or 1))
+        torch.set_num_threads(1)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("train: --device cuda but torch sees no GPU (torch %s)" % torch.__version__)
     for f in ("train.bin", "valid.bin", "valid_ppl.bin", "recall_train.npz", "recall_eval.npz"):
@@ -291,6 +292,8 @@ def main():
 
     cfg = Config(**PRESETS[args.preset])
     cfg.dropout = args.dropout
+    if args.vocab:
+        cfg.vocab = args.vocab
     model = Model(cfg)
     if args.init:
         if args.init.endswith(".gguf"):
@@ -400,7 +403,7 @@ def main():
     model.load_state_dict(best_state)
 
     res = dict(preset=args.preset, config=cfg.to_dict(), params=nparams, steps=step, train_seconds=round(train_sec, 1),
-               attn_impl=res_mode, tokens_seen=tok_seen, epochs=round(tok_seen / len(tr), 2), history=hist,
+               attn_impl=res_mode, initial_loss=loss0, tokens_seen=tok_seen, epochs=round(tok_seen / len(tr), 2), history=hist,
                batch=args.batch, seq=args.seq, lr=args.lr, torch=torch.__version__,
                device=torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu")
     ck = os.path.join(args.out, "model.pt")
