@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kv/slot_geometry.h"
@@ -141,6 +142,11 @@ class SlotRing {
   // first difference in words. state_checksum() is FNV-1a over the same fields.
   friend std::string state_diff(const SlotRing& a, const SlotRing& b);
   uint64_t state_checksum() const;
+
+  // ring_state_io.h
+  friend std::vector<uint8_t> save_ring_state(const SlotRing& ring);
+  friend SlotRing load_ring_state(std::span<const uint8_t> bytes, std::string_view what,
+                                  const RingConfig* expected);
 
  private:
   void require_sealed(const char* what) const;
