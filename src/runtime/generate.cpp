@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace channel {
@@ -72,6 +73,24 @@ GenerateStats generate_tokens(LogitSource& model, Sampler& sampler, std::span<co
     stats.n_decoded++;
   }
   stats.generate_seconds = seconds_since(loop_start);
+  return stats;
+}
+
+GenerateStats generate_text(LogitSource& model, const Tokenizer& tokenizer, Sampler& sampler,
+                            std::span<const int32_t> prompt, int32_t n_predict,
+                            const std::function<bool(std::string_view text)>& on_text) {
+  TextStreamDecoder text(tokenizer);
+  bool keep_going = true;
+  GenerateCallbacks callbacks;
+  callbacks.is_end_of_generation = [&](int32_t t) { return tokenizer.is_end_of_generation(t); };
+  callbacks.on_token = [&](int32_t t) {
+    const std::string piece = text.push(t);
+    if (!piece.empty()) keep_going = on_text(piece);
+    return keep_going;
+  };
+  GenerateStats stats = generate_tokens(model, sampler, prompt, n_predict, callbacks);
+  const std::string tail = text.flush();
+  if (keep_going && !tail.empty()) on_text(tail);
   return stats;
 }
 

@@ -10,8 +10,11 @@
 #include <string_view>
 
 #include "runtime/sampler.h"
+#include "runtime/session.h"
 
 namespace channel {
+
+class Tokenizer;
 
 // What generation needs from a model: append tokens, get the last position's logits.
 class LogitSource {
@@ -22,6 +25,20 @@ class LogitSource {
   virtual std::span<const float> decode(std::span<const int32_t> tokens) = 0;
   virtual int32_t n_past() const = 0;
   virtual int32_t n_ctx() const = 0;
+};
+
+// The LogitSource of a Session.
+class SessionLogits final : public LogitSource {
+ public:
+  explicit SessionLogits(Session& session) : session_(session) {}
+  std::span<const float> decode(std::span<const int32_t> tokens) override {
+    return session_.decode(tokens);
+  }
+  int32_t n_past() const override { return session_.n_past(); }
+  int32_t n_ctx() const override { return session_.n_ctx(); }
+
+ private:
+  Session& session_;
 };
 
 enum class StopReason { EndOfGeneration, MaxTokens, ContextFull, Cancelled };
@@ -54,5 +71,13 @@ struct GenerateCallbacks {
 // feed it back to continue. Throws channel::Error when the prompt does not fit.
 GenerateStats generate_tokens(LogitSource& model, Sampler& sampler, std::span<const int32_t> prompt,
                               int32_t n_predict, const GenerateCallbacks& callbacks);
+
+// generate_tokens with the tokenizer's end-of-generation tokens, streaming text: each
+// call of on_text gets the complete UTF-8 that the newest token finished (bytes of a
+// character split across tokens wait for the rest); return false to stop. Control
+// tokens print nothing. The prompt is not echoed.
+GenerateStats generate_text(LogitSource& model, const Tokenizer& tokenizer, Sampler& sampler,
+                            std::span<const int32_t> prompt, int32_t n_predict,
+                            const std::function<bool(std::string_view text)>& on_text);
 
 }  // namespace channel

@@ -6,9 +6,9 @@ source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 expect_ok "channel --help" "$CHANNEL" --help && grep -q "Subcommands:" "$TMP/out" ||
   fail "channel --help lists no subcommands"
 # The subcommand names: the indented lines after "Subcommands:".
-mapfile -t commands < <(awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }' "$TMP/out")
+mapfile -t commands < <(list_commands)
 ((${#commands[@]} > 0)) || fail "no subcommands found in 'channel --help'"
-for required in tokenize detokenize; do
+for required in run bench tokenize detokenize; do
   [[ " ${commands[*]} " == *" $required "* ]] || fail "subcommand '$required' missing from --help"
 done
 for cmd in "${commands[@]}"; do

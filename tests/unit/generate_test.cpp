@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "runtime/session.h"
+#include "testdata.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace channel {
@@ -166,6 +173,93 @@ TEST(Generate, SeededSamplingIsReproducible) {
   };
   EXPECT_EQ(run(1), run(1));
   EXPECT_NE(run(1), run(2));
+}
+
+// stories260K, a real trained model: greedy generation through a Session reproduces
+// the reference token ids of llama2.c and llama.cpp for every prompt of greedy.json.
+TEST(GenerateStories260K, GreedyIdsMatchTheReference) {
+  CHANNEL_REQUIRE_TESTDATA();
+  const auto model = Model::load(test::testdata_path("stories260K/stories260K.gguf"));
+  std::ifstream in(test::testdata_path("stories260K/greedy.json"));
+  const auto reference = nlohmann::json::parse(in);
+  ASSERT_FALSE(reference["cases"].empty());
+  for (const auto& c : reference["cases"]) {
+    const std::string prompt_text = c["prompt"];
+    const auto expected_prompt = c["llama2c"]["prompt_ids"].get<std::vector<int32_t>>();
+    const auto expected_gen = c["llama2c"]["gen_ids"].get<std::vector<int32_t>>();
+    const Tokenizer& tok = model->tokenizer();
+    const auto prompt = tok.encode(prompt_text, tok.add_bos_default(), true);
+    ASSERT_EQ(prompt, expected_prompt) << "prompt '" << prompt_text << "'";
+
+    Session session(model, SessionConfig{.n_ctx = 512, .n_threads = 1});
+    SessionLogits source(session);
+    Sampler sampler(greedy());
+    std::vector<int32_t> got;
+    GenerateCallbacks cb;
+    cb.is_end_of_generation = [&](int32_t t) { return tok.is_end_of_generation(t); };
+    cb.on_token = [&](int32_t t) {
+      got.push_back(t);
+      return true;
+    };
+    const auto stats =
+        generate_tokens(source, sampler, prompt, static_cast<int32_t>(expected_gen.size()), cb);
+    EXPECT_EQ(got, expected_gen) << "prompt '" << prompt_text << "'";
+    EXPECT_EQ(stats.stop, StopReason::MaxTokens);
+  }
+}
+
+// The streamed text is the prompt's continuation: "Once upon a time" + stream is a
+// prefix of llama2.c's output, and equals decoding all ids at once.
+TEST(GenerateStories260K, StreamedTextMatchesReferenceText) {
+  CHANNEL_REQUIRE_TESTDATA();
+  const auto model = Model::load(test::testdata_path("stories260K/stories260K.gguf"));
+  std::ifstream in(test::testdata_path("stories260K/greedy.json"));
+  const auto reference = nlohmann::json::parse(in);
+  std::string expected;
+  for (const auto& c : reference["cases"]) {
+    if (c["prompt"] == "Once upon a time") expected = c["llama2c"]["stdout"];
+  }
+  ASSERT_FALSE(expected.empty());
+  const Tokenizer& tok = model->tokenizer();
+  const auto prompt = tok.encode("Once upon a time", true, true);
+  Session session(model, SessionConfig{.n_ctx = 256, .n_threads = 2});
+  SessionLogits source(session);
+  Sampler sampler(greedy());
+  std::string streamed;
+  size_t calls = 0;
+  const auto stats = generate_text(source, tok, sampler, prompt, 100, [&](std::string_view piece) {
+    streamed += piece;
+    ++calls;
+    return true;
+  });
+  EXPECT_EQ(stats.n_generated, 100);
+  EXPECT_GT(calls, 50u);  // streamed piece by piece, not at the end
+  const std::string text = "Once upon a time" + streamed;
+  EXPECT_EQ(expected.substr(0, text.size()), text);
+}
+
+TEST(GenerateStories260K, SameSeedSameTextAcrossThreadCounts) {
+  CHANNEL_REQUIRE_TESTDATA();
+  const auto model = Model::load(test::testdata_path("stories260K/stories260K.gguf"));
+  auto run = [&](uint64_t seed, int threads) {
+    Session session(model, SessionConfig{.n_ctx = 256, .n_threads = threads});
+    SessionLogits source(session);
+    SamplerConfig cfg;
+    cfg.seed = seed;
+    Sampler sampler(cfg);
+    std::string text;
+    const auto prompt = model->tokenizer().encode("Lily and Tom went", true, true);
+    generate_text(source, model->tokenizer(), sampler, prompt, 80, [&](std::string_view p) {
+      text += p;
+      return true;
+    });
+    return text;
+  };
+  const std::string a = run(3, 1);
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, run(3, 1));
+  EXPECT_EQ(a, run(3, 2));
+  EXPECT_NE(a, run(4, 1));
 }
 
 }  // namespace

@@ -1,10 +1,16 @@
 #include "cli_common.h"
 
+#include <unistd.h>
+
 #include <charconv>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "embedded_model.h"
+#include "model/model.h"
 #include "util/error.h"
 
 namespace channel::cli {
@@ -13,7 +19,68 @@ namespace {
 
 constexpr const char* kNoDefaultModel = "no default model is built into this binary; pass -m MODEL";
 
+// Shows "loading NAME: 42%" on a terminal once a load has taken longer than a moment,
+// and erases it again when the load ends (so an error still prints as one clean line).
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string name)
+      : name_(std::move(name)), tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+  ~ProgressLine() { clear(); }
+
+  void update(float fraction) {
+    if (!tty_ || seconds() < 0.25) return;
+    const int percent = static_cast<int>(std::clamp(fraction, 0.0f, 1.0f) * 100.0f);
+    if (percent == last_percent_) return;
+    last_percent_ = percent;
+    std::fprintf(stderr, "\rloading %s: %3d%%", name_.c_str(), percent);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    shown_ = false;
+  }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string name_;
+  bool tty_;
+  Clock::time_point start_;
+  bool shown_ = false;
+  int last_percent_ = -1;
+};
+
 }  // namespace
+
+CLI::Validator integer_in(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+          return fmt::format("'{}' is not an integer", text);
+        if (v < lo || v > hi) return fmt::format("{} is outside [{}, {}]", v, lo, hi);
+        return {};
+      },
+      "");
+}
+
+CLI::Validator number_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+            !std::isfinite(v))
+          return fmt::format("'{}' is not a number", text);
+        if (v < lo || v > hi) return fmt::format("{} is outside [{}, {}]", text, lo, hi);
+        return {};
+      },
+      "");
+}
 
 int default_threads() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -27,8 +94,32 @@ void add_model_option(CLI::App& app, std::string& path) {
 void add_threads_option(CLI::App& app, int& threads) {
   threads = default_threads();
   app.add_option("-t,--threads", threads, "CPU threads")
-      ->check(CLI::Range(1, 4096))
+      ->check(integer_in(1, 4096))
       ->capture_default_str();
+}
+
+LoadedModel load_model(const std::string& path) {
+  std::string name = path;
+  std::span<const unsigned char> embedded;
+  if (path.empty()) {
+    embedded = embedded_model();
+    if (embedded.empty()) throw Error(kNoDefaultModel);
+    name = "(built-in model)";
+  }
+  ProgressLine progress(std::filesystem::path(name).filename().string());
+  auto on_progress = [&progress](float f) { progress.update(f); };
+  std::shared_ptr<const Model> model = path.empty()
+                                           ? Model::load_from_memory(embedded, name, on_progress)
+                                           : Model::load(path, on_progress);
+  progress.clear();
+  return {std::move(model), name, progress.seconds()};
+}
+
+void print_loaded(const LoadedModel& loaded) {
+  const auto& hp = loaded.model->hparams();
+  std::fprintf(stderr, "channel: loaded %s: %s, %d layers, %d embd, vocab %d, %s in %.2f s\n",
+               loaded.name.c_str(), hp.arch.c_str(), hp.n_layer, hp.n_embd, hp.n_vocab,
+               format_bytes(loaded.model->weight_bytes()).c_str(), loaded.seconds);
 }
 
 GgufFile open_gguf(const std::string& path) {

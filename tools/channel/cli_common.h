@@ -1,5 +1,5 @@
 // Flags and helpers shared by the CLI subcommands: the -m model option with its fallback
-// to the embedded default model, -t threads, id-list parsing.
+// to the embedded default model, -t threads, load progress on stderr, id-list parsing.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,37 @@
 
 #include "gguf/gguf_reader.h"
 
+namespace channel {
+class Model;
+}
+
 namespace channel::cli {
+
+// Flag-value checks with plain messages: "--ctx: '1k' is not an integer",
+// "--top-p: 2 is outside [0, 1]".
+CLI::Validator integer_in(int64_t lo, int64_t hi);
+CLI::Validator number_in(double lo, double hi);
 
 // -m/--model PATH. Left empty, the command uses the embedded default model.
 void add_model_option(CLI::App& app, std::string& path);
 // -t/--threads N (>= 1), defaulting to default_threads().
 void add_threads_option(CLI::App& app, int& threads);
 int default_threads();
+
+struct LoadedModel {
+  std::shared_ptr<const Model> model;
+  std::string name;  // the path, or "(built-in model)"
+  double seconds = 0.0;
+};
+
+// Loads `path`, or the embedded model when it is empty. On a terminal a progress line
+// is updated while a load takes long, and erased at the end. Throws channel::Error,
+// e.g. when no model is given and none is built in.
+LoadedModel load_model(const std::string& path);
+// One summary line on stderr: "channel: loaded NAME: ARCH, N layers, ..., SIZE in T s".
+// Commands print it once their input has been checked, so that bad input still gets
+// exactly one line.
+void print_loaded(const LoadedModel& loaded);
 
 // Just the GGUF (for commands that need only metadata or the vocabulary).
 GgufFile open_gguf(const std::string& path);

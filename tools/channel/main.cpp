@@ -42,10 +42,32 @@ int main(int argc, char** argv) {
     actions[sub] = spec.setup(*sub);
   }
 
+  // An unknown command would otherwise be reported as "A subcommand is required".
+  const bool known =
+      argc > 1 && std::any_of(registry.begin(), registry.end(),
+                              [&](const CommandSpec& c) { return c.name == argv[1]; });
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    print_error(std::string("unknown command '") + argv[1] + "'", " (see 'channel --help')");
+    return 2;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // CLI11 checks required options before unexpected ones; name the unexpected one first.
+    for (const auto& [sub, action] : actions) {
+      if (sub->parsed() && !sub->remaining().empty()) {
+        print_error("unexpected argument '" + sub->remaining().front() + "'",
+                    " (see 'channel <command> --help')");
+        return 2;
+      }
+    }
+    if (!app.remaining().empty()) {
+      print_error("unexpected argument '" + app.remaining().front() + "'",
+                  " (see 'channel --help')");
+      return 2;
+    }
     print_error(e.what(), " (see 'channel <command> --help')");
     return 2;
   }

@@ -25,9 +25,14 @@ require_testdata() {
     skip_test "reference test data not found at '${TESTDATA}'"
 }
 
+# The subcommand names listed by `channel --help`.
+list_commands() {
+  "$CHANNEL" --help 2>/dev/null | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'
+}
+
 # True when the binary has the subcommand (others are added as the project grows).
 has_command() {
-  "$CHANNEL" "$1" --help >/dev/null 2>&1
+  list_commands | grep -qx -- "$1"
 }
 
 # expect_error DESCRIPTION REGEX COMMAND...: the command must exit non-zero without a

@@ -1,0 +1,186 @@
+// `channel bench`: prompt-processing and generation speed, measured the way llama-bench
+// does (a warm-up, then each test repeated on a cleared context): pp = one batched decode
+// of P tokens, tg = N single-token decodes. A table goes to stderr and one JSON line,
+// {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s"}, ends stdout.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "command.h"
+#include "model/model.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace channel::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int threads = 1;
+  int reps = 5;
+  bool no_warmup = false;
+};
+
+struct Samples {
+  std::vector<double> tok_per_s;  // [reps]
+  double mean() const {
+    double s = 0;
+    for (double v : tok_per_s) s += v;
+    return tok_per_s.empty() ? 0.0 : s / static_cast<double>(tok_per_s.size());
+  }
+  double stdev() const {
+    if (tok_per_s.size() < 2) return 0.0;
+    double m = mean(), s = 0;
+    for (double v : tok_per_s) s += (v - m) * (v - m);
+    return std::sqrt(s / static_cast<double>(tok_per_s.size() - 1));
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Token ids as llama-bench picks them: BOS first when the model adds one, then
+// pseudo-random ids (a fixed seed, so every run feeds the same tokens).
+class TokenSource {
+ public:
+  TokenSource(const Model& model) : rng_(1234), n_vocab_(model.hparams().n_vocab) {
+    const Tokenizer& tok = model.tokenizer();
+    first_ = tok.add_bos_default() ? tok.bos_id() : -1;
+  }
+  int32_t first() { return first_ >= 0 ? first_ : next(); }
+  int32_t next() { return static_cast<int32_t>(rng_.next_u64() % static_cast<uint64_t>(n_vocab_)); }
+
+ private:
+  Rng rng_;
+  int32_t n_vocab_;
+  int32_t first_;
+};
+
+// One batched decode of n tokens from an empty context.
+double time_prompt(Session& session, TokenSource& tokens, int n) {
+  std::vector<int32_t> batch(static_cast<size_t>(n));  // [n]
+  batch[0] = tokens.first();
+  for (size_t i = 1; i < batch.size(); ++i) batch[i] = tokens.next();
+  session.reset();
+  const auto start = Clock::now();
+  session.decode(batch);
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// n single-token decodes from an empty context.
+double time_gen(Session& session, TokenSource& tokens, int n) {
+  session.reset();
+  int32_t token = tokens.first();
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    session.decode(std::span<const int32_t>(&token, 1));
+    token = tokens.next();
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Weight bytes read for one generated token: every matrix once, except that only one
+// row of the token embedding is read unless it doubles as the output matrix.
+uint64_t streamed_bytes_per_token(const Model& model) {
+  uint64_t bytes = model.weight_bytes();
+  const TensorInfo* embd = model.gguf().find_tensor("token_embd.weight");
+  if (embd != nullptr && !model.weights().tied_output) bytes -= embd->n_bytes;
+  return bytes;
+}
+
+uint64_t parameter_count(const Model& model) {
+  uint64_t n = 0;
+  for (const auto& t : model.gguf().tensors()) n += static_cast<uint64_t>(t.n_elements());
+  return n;
+}
+
+Samples run_test(const std::shared_ptr<const Model>& model, const BenchArgs& args, bool prompt) {
+  const int n = prompt ? args.n_prompt : args.n_gen;
+  Samples samples;
+  if (n <= 0) return samples;
+  Session session(model, SessionConfig{.n_ctx = n, .n_threads = args.threads});
+  TokenSource tokens(*model);
+  if (!args.no_warmup) {
+    if (prompt) {
+      time_prompt(session, tokens, n);
+    } else {
+      time_gen(session, tokens, 1);
+    }
+  }
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  for (int r = 0; r < args.reps; ++r) {
+    if (tty) {
+      std::fprintf(stderr, "\rbench: %s%d run %d/%d", prompt ? "pp" : "tg", n, r + 1, args.reps);
+      std::fflush(stderr);
+    }
+    const double seconds = prompt ? time_prompt(session, tokens, n) : time_gen(session, tokens, n);
+    samples.tok_per_s.push_back(n / seconds);
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  return samples;
+}
+
+int run_bench(const BenchArgs& args) {
+  const LoadedModel loaded = load_model(args.model);
+  const std::shared_ptr<const Model>& model = loaded.model;
+  print_loaded(loaded);
+  const Samples pp = run_test(model, args, /*prompt=*/true);
+  const Samples tg = run_test(model, args, /*prompt=*/false);
+  const uint64_t per_token = streamed_bytes_per_token(*model);
+  const double gb_per_s = tg.mean() * static_cast<double>(per_token) / 1e9;
+
+  const std::string name = args.model.empty() ? "(built-in)" : args.model;
+  const std::string size = format_bytes(model->weight_bytes());
+  const std::string params = fmt::format("{:.2f} M", parameter_count(*model) / 1e6);
+  std::fprintf(stderr, "| %-24s | %-10s | %-10s | %7s | %7s | %20s | %8s |\n", "model", "size",
+               "params", "threads", "test", "t/s", "GB/s");
+  std::fprintf(stderr, "| %-24s | %-10s | %-10s | %7s | %7s | %20s | %8s |\n",
+               std::string(24, '-').c_str(), std::string(10, '-').c_str(),
+               std::string(10, '-').c_str(), "-------", "-------", std::string(20, '-').c_str(),
+               "--------");
+  const std::string short_name = std::filesystem::path(name).filename().string().substr(0, 24);
+  auto row = [&](const char* kind, int n, const Samples& s, const std::string& gbs) {
+    if (s.tok_per_s.empty()) return;
+    const std::string test = fmt::format("{}{}", kind, n);
+    const std::string ts = fmt::format("{:.2f} ± {:.2f}", s.mean(), s.stdev());
+    std::fprintf(stderr, "| %-24s | %-10s | %-10s | %7d | %7s | %20s | %8s |\n", short_name.c_str(),
+                 size.c_str(), params.c_str(), args.threads, test.c_str(), ts.c_str(), gbs.c_str());
+  };
+  row("pp", args.n_prompt, pp, "");
+  row("tg", args.n_gen, tg, fmt::format("{:.2f}", gb_per_s));
+
+  const nlohmann::json result = {
+      {"prompt_tok_per_s", pp.mean()}, {"gen_tok_per_s", tg.mean()}, {"gen_gb_per_s", gb_per_s}};
+  std::printf("%s\n", result.dump().c_str());
+  return 0;
+}
+
+const CommandRegistrar registrar{
+    "bench", "Measure prompt and generation speed (like llama-bench)", [](CLI::App& sub) {
+      auto args = std::make_shared<BenchArgs>();
+      add_model_option(sub, args->model);
+      sub.add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens, one batch (0: skip)")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      sub.add_option("-n,--n-gen", args->n_gen, "Generated tokens (0: skip)")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      add_threads_option(sub, args->threads);
+      sub.add_option("-r,--repetitions", args->reps, "Repetitions of each test")
+          ->check(integer_in(1, 1000))
+          ->capture_default_str();
+      sub.add_flag("--no-warmup", args->no_warmup, "Skip the warm-up runs");
+      return [args] { return run_bench(*args); };
+    }};
+
+}  // namespace
+}  // namespace channel::cli
