@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
@@ -318,14 +319,17 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
 
 std::vector<Tokenizer::Impl::Fragment> Tokenizer::Impl::partition(std::string_view text,
                                                                   bool parse_special) const {
-  std::vector<Fragment> frags;  // [n_fragments] in text order
-  if (text.empty()) return frags;
-  frags.push_back({0, text.size(), kNoToken});
-  if (specials.empty()) return frags;
+  std::vector<Fragment> out;  // [n_fragments] in text order
+  if (text.empty()) return out;
 
-  // Which eligible specials occur anywhere (one trie walk per position).
-  std::vector<uint8_t> occurs(specials.size(), 0);  // [n_specials] by rank
-  bool any = false;
+  // 1. Where each eligible special occurs: one trie walk per position. Occurrences of a
+  //    token at consecutive positions (runs of "\n", say) are kept as one interval.
+  struct Occurrences {
+    uint32_t rank;  // priority: index into `specials`
+    size_t start, count;
+  };
+  std::vector<Occurrences> occ;
+  std::vector<int32_t> last(specials.size(), -1);  // [n_specials] rank's latest entry in occ
   for (size_t p = 0; p < text.size(); ++p) {
     int32_t node = 0;
     for (size_t q = p; q < text.size(); ++q) {
@@ -334,39 +338,49 @@ std::vector<Tokenizer::Impl::Fragment> Tokenizer::Impl::partition(std::string_vi
       while (child >= 0 && trie[child].byte != byte) child = trie[child].next_sibling;
       if (child < 0) break;
       node = child;
-      if (const int32_t rank = trie[node].token; rank != kNoToken) {
-        const bool control = attrs[specials[rank]] & (kAttrControl | kAttrUnknown);
-        if (parse_special || !control) occurs[rank] = 1, any = true;
+      const int32_t rank = trie[node].token;
+      if (rank == kNoToken) continue;
+      if (!parse_special && (attrs[specials[rank]] & (kAttrControl | kAttrUnknown))) continue;
+      int32_t& e = last[rank];
+      if (e >= 0 && occ[e].start + occ[e].count == p) {
+        ++occ[e].count;
+      } else {
+        e = static_cast<int32_t>(occ.size());
+        occ.push_back({static_cast<uint32_t>(rank), p, 1});
       }
     }
   }
-  if (!any) return frags;
+  if (occ.empty()) return {{0, text.size(), kNoToken}};
+  std::stable_sort(occ.begin(), occ.end(),
+                   [](const Occurrences& a, const Occurrences& b) { return a.rank < b.rank; });
 
-  // Cut them out longest first; each one takes its leftmost non-overlapping matches in
-  // every raw fragment left over by the longer ones (llama.cpp's order of operations).
-  std::vector<Fragment> next;
-  for (size_t rank = 0; rank < specials.size(); ++rank) {
-    if (!occurs[rank]) continue;
-    const int32_t id = specials[rank];
-    const std::string_view needle = texts[id];
-    next.clear();
-    for (const Fragment& f : frags) {
-      if (f.token != kNoToken) {
-        next.push_back(f);
+  // 2. Cut them out longest first (llama.cpp's order): each token takes, in every raw
+  //    fragment left by the longer ones, its leftmost non-overlapping occurrences.
+  std::map<size_t, Fragment> frags;  // keyed by begin; together they tile the text
+  frags[0] = {0, text.size(), kNoToken};
+  size_t last_end = 0;  // end of the current token's latest match
+  for (size_t i = 0; i < occ.size(); ++i) {
+    if (i == 0 || occ[i].rank != occ[i - 1].rank) last_end = 0;
+    const int32_t id = specials[occ[i].rank];
+    const size_t len = texts[id].size();
+    const size_t stop = occ[i].start + occ[i].count;  // candidate starts: [p, stop)
+    for (size_t p = std::max(occ[i].start, last_end); p < stop;) {
+      auto it = std::prev(frags.upper_bound(p));  // the fragment holding p
+      const Fragment f = it->second;
+      if (f.token != kNoToken || p + len > f.end) {
+        p = f.end;  // already taken, or no room left in this raw fragment
         continue;
       }
-      const std::string_view window = text.substr(0, f.end);
-      size_t from = f.begin;
-      for (size_t hit; (hit = window.find(needle, from)) != std::string_view::npos;) {
-        if (hit > from) next.push_back({from, hit, kNoToken});
-        next.push_back({hit, hit + needle.size(), id});
-        from = hit + needle.size();
-      }
-      if (from < f.end) next.push_back({from, f.end, kNoToken});
+      frags.erase(it);
+      if (p > f.begin) frags[f.begin] = {f.begin, p, kNoToken};
+      frags[p] = {p, p + len, id};
+      if (p + len < f.end) frags[p + len] = {p + len, f.end, kNoToken};
+      last_end = p = p + len;
     }
-    frags.swap(next);
   }
-  return frags;
+  out.reserve(frags.size());
+  for (const auto& [begin, f] : frags) out.push_back(f);
+  return out;
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,

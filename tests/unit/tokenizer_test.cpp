@@ -155,6 +155,31 @@ TEST(TokenizerSpecial, LongerSpecialsAreCutFirst) {
   (void)a;
 }
 
+TEST(TokenizerSpecial, RunsAndManySpecials) {
+  auto b = spm_base();
+  const int32_t n1 = b.add("\n", 0, TokenType::kUserDefined);
+  const int32_t n2 = b.add("\n\n", 0, TokenType::kUserDefined);
+  const int32_t n3 = b.add("\n\n\n", 0, TokenType::kUserDefined);
+  std::vector<int32_t> tags;
+  for (int i = 0; i < 50; ++i)
+    tags.push_back(b.add(fmt::format("<t{}>", i), 0, TokenType::kControl));
+  const auto tok = Tokenizer::from_vocab(b.v);
+  // A run is cut greedily from the left by the longest token first.
+  EXPECT_EQ(tok.encode("\n\n\n\n\n\n\n", false, false), (Ids{n3, n3, n1}));
+  EXPECT_EQ(tok.encode("\n\n\n\n\n", false, false), (Ids{n3, n2}));
+  std::string text;
+  Ids expect;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int i = 49; i >= 0; --i) {
+      text += fmt::format("<t{}>\n", i);
+      expect.push_back(tags[i]);
+      expect.push_back(n1);
+    }
+  }
+  EXPECT_EQ(tok.encode(text, false, true), expect);
+  EXPECT_EQ(tok.decode(expect), std::string(150, '\n'));
+}
+
 TEST(TokenizerSpecial, EndOfGenerationFromIdsAndTexts) {
   auto b = spm_base();
   const int32_t eot = b.add("<end_of_turn>");  // NORMAL in the file: becomes CONTROL
