@@ -8,6 +8,9 @@
 //   F16 weights: activations are rounded to f16, then multiplied in f32;
 //   BF16 weights: activations are rounded to bf16, then multiplied in f32;
 //   F32 weights: plain f32.
+// For Q8_0/Q4_0 weights a token's outputs are bit-identical whatever n, the row split or the
+// thread count (decode and prompt paths do the same f32 operations in the same order), so
+// chunked prefill and token-by-token decode agree exactly. Float weights agree to rounding.
 #pragma once
 
 #include <cstdint>

@@ -168,6 +168,27 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
   }
 }
 
+// Quantized weights: a token's outputs are the same bits whether it is decoded alone, sent
+// in a small batch (matvec loops) or in a prompt (GEMM), on any thread count.
+TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
+  ThreadPool one(1), three(3);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const int64_t rows = 70, cols = 1056;
+    const auto o = make_random_weight(type, rows, cols, 31);
+    const int64_t n = 23;
+    const auto x = random_activations(n * cols, 32);
+    std::vector<float> batched(n * rows), pair(2 * rows), alone(rows);
+    matmul(o.w, x.data(), n, batched.data(), three);
+    for (int64_t t = 0; t < n; ++t) {
+      matmul(o.w, x.data() + t * cols, 1, alone.data(), t % 2 ? one : three);
+      ASSERT_EQ(std::memcmp(alone.data(), batched.data() + t * rows, rows * sizeof(float)), 0)
+          << ggml_type_name(static_cast<uint32_t>(type)) << " token " << t;
+    }
+    matmul(o.w, x.data(), 2, pair.data(), one);
+    EXPECT_EQ(std::memcmp(pair.data(), batched.data(), 2 * rows * sizeof(float)), 0);
+  }
+}
+
 TEST(Matmul, DequantizeRowMatchesReference) {
   for (GgmlType type : kTypes) {
     const auto o = make_random_weight(type, 5, 96, 11);

@@ -62,14 +62,6 @@ __m256i unpack_q4(const uint8_t* qs) {  // 16 bytes of nibbles -> 32 int8 in [-8
   return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
 }
 
-// Horizontal sums of 4 vectors: {sum(a), sum(b), sum(c), sum(d)}.
-__m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-  const __m256 ab = _mm256_hadd_ps(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
-  const __m256 cd = _mm256_hadd_ps(c, d);
-  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
-  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
 __mmask16 lane_mask(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
   if (n <= 0) return 0;
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
@@ -89,25 +81,39 @@ uint8_t* thread_scratch(size_t bytes) {
 
 // ---- decode: streaming matvec, 4 rows at a time --------------------------------------------
 
+// Rows rows[0..3] (pointers may repeat) times one token, in lanes 0..3 of the result. Each
+// lane does exactly what a lane of quant_tile does — per block, the exact integer dot,
+// converted to f32, times (d_w * d_x), fused into the running sum in block order — so a
+// token's outputs are bit-identical whether it is decoded alone or batched in a prompt.
 template <bool kQ4>
-void dot4_quant(const uint8_t* w, size_t row_bytes, const uint8_t* xq, int64_t nb, float* out) {
-  constexpr size_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
+__m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, int64_t nb) {
+  constexpr int64_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  constexpr int kPrefetch = 512;  // bytes ahead in each row: keeps misses in flight
+  __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* xb = xq + b * sizeof(BlockQ8_0);
     const __m256i qx = load256(xb + 2);
-    const float dx = scale_at(xb);
+    __m256i p[4];
+    uint16_t d[4];
     for (int i = 0; i < 4; ++i) {
-      const uint8_t* wb = w + i * row_bytes + b * kBlock;
+      const uint8_t* wb = rows[i] + b * kBlock;
+      _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetch), _MM_HINT_T0);
       const __m256i qw = kQ4 ? unpack_q4(wb + 2) : load256(wb + 2);
       // |w| (u8) times x with w's sign: vpdpbusd wants unsigned x signed.
-      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
-                                            _mm256_sign_epi8(qx, qw));
-      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale_at(wb) * dx), acc[i]);
+      p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
+                                 _mm256_sign_epi8(qx, qw));
+      std::memcpy(&d[i], wb, sizeof(uint16_t));
     }
+    // Integer sums (exact in any order): lane i = row i.
+    const __m256i h =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    const __m128 dw = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<int16_t>(d[0]), static_cast<int16_t>(d[1]),
+                       static_cast<int16_t>(d[2]), static_cast<int16_t>(d[3]), 0, 0, 0, 0));
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), _mm_mul_ps(dw, _mm_set1_ps(scale_at(xb))), acc);
   }
-  _mm_storeu_ps(out, hsum4(acc[0], acc[1], acc[2], acc[3]));
+  return acc;
 }
 
 template <typename W, typename Load, typename LoadMasked>
@@ -158,11 +164,12 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
   for (; r + 4 <= r1; r += 4) {
     switch (w.type) {
       case GgmlType::Q8_0:
-        dot4_quant<false>(row(r), w.row_bytes, xq, nb, y + r);
+      case GgmlType::Q4_0: {
+        const uint8_t* rows[4] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
+        _mm_storeu_ps(y + r, w.type == GgmlType::Q4_0 ? dot4_quant<true>(rows, xq, nb)
+                                                      : dot4_quant<false>(rows, xq, nb));
         break;
-      case GgmlType::Q4_0:
-        dot4_quant<true>(row(r), w.row_bytes, xq, nb, y + r);
-        break;
+      }
       case GgmlType::F16:
         dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r, load_f16,
                    load_f16_masked);
@@ -178,6 +185,15 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
             [](const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); });
         break;
     }
+  }
+  if (r < r1 && is_quant(w.type)) {  // 1-3 rows left: repeat the last one in the spare lanes
+    const uint8_t* rows[4];
+    for (int i = 0; i < 4; ++i) rows[i] = row(std::min(r + i, r1 - 1));
+    alignas(16) float out[4];
+    _mm_store_ps(out, w.type == GgmlType::Q4_0 ? dot4_quant<true>(rows, xq, nb)
+                                               : dot4_quant<false>(rows, xq, nb));
+    for (int i = 0; r + i < r1; ++i) y[r + i] = out[i];
+    return;
   }
   for (; r < r1; ++r) {
     const auto* w16 = reinterpret_cast<const uint16_t*>(row(r));
