@@ -1,0 +1,113 @@
+// `channel perplexity`: perplexity of a text file, with llama-perplexity's convention so the
+// numbers are comparable: the text is tokenized once (with BOS when the model adds one), cut
+// into floor(N / ctx) non-overlapping chunks of ctx tokens, each chunk's first token is
+// replaced by BOS (when the model adds one) and evaluated from an empty cache at positions
+// 0..ctx-1, and only the second half is scored: the logits at positions ctx/2 .. ctx-2
+// predict tokens ctx/2+1 .. ctx-1, i.e. ctx - ctx/2 - 1 tokens per chunk.
+// ppl = exp(mean negative log-likelihood over all scored tokens).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "command.h"
+#include "model/model.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace channel::cli {
+namespace {
+
+struct PerplexityArgs {
+  std::string model;
+  std::string file;
+  int ctx = 512;
+  int threads = 1;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("-f: cannot read '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw_error("-f: error reading '{}'", path);
+  return text.str();
+}
+
+// -log softmax(logits)[target], in double.
+double negative_log_likelihood(std::span<const float> logits, int32_t target) {
+  float max = logits[0];
+  for (float l : logits) max = std::max(max, l);
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
+  return -(static_cast<double>(logits[static_cast<size_t>(target)]) - max - std::log(sum));
+}
+
+int run_perplexity(const PerplexityArgs& args) {
+  const std::string text = read_text(args.file);
+  const LoadedModel loaded = load_model(args.model);
+  const Tokenizer& tok = loaded.model->tokenizer();
+  const bool add_bos = tok.add_bos_default() && tok.bos_id() >= 0;
+  std::vector<int32_t> tokens = tok.encode(text, add_bos, /*parse_special=*/false);
+  const int ctx = args.ctx;
+  if (tokens.size() < 2 * static_cast<size_t>(ctx))
+    throw_error("{} tokenizes to {} tokens; perplexity with --ctx {} needs at least {}", args.file,
+                tokens.size(), ctx, 2 * ctx);
+  print_loaded(loaded);
+
+  const size_t n_vocab = static_cast<size_t>(loaded.model->hparams().n_vocab);
+  const int n_chunk = static_cast<int>(tokens.size() / static_cast<size_t>(ctx));
+  const int first = ctx / 2;
+  constexpr int kScoreBatch = 64;  // tokens whose logits are held at once
+  Session session(loaded.model, SessionConfig{.n_ctx = ctx, .n_threads = args.threads});
+  double nll = 0.0;
+  int64_t count = 0;
+  for (int c = 0; c < n_chunk; ++c) {
+    std::vector<int32_t> chunk(tokens.begin() + static_cast<std::ptrdiff_t>(c) * ctx,
+                               tokens.begin() + static_cast<std::ptrdiff_t>(c + 1) * ctx);
+    if (add_bos) chunk[0] = tok.bos_id();
+    session.reset();
+    session.decode(std::span<const int32_t>(chunk).first(static_cast<size_t>(first)));
+    // Positions first .. ctx-2 predict chunk[pos + 1].
+    for (int pos = first; pos < ctx - 1; pos += kScoreBatch) {
+      const int n = std::min(kScoreBatch, ctx - 1 - pos);
+      const std::vector<float> logits = session.decode_all(std::span<const int32_t>(chunk).subspan(
+          static_cast<size_t>(pos), static_cast<size_t>(n)));
+      for (int i = 0; i < n; ++i) {
+        nll += negative_log_likelihood(
+            std::span<const float>(logits).subspan(static_cast<size_t>(i) * n_vocab, n_vocab),
+            chunk[static_cast<size_t>(pos + i + 1)]);
+        ++count;
+      }
+    }
+    std::fprintf(stderr, "channel: perplexity: chunk %d/%d: ppl %.4f\n", c + 1, n_chunk,
+                 std::exp(nll / static_cast<double>(count)));
+  }
+  const nlohmann::json out = {{"ppl", std::exp(nll / static_cast<double>(count))},
+                              {"tokens", count}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+const CommandRegistrar registrar(
+    "perplexity",
+    "Perplexity of a text file over non-overlapping --ctx chunks (second half of each scored, "
+    "as llama-perplexity does)",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto args = std::make_shared<PerplexityArgs>();
+      add_model_option(sub, args->model);
+      sub.add_option("-f,--file", args->file, "Text file to score")->required();
+      sub.add_option("-c,--ctx", args->ctx, "Tokens per chunk")
+          ->check(CLI::Range(4, 1 << 20))
+          ->capture_default_str();
+      add_threads_option(sub, args->threads);
+      return [args] { return run_perplexity(*args); };
+    });
+
+}  // namespace
+}  // namespace channel::cli
