@@ -27,6 +27,7 @@ struct PerplexityArgs {
   std::string model;
   std::string file;
   int ctx = 512;
+  int chunks = -1;  // < 0: all
   int threads = 1;
 };
 
@@ -61,7 +62,8 @@ int run_perplexity(const PerplexityArgs& args) {
   print_loaded(loaded);
 
   const size_t n_vocab = static_cast<size_t>(loaded.model->hparams().n_vocab);
-  const int n_chunk = static_cast<int>(tokens.size() / static_cast<size_t>(ctx));
+  const int n_chunk_max = static_cast<int>(tokens.size() / static_cast<size_t>(ctx));
+  const int n_chunk = args.chunks < 0 ? n_chunk_max : std::min(args.chunks, n_chunk_max);
   const int first = ctx / 2;
   constexpr int kScoreBatch = 64;  // tokens whose logits are held at once
   Session session(loaded.model, SessionConfig{.n_ctx = ctx, .n_threads = args.threads});
@@ -105,6 +107,8 @@ const CommandRegistrar registrar(
       sub.add_option("-c,--ctx", args->ctx, "Tokens per chunk")
           ->check(CLI::Range(4, 1 << 20))
           ->capture_default_str();
+      sub.add_option("--chunks", args->chunks, "Score only the first N chunks (default: all)")
+          ->check(CLI::Range(1, 1 << 30));
       add_threads_option(sub, args->threads);
       return [args] { return run_perplexity(*args); };
     });
