@@ -76,6 +76,23 @@ std::span<const float> Session::decode(std::span<const int32_t> tokens) {
   return logits_;
 }
 
+void Session::truncate_last(int k) {
+  if (k < 0 || k > n_past_)
+    throw_error("truncate: cannot drop {} tokens of the {} held", k, n_past_);
+  const ModelHparams& hp = model_->hparams();
+  for (int il = 0; il < hp.n_layer; ++il) {  // check every layer before changing any
+    if (hp.is_bounded(il) && kv_.bounded(il).undo_available() < k)
+      throw_error(
+          "truncate: cannot drop {} tokens: bounded layer {} keeps undo history for {} "
+          "(UNDO_DEPTH {})",
+          k, il, kv_.bounded(il).undo_available(), UNDO_DEPTH);
+  }
+  for (int il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_bounded(il)) kv_.bounded(il).truncate_last(k);
+  }
+  n_past_ -= k;
+}
+
 std::vector<float> Session::decode_all(std::span<const int32_t> tokens) {
   check(tokens);
   const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);

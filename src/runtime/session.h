@@ -33,6 +33,12 @@ class Session {
   // Same, returning the logits of every appended token: [n_tokens][n_vocab].
   std::vector<float> decode_all(std::span<const int32_t> tokens);
 
+  // Forgets the last k tokens (a rejected speculative draft): n_past goes back by k and the
+  // bounded layers restore the ring slots those tokens overwrote (KV slots of other layers are
+  // simply overwritten later). Throws channel::Error, state unchanged, when k < 0, k > n_past
+  // or k exceeds a bounded layer's undo history (UNDO_DEPTH).
+  void truncate_last(int k);
+
   int n_past() const { return n_past_; }
   int n_ctx() const { return config_.n_ctx; }
   void reset() {

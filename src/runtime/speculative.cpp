@@ -1,0 +1,112 @@
+// Speculative greedy decoding: n-gram and model drafters, and the verify/accept/rollback loop.
+#include "runtime/speculative.h"
+
+#include <algorithm>
+
+#include "bounded/bounded_state.h"
+#include "util/error.h"
+
+namespace channel {
+
+namespace {
+
+int32_t argmax(const float* logits, size_t n) {
+  return static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
+}
+
+}  // namespace
+
+NgramDrafter::NgramDrafter(int max_ngram, int min_ngram)
+    : max_ngram_(std::max(1, max_ngram)), min_ngram_(std::clamp(min_ngram, 1, max_ngram_)) {}
+
+std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> h, int max_tokens) {
+  const int64_t len = static_cast<int64_t>(h.size());
+  for (int n = max_ngram_; n >= min_ngram_; --n) {
+    if (len <= n) continue;
+    const auto suffix = h.subspan(static_cast<size_t>(len - n));
+    for (int64_t start = len - n - 1; start >= 0; --start) {  // latest occurrence first
+      if (!std::equal(suffix.begin(), suffix.end(), h.begin() + start)) continue;
+      const int64_t from = start + n;
+      const int64_t count = std::min<int64_t>(max_tokens, len - from);
+      return std::vector<int32_t>(h.begin() + from, h.begin() + from + count);
+    }
+  }
+  return {};
+}
+
+ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft_model, const Model& target,
+                           SessionConfig config)
+    : session_(std::move(draft_model), config) {
+  if (session_.model().hparams().n_vocab != target.hparams().n_vocab)
+    throw_error("draft model: vocabulary of {} tokens, the target has {}",
+                session_.model().hparams().n_vocab, target.hparams().n_vocab);
+}
+
+std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tokens) {
+  if (h.size() < fed_.size() || !std::equal(fed_.begin(), fed_.end(), h.begin())) {
+    session_.reset();  // history rewritten: start again
+    fed_.clear();
+  }
+  max_tokens =
+      std::min({max_tokens, UNDO_DEPTH, session_.n_ctx() - static_cast<int>(h.size()) - 1});
+  if (max_tokens <= 0 || h.size() == fed_.size()) return {};
+  const auto fresh = h.subspan(fed_.size());
+  std::span<const float> logits = session_.decode(fresh);
+  fed_.insert(fed_.end(), fresh.begin(), fresh.end());
+  std::vector<int32_t> out;
+  while (true) {
+    const int32_t t = argmax(logits.data(), logits.size());
+    out.push_back(t);
+    if (static_cast<int>(out.size()) == max_tokens) break;
+    logits = session_.decode(std::span<const int32_t>(&t, 1));
+  }
+  session_.truncate_last(static_cast<int>(out.size()) - 1);  // keep only the history
+  return out;
+}
+
+std::vector<int32_t> generate_greedy_speculative(Session& s, std::span<const int32_t> prompt,
+                                                 int n_predict, Drafter* drafter, int draft_max,
+                                                 const std::function<bool(int32_t)>& is_end,
+                                                 SpeculativeStats* stats) {
+  if (draft_max < 0 || draft_max > UNDO_DEPTH)
+    throw_error("speculative: --draft-max {} must be in [0, {}]", draft_max, UNDO_DEPTH);
+  SpeculativeStats local;
+  SpeculativeStats& st = stats ? *stats : local;
+  const size_t n_vocab = static_cast<size_t>(s.model().hparams().n_vocab);
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  std::vector<int32_t> out;
+  const std::span<const float> first = s.decode(prompt);
+  int32_t next = argmax(first.data(), n_vocab);  // predicted, not yet decoded
+  while (static_cast<int>(out.size()) < n_predict) {
+    if (is_end && is_end(next)) break;
+    out.push_back(next);
+    history.push_back(next);
+    if (static_cast<int>(out.size()) == n_predict || s.n_past() >= s.n_ctx()) break;
+    // Room for `next` plus the draft in the context; no more than what is still wanted.
+    const int room = std::min(s.n_ctx() - s.n_past() - 1, n_predict - static_cast<int>(out.size()));
+    std::vector<int32_t> draft;
+    if (drafter != nullptr && draft_max > 0 && room > 0)
+      draft = drafter->draft(history, std::min(draft_max, room));
+    std::vector<int32_t> batch = {next};
+    batch.insert(batch.end(), draft.begin(), draft.end());
+    const std::vector<float> logits = s.decode_all(batch);  // [1 + d][n_vocab]
+    ++st.verify_steps;
+    st.drafted += static_cast<int>(draft.size());
+    size_t accepted = 0;
+    int32_t pred = argmax(logits.data(), n_vocab);
+    while (accepted < draft.size() && pred == draft[accepted]) {
+      if (is_end && is_end(pred)) break;
+      out.push_back(pred);
+      history.push_back(pred);
+      ++accepted;
+      pred = argmax(logits.data() + accepted * n_vocab, n_vocab);
+      if (static_cast<int>(out.size()) == n_predict) break;
+    }
+    st.accepted += static_cast<int>(accepted);
+    s.truncate_last(static_cast<int>(draft.size() - accepted));  // rejected drafts
+    next = pred;
+  }
+  return out;
+}
+
+}  // namespace channel
