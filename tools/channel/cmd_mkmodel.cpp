@@ -28,7 +28,9 @@ int run_mkmodel(MkmodelArgs args) {
                                                          {"f16", GgmlType::F16},
                                                          {"q8_0", GgmlType::Q8_0},
                                                          {"q4_0", GgmlType::Q4_0}};
-  args.spec.arch = args.arch == "gemma3" ? Arch::gemma3 : Arch::llama;
+  args.spec.arch = args.arch == "gemma3"    ? Arch::gemma3
+                   : args.arch == "bounded" ? Arch::bounded
+                                            : Arch::llama;
   args.spec.type = kTypes.at(args.type);
   validate(args.spec);
 
@@ -53,7 +55,7 @@ const CommandRegistrar registrar(
       RandomModelSpec& s = args->spec;
       sub.add_option("--arch", args->arch, "Architecture")
           ->required()
-          ->check(CLI::IsMember({"llama", "gemma3"}));
+          ->check(CLI::IsMember({"llama", "gemma3", "bounded"}));
       sub.add_option("--type", args->type, "Type of the 2-D weights (norms stay f32)")
           ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0"}))
           ->capture_default_str();
@@ -64,6 +66,14 @@ const CommandRegistrar registrar(
       sub.add_option("--head-dim", s.head_dim, "Size of one head")->capture_default_str();
       sub.add_option("--ffn", s.ffn, "Feed-forward size")->capture_default_str();
       sub.add_option("--window", s.window, "Sliding window (gemma3; every 6th layer is global)")
+          ->capture_default_str();
+      sub.add_option("--rope-dims", s.rope_dims,
+                     "bounded: rotary dims per head (even, <= head-dim)")
+          ->capture_default_str();
+      sub.add_option("--sinks", s.sinks, "bounded: learned sinks per KV head")
+          ->capture_default_str();
+      sub.add_option("--global-every", s.global_every,
+                     "bounded: every Nth layer is global softmax, the others swa_sink_v1")
           ->capture_default_str();
       sub.add_option("--vocab", s.vocab, "Vocabulary size (>= 261)")->capture_default_str();
       sub.add_option("--ctx", s.context, "Context length written to the metadata")
