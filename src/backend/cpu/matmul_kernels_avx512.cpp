@@ -122,9 +122,13 @@ void dot4_float(const W* w, int64_t stride, const float* x, int64_t n, float* ou
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                    _mm512_setzero_ps()};
   int64_t i = 0;
+  constexpr int64_t kAhead = 512 / static_cast<int64_t>(sizeof(W));  // prefetch distance
   for (; i + 16 <= n; i += 16) {
     const __m512 xv = _mm512_loadu_ps(x + i);
-    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(w + r * stride + i), xv, acc[r]);
+    for (int r = 0; r < 4; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * stride + i + kAhead), _MM_HINT_T0);
+      acc[r] = _mm512_fmadd_ps(load(w + r * stride + i), xv, acc[r]);
+    }
   }
   if (i < n) {
     const __mmask16 m = lane_mask(n - i);
