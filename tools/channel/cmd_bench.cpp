@@ -158,7 +158,7 @@ int run_bench(const BenchArgs& args) {
   row("pp", args.n_prompt, pp, "");
   row("tg", args.n_gen, tg, fmt::format("{:.2f}", gb_per_s));
 
-  const nlohmann::json result = {
+  const nlohmann::ordered_json result = {
       {"prompt_tok_per_s", pp.mean()}, {"gen_tok_per_s", tg.mean()}, {"gen_gb_per_s", gb_per_s}};
   std::printf("%s\n", result.dump().c_str());
   return 0;
