@@ -1,0 +1,157 @@
+// episodic_format.h: the byte layout of a `.episodic.mem` file (docs/formats.md, section
+// ".episodic.mem"): the 64-byte FileHeader, the index table of EpisodeHeader + FP16 centroid
+// entries, and the fixed-stride slab blocks; the geometry computed from the header, and the
+// record checksum. Little-endian; every struct here is the exact on-disk image.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace channel {
+
+static_assert(std::endian::native == std::endian::little, "the store is little-endian");
+
+inline constexpr char kEmemMagic[4] = {'E', 'M', 'E', 'M'};
+inline constexpr uint32_t kEmemVersion = 1;
+inline constexpr uint32_t kSlabBlockMagic = 0x42535045;  // "EPSB" as bytes
+inline constexpr size_t kSummaryMax = 256;               // bytes of UTF-8 summary
+inline constexpr uint32_t kNoToken = 0xFFFFFFFFu;        // continuation_token unknown
+inline constexpr uint64_t kNoEpisode = ~uint64_t{0};     // parent_episode_id: none
+
+// FileHeader.file_flags
+inline constexpr uint32_t kFileFp16 = 1u << 0;
+inline constexpr uint32_t kFileQ8_0 = 1u << 1;
+inline constexpr uint32_t kFileCompressed = 1u << 2;  // defined by the spec, refused here
+
+// EpisodeHeader.flags
+inline constexpr uint16_t kEpisodeInterrupted = 1u << 0;
+inline constexpr uint16_t kEpisodeHasTool = 1u << 1;
+inline constexpr uint16_t kEpisodePinned = 1u << 2;
+inline constexpr uint16_t kEpisodeKnownFlags = 0x7;
+
+// Offsets are binding (spec README, resolution 1); the 8 reserved bytes at 56 are used as
+// documented in docs/formats.md: max_tokens_per_episode and a CRC-32C of the immutable
+// header bytes [0, 32) ++ [48, 60).
+struct FileHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t file_flags;
+  uint32_t num_layers;
+  uint32_t hidden_size;
+  uint32_t kv_dim;  // K (or V) elements per token per layer
+  uint32_t max_episodes;
+  uint32_t padding;                 // zero
+  uint64_t total_episodes;          // episodes ever published; the next episode_id
+  uint64_t write_head;              // slot where the next append starts looking
+  uint64_t model_id_hash;           // FNV-1a 64 of the model signature
+  uint32_t max_tokens_per_episode;  // reserved[0..4)
+  uint32_t header_crc;              // reserved[4..8)
+};
+static_assert(sizeof(FileHeader) == 64);
+static_assert(offsetof(FileHeader, total_episodes) == 32);
+static_assert(offsetof(FileHeader, write_head) == 40);
+static_assert(offsetof(FileHeader, model_id_hash) == 48);
+static_assert(offsetof(FileHeader, max_tokens_per_episode) == 56);
+
+// Resolution 2. An index slot is live when token_count > 0 and episode_id < total_episodes.
+struct EpisodeHeader {
+  uint64_t episode_id;
+  uint64_t parent_episode_id;  // kNoEpisode when the episode starts a stream
+  uint64_t created_timestamp;  // ms since the Unix epoch
+  uint64_t last_accessed;      // ms since the Unix epoch of the last recall, 0 = never
+  uint64_t start_clock;        // token clock of the first token; token i is at start_clock + i
+  uint32_t token_count;
+  uint32_t access_count;
+  uint32_t child_count;
+  float salience_norm;          // ||Δx||
+  uint32_t continuation_token;  // token that followed the episode, kNoToken if unknown
+  uint16_t flags;
+  uint16_t summary_len;
+};
+static_assert(sizeof(EpisodeHeader) == 64);
+static_assert(offsetof(EpisodeHeader, token_count) == 40);
+static_assert(offsetof(EpisodeHeader, salience_norm) == 52);
+static_assert(offsetof(EpisodeHeader, flags) == 60);
+static_assert(offsetof(EpisodeHeader, summary_len) == 62);
+
+// First 64 bytes of every slab block.
+struct SlabBlockHeader {
+  uint32_t magic;  // kSlabBlockMagic
+  uint32_t crc;    // record checksum, see record_checksum()
+  uint64_t episode_id;
+  uint32_t token_count;
+  uint16_t summary_len;
+  uint16_t zero0;
+  uint8_t zero[40];
+};
+static_assert(sizeof(SlabBlockHeader) == 64);
+
+enum class SlabType : uint8_t { f16, q8_0 };
+const char* slab_type_name(SlabType t);
+
+// Everything the header fixes. Computed by make_layout(), which checks every product.
+struct StoreLayout {
+  SlabType slab_type = SlabType::f16;
+  uint32_t num_layers = 0;
+  uint32_t hidden_size = 0;
+  uint32_t kv_dim = 0;
+  uint32_t max_episodes = 0;
+  uint32_t max_tokens = 0;
+  uint64_t row_bytes = 0;    // one token's K (or V) of one layer
+  uint64_t entry_bytes = 0;  // index entry: 64 + 2 * hidden_size, rounded up to 64
+  uint64_t index_offset = 64;
+  uint64_t slab_offset = 0;     // first 64-byte boundary after the index table
+  uint64_t block_summary = 64;  // offsets inside a slab block
+  uint64_t block_tokens = 64 + kSummaryMax;
+  uint64_t block_kv = 0;      // round_up(320 + 4 * max_tokens, 64)
+  uint64_t block_stride = 0;  // round_up(block_kv + 2 * num_layers * max_tokens * row_bytes, 64)
+  uint64_t file_size = 0;
+
+  uint64_t entry_offset(uint64_t slot) const { return index_offset + slot * entry_bytes; }
+  uint64_t block_offset(uint64_t slot) const { return slab_offset + slot * block_stride; }
+  // Bytes of K/V an episode of n tokens uses: [num_layers][2][n][row_bytes].
+  uint64_t kv_bytes(uint64_t n) const { return 2ull * num_layers * n * row_bytes; }
+  // Offset, inside the block, of layer l's K (kv = 0) or V (kv = 1) rows of an n-token episode.
+  uint64_t kv_plane(uint64_t n, uint32_t layer, int kv) const {
+    return block_kv + (2ull * layer + static_cast<uint64_t>(kv)) * n * row_bytes;
+  }
+};
+
+// Creation parameters (also what a header must describe).
+struct StoreGeometry {
+  uint32_t num_layers = 0;
+  uint32_t hidden_size = 0;
+  uint32_t kv_dim = 0;
+  uint32_t max_episodes = 0;
+  uint32_t max_tokens = 64;
+  SlabType slab_type = SlabType::f16;
+};
+
+// Checks the geometry (non-zero sizes, Q8_0 needs kv_dim % 32 == 0, file size < 2^62) and
+// computes the layout. Throws channel::Error starting with `what`.
+StoreLayout make_layout(const StoreGeometry& g, const std::string& what);
+
+// CRC-32C of the header bytes that never change after creation: [0, 32) and [48, 60).
+uint32_t header_crc(const FileHeader& h);
+
+// The record checksum stored in SlabBlockHeader::crc: CRC-32C, chained over
+//   1. the EpisodeHeader with its mutable fields zeroed (last_accessed, access_count,
+//      child_count, the pinned flag),
+//   2. the centroid, 2 * hidden_size bytes,
+//   3. the slab block bytes [8, block_tokens + 4 * token_count): id, counts, summary area,
+//      token ids,
+//   4. the K/V bytes [block_kv, block_kv + kv_bytes(token_count)).
+// `entry` points at the index entry (header + centroid) and `block` at the slab block.
+uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8_t* block);
+
+// FNV-1a 64 over bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+uint64_t fnv1a64(std::string_view bytes);
+
+inline uint64_t round_up64(uint64_t x) {
+  return (x + 63) & ~uint64_t{63};
+}
+
+}  // namespace channel

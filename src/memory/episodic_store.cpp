@@ -1,0 +1,523 @@
+// EpisodicStore: open/create, the crash-safe append, reads, rehydration and the top-k query.
+#include "memory/episodic_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vec_kernels.h"
+#include "memory/episodic_view.h"
+#include "memory/memory_kernels.h"
+#include "ops/fp16.h"
+#include "util/error.h"
+
+namespace channel {
+
+uint64_t now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  // Back up over continuation bytes (10xxxxxx) so the cut lands before a lead byte.
+  while (n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+struct EpisodicStore::Impl {
+  std::string path;
+  StoreOptions options;
+  int fd = -1;
+  uint8_t* map = nullptr;  // [file_size], PROT_READ
+  size_t map_size = 0;
+  StoreLayout L;
+  FileHeader h{};  // immutable fields; total/write_head are mirrored below
+
+  // Liveness: changed only under an exclusive lock; every read of a live slot's bytes holds
+  // a shared lock, so a slot is never rewritten while someone reads it.
+  mutable std::shared_mutex state_mu;
+  std::vector<SlotState> states;  // [max_episodes]
+  std::unordered_map<uint64_t, uint32_t> slot_of_id;
+  uint64_t total = 0;
+  uint64_t write_head = 0;
+
+  std::mutex append_mu;  // one append at a time
+  std::mutex meta_mu;    // read-modify-write of the mutable entry fields
+
+  ~Impl() {
+    if (map) munmap(map, map_size);
+    if (fd >= 0) close(fd);
+  }
+
+  [[noreturn]] void fail_errno(const char* op) const {
+    throw_error("episodic: {}: {} failed: {}", path, op, std::strerror(errno));
+  }
+  void pwrite_all(const void* buf, size_t n, uint64_t off) const {
+    const auto* p = static_cast<const uint8_t*>(buf);
+    while (n > 0) {
+      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail_errno("write");
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+      off += static_cast<uint64_t>(w);
+    }
+  }
+  void durable_sync() const {
+    if (options.durable && ::fdatasync(fd) != 0) fail_errno("fdatasync");
+  }
+  // The commit point: total_episodes and write_head, 16 bytes at offset 32 in one pwrite
+  // (inside one page and one sector, so a killed process leaves the old or the new pair).
+  void publish(uint64_t new_total, uint64_t new_head) const {
+    uint64_t pair[2] = {new_total, new_head};
+    pwrite_all(pair, sizeof pair, offsetof(FileHeader, total_episodes));
+    durable_sync();
+  }
+  const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
+  const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
+  EpisodeHeader header_of(uint32_t slot) const { return read_episode_header(L, map, slot); }
+
+  uint32_t require_slot(uint64_t id) const {  // caller holds state_mu
+    auto it = slot_of_id.find(id);
+    if (it == slot_of_id.end()) {
+      throw_error("episodic: {}: episode {} is not in the store", path, id);
+    }
+    return it->second;
+  }
+  void check_record(uint32_t slot) const {
+    if (auto p = record_problem(L, map, slot)) throw_error("episodic: {}: {}", path, *p);
+  }
+  void require_writable() const {
+    if (options.read_only) throw_error("episodic: {}: opened read-only", path);
+  }
+  // Dequantizes n rows of one plane to f32.
+  void load_plane(const uint8_t* src, size_t n, float* dst) const {
+    if (L.slab_type == SlabType::f16) {
+      // Planes are 2-byte aligned: blocks are 64-aligned and every offset in them is even.
+      cpu::dequantize_row_f16(reinterpret_cast<const uint16_t*>(src), dst, n * L.kv_dim);
+    } else {
+      cpu::dequantize_row_q8_0(src, dst, n * L.kv_dim);
+    }
+  }
+};
+
+EpisodicStore::EpisodicStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EpisodicStore::EpisodicStore(EpisodicStore&&) noexcept = default;
+EpisodicStore& EpisodicStore::operator=(EpisodicStore&&) noexcept = default;
+EpisodicStore::~EpisodicStore() = default;
+
+EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& options) {
+  auto m = std::make_unique<Impl>();
+  m->path = path;
+  m->options = options;
+  m->fd = ::open(path.c_str(), (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (m->fd < 0) m->fail_errno("open");
+  if (!options.read_only && ::flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      throw_error("episodic: {}: the store is open for writing in another process", path);
+    }
+    m->fail_errno("flock");
+  }
+  struct stat st;
+  if (::fstat(m->fd, &st) != 0) m->fail_errno("fstat");
+  if (!S_ISREG(st.st_mode)) throw_error("episodic: {}: not a regular file", path);
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size < sizeof(FileHeader)) {
+    uint8_t head[sizeof(FileHeader)] = {};
+    const ssize_t got = ::pread(m->fd, head, size, 0);
+    parse_header(head, got < 0 ? 0 : static_cast<size_t>(got), path, options.model_hash,
+                 nullptr);  // throws: truncated
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, m->fd, 0);
+  if (p == MAP_FAILED) m->fail_errno("mmap");
+  m->map = static_cast<uint8_t*>(p);
+  m->map_size = size;
+  m->h = parse_header(m->map, size, path, options.model_hash, &m->L);
+  m->states = parse_index(m->L, m->h, m->map, path);
+  m->total = m->h.total_episodes;
+  m->write_head = m->h.write_head;
+  for (uint32_t s = 0; s < m->L.max_episodes; ++s) {
+    if (m->states[s] == SlotState::live) m->slot_of_id[m->header_of(s).episode_id] = s;
+  }
+  return EpisodicStore(std::move(m));
+}
+
+EpisodicStore EpisodicStore::create(const std::string& path, const StoreGeometry& geometry,
+                                    uint64_t model_hash, const StoreOptions& options) {
+  const StoreLayout L = make_layout(geometry, fmt::format("episodic: {}: create", path));
+  if (std::filesystem::exists(path)) {
+    throw_error("episodic: {}: create: the file already exists (it is never replaced)", path);
+  }
+  FileHeader h{};
+  std::memcpy(h.magic, kEmemMagic, 4);
+  h.version = kEmemVersion;
+  h.file_flags = geometry.slab_type == SlabType::f16 ? kFileFp16 : kFileQ8_0;
+  h.num_layers = geometry.num_layers;
+  h.hidden_size = geometry.hidden_size;
+  h.kv_dim = geometry.kv_dim;
+  h.max_episodes = geometry.max_episodes;
+  h.model_id_hash = model_hash;
+  h.max_tokens_per_episode = geometry.max_tokens;
+  h.header_crc = header_crc(h);
+
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw_error("episodic: {}: create {} failed: {}", path, tmp, std::strerror(errno));
+  auto fail = [&](const char* op) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw_error("episodic: {}: create: {} failed: {}", path, op, std::strerror(e));
+  };
+  // The file is sparse: zero index entries are empty slots, and blocks are written on append.
+  if (::ftruncate(fd, static_cast<off_t>(L.file_size)) != 0) fail("ftruncate");
+  if (::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail("write");
+  if (options.durable && ::fsync(fd) != 0) fail("fsync");
+  ::close(fd);
+  // link() refuses an existing target, so a file that appeared meanwhile is never replaced.
+  if (::link(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw_error("episodic: {}: create: {}", path, std::strerror(e));
+  }
+  ::unlink(tmp.c_str());
+  if (options.durable) {
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (dir.empty()) dir = std::filesystem::current_path();
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  StoreOptions o = options;
+  o.model_hash = model_hash;
+  return open(path, o);
+}
+
+const std::string& EpisodicStore::path() const {
+  return impl_->path;
+}
+const StoreLayout& EpisodicStore::layout() const {
+  return impl_->L;
+}
+
+FileHeader EpisodicStore::header() const {
+  std::shared_lock lock(impl_->state_mu);
+  FileHeader h = impl_->h;
+  h.total_episodes = impl_->total;
+  h.write_head = impl_->write_head;
+  return h;
+}
+uint64_t EpisodicStore::total_episodes() const {
+  std::shared_lock lock(impl_->state_mu);
+  return impl_->total;
+}
+uint64_t EpisodicStore::live_count() const {
+  std::shared_lock lock(impl_->state_mu);
+  return impl_->slot_of_id.size();
+}
+
+std::vector<EpisodeHeader> EpisodicStore::list() const {
+  std::shared_lock lock(impl_->state_mu);
+  std::vector<EpisodeHeader> out;
+  out.reserve(impl_->slot_of_id.size());
+  for (const auto& [id, slot] : impl_->slot_of_id) out.push_back(impl_->header_of(slot));
+  std::sort(out.begin(), out.end(), [](const EpisodeHeader& a, const EpisodeHeader& b) {
+    return a.episode_id < b.episode_id;
+  });
+  return out;
+}
+
+std::optional<EpisodeHeader> EpisodicStore::find(uint64_t id) const {
+  std::shared_lock lock(impl_->state_mu);
+  auto it = impl_->slot_of_id.find(id);
+  if (it == impl_->slot_of_id.end()) return std::nullopt;
+  return impl_->header_of(it->second);
+}
+
+namespace {
+
+// The slab block image of a record: [block_kv + kv_bytes(n)] bytes.
+std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const EpisodeRecord& r,
+                                 std::string_view summary) {
+  const size_t n = r.tokens.size();
+  std::vector<uint8_t> b(L.block_kv + L.kv_bytes(n), 0);
+  SlabBlockHeader bh{};
+  bh.magic = kSlabBlockMagic;
+  bh.episode_id = id;
+  bh.token_count = static_cast<uint32_t>(n);
+  bh.summary_len = static_cast<uint16_t>(summary.size());
+  std::memcpy(b.data(), &bh, sizeof bh);
+  std::memcpy(b.data() + L.block_summary, summary.data(), summary.size());
+  std::memcpy(b.data() + L.block_tokens, r.tokens.data(), 4 * n);
+  const size_t rows = 2ull * L.num_layers * n;  // the kv span is [L][2][n][kv_dim] already
+  for (size_t i = 0; i < rows; ++i) {
+    uint8_t* dst = b.data() + L.block_kv + i * L.row_bytes;
+    const float* src = r.kv.data() + i * L.kv_dim;
+    if (L.slab_type == SlabType::f16) {
+      f32_to_f16_row(src, reinterpret_cast<uint16_t*>(dst), L.kv_dim);
+    } else {
+      cpu::quantize_row_q8_0(src, dst, L.kv_dim);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+uint64_t EpisodicStore::append(const EpisodeRecord& r) {
+  Impl& m = *impl_;
+  m.require_writable();
+  const StoreLayout& L = m.L;
+  const std::string what = fmt::format("episodic: {}: append", m.path);
+  const size_t n = r.tokens.size();
+  if (n == 0 || n > L.max_tokens) {
+    throw_error("{}: {} tokens, the store takes 1..{} per episode", what, n, L.max_tokens);
+  }
+  if (r.centroid.size() != L.hidden_size) {
+    throw_error("{}: centroid has {} values, hidden_size is {}", what, r.centroid.size(),
+                L.hidden_size);
+  }
+  if (r.kv.size() != 2ull * L.num_layers * n * L.kv_dim) {
+    throw_error("{}: kv has {} values, expected {} ([{}][2][{}][{}])", what, r.kv.size(),
+                2ull * L.num_layers * n * L.kv_dim, L.num_layers, n, L.kv_dim);
+  }
+  if (r.flags & ~kEpisodeKnownFlags) throw_error("{}: unknown flags {:#x}", what, r.flags);
+  if (!std::isfinite(r.salience_norm) || r.salience_norm < 0.0f) {
+    throw_error("{}: salience_norm {} is not finite and >= 0", what, r.salience_norm);
+  }
+  const std::string_view summary = utf8_prefix(r.summary, kSummaryMax);
+
+  std::lock_guard append_lock(m.append_mu);
+  const uint64_t id = m.total;
+  if (r.parent_episode_id != kNoEpisode && r.parent_episode_id >= id) {
+    throw_error("{}: parent episode {} is not older than the new episode {}", what,
+                r.parent_episode_id, id);
+  }
+  // 1. The slot: write_head, or the first slot after it not holding a pinned episode.
+  uint32_t slot = 0;
+  bool found = false;
+  for (uint64_t i = 0; i < L.max_episodes && !found; ++i) {
+    slot = static_cast<uint32_t>((m.write_head + i) % L.max_episodes);
+    found = !(m.states[slot] == SlotState::live && (m.header_of(slot).flags & kEpisodePinned));
+  }
+  if (!found)
+    throw_error("{}: all {} episodes are pinned; nothing can be evicted", what, L.max_episodes);
+  // 2. Move write_head onto the slot first, so an interrupted append is always at write_head.
+  if (slot != m.write_head) {
+    m.publish(m.total, slot);
+    std::unique_lock lock(m.state_mu);
+    m.write_head = slot;
+  }
+  // 3. Evict the episode there: invisible in memory first, then on disk (token_count = 0).
+  if (m.states[slot] != SlotState::empty) {
+    if (m.states[slot] == SlotState::live) {
+      std::unique_lock lock(m.state_mu);
+      m.slot_of_id.erase(m.header_of(slot).episode_id);
+      m.states[slot] = SlotState::empty;
+    }
+    const uint32_t zero = 0;
+    m.pwrite_all(&zero, 4, L.entry_offset(slot) + offsetof(EpisodeHeader, token_count));
+    m.durable_sync();
+  }
+  // 4. The record: slab block and index entry, then make them durable.
+  EpisodeHeader eh{};
+  eh.episode_id = id;
+  eh.parent_episode_id = r.parent_episode_id;
+  eh.created_timestamp = r.created_timestamp ? r.created_timestamp : now_ms();
+  eh.start_clock = r.start_clock;
+  eh.token_count = static_cast<uint32_t>(n);
+  eh.salience_norm = r.salience_norm;
+  eh.continuation_token = r.continuation_token;
+  eh.flags = r.flags;
+  eh.summary_len = static_cast<uint16_t>(summary.size());
+  std::vector<uint8_t> entry(L.entry_bytes, 0);  // [64 header][hidden f16][pad]
+  std::memcpy(entry.data(), &eh, sizeof eh);
+  f32_to_f16_row(r.centroid.data(), reinterpret_cast<uint16_t*>(entry.data() + 64), L.hidden_size);
+  std::vector<uint8_t> block = build_block(L, id, r, summary);
+  const uint32_t crc = record_checksum(L, entry.data(), block.data());
+  std::memcpy(block.data() + offsetof(SlabBlockHeader, crc), &crc, 4);
+  m.pwrite_all(block.data(), block.size(), L.block_offset(slot));
+  m.pwrite_all(entry.data(), entry.size(), L.entry_offset(slot));
+  m.durable_sync();
+  // 5. Publish.
+  const uint64_t next_head = (slot + 1ull) % L.max_episodes;
+  m.publish(id + 1, next_head);
+  {
+    std::unique_lock lock(m.state_mu);
+    m.states[slot] = SlotState::live;
+    m.slot_of_id[id] = slot;
+    m.total = id + 1;
+    m.write_head = next_head;
+  }
+  // 6. Lineage: the parent, if still stored, counts one more child (a mutable field).
+  if (r.parent_episode_id != kNoEpisode) {
+    std::shared_lock lock(m.state_mu);
+    auto it = m.slot_of_id.find(r.parent_episode_id);
+    if (it != m.slot_of_id.end()) {
+      std::lock_guard meta(m.meta_mu);
+      const uint32_t children = m.header_of(it->second).child_count + 1;
+      m.pwrite_all(&children, 4, L.entry_offset(it->second) + offsetof(EpisodeHeader, child_count));
+    }
+  }
+  return id;
+}
+
+Episode EpisodicStore::read(uint64_t id) const {
+  const Impl& m = *impl_;
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  m.check_record(slot);
+  const StoreLayout& L = m.L;
+  Episode e;
+  e.slot = slot;
+  e.header = m.header_of(slot);
+  const size_t n = e.header.token_count;
+  const uint8_t* b = m.block(slot);
+  e.summary.assign(reinterpret_cast<const char*>(b + L.block_summary), e.header.summary_len);
+  e.tokens.resize(n);
+  std::memcpy(e.tokens.data(), b + L.block_tokens, 4 * n);
+  e.centroid.resize(L.hidden_size);
+  cpu::dequantize_row_f16(reinterpret_cast<const uint16_t*>(m.entry(slot) + 64), e.centroid.data(),
+                          L.hidden_size);
+  e.kv.resize(L.kv_bytes(n) / L.row_bytes * L.kv_dim);
+  m.load_plane(b + L.block_kv, 2ull * L.num_layers * n, e.kv.data());
+  return e;
+}
+
+void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
+                              float* k_out, float* v_out, bool verify) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  if (rope.size() != 1 && rope.size() != L.num_layers) {
+    throw_error("episodic: {}: rehydrate: {} rotary descriptions for {} layers", m.path,
+                rope.size(), L.num_layers);
+  }
+  for (const RotaryDims& r : rope) {
+    if (r.row_dim() != L.kv_dim) {
+      throw_error("episodic: {}: rehydrate: rotary rows of {} x {} do not match kv_dim {}", m.path,
+                  r.n_heads, r.head_dim, L.kv_dim);
+    }
+  }
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  if (verify) m.check_record(slot);
+  const size_t n = m.header_of(slot).token_count;
+  const uint8_t* b = m.block(slot);
+  std::vector<float> cs;  // [n_rot] of the current rotary description
+  const RotaryDims* cs_of = nullptr;
+  for (uint32_t l = 0; l < L.num_layers; ++l) {
+    const RotaryDims& r = rope.size() == 1 ? rope[0] : rope[l];
+    if (!cs_of || cs_of->inv_freq != r.inv_freq) {  // layers sharing a rope share the angles
+      cs.resize(r.n_rot);
+      rotation_cos_sin(r, delta, cs.data());
+      cs_of = &r;
+    }
+    float* k = k_out + static_cast<size_t>(l) * n * L.kv_dim;
+    m.load_plane(b + L.kv_plane(n, l, 0), n, k);
+    rotate_rows(r, cs.data(), k, n);
+    m.load_plane(b + L.kv_plane(n, l, 1), n, v_out + static_cast<size_t>(l) * n * L.kv_dim);
+  }
+}
+
+std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
+                                            ThreadPool* pool) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  if (q.size() != L.hidden_size) {
+    throw_error("episodic: {}: query has {} values, hidden_size is {}", m.path, q.size(),
+                L.hidden_size);
+  }
+  double qn = 0.0;
+  for (float x : q) qn += static_cast<double>(x) * x;
+  const float q_norm = static_cast<float>(std::sqrt(qn));
+  std::shared_lock lock(m.state_mu);
+  const size_t n = L.max_episodes;
+  std::vector<float> dots(n), norms2(n);  // [max_episodes]
+  // Scans each run of consecutive live slots in [begin, end) with one kernel call.
+  auto scan = [&](int64_t begin, int64_t end, int) {
+    int64_t s = begin;
+    while (s < end) {
+      if (m.states[s] != SlotState::live) {
+        ++s;
+        continue;
+      }
+      int64_t e = s;
+      while (e < end && m.states[e] == SlotState::live) ++e;
+      centroid_dots(m.entry(static_cast<uint32_t>(s)) + 64, L.entry_bytes,
+                    static_cast<size_t>(e - s), q.data(), L.hidden_size, &dots[s], &norms2[s]);
+      s = e;
+    }
+  };
+  if (pool && pool->size() > 1) {
+    pool->parallel_for(static_cast<int64_t>(n), scan);
+  } else {
+    scan(0, static_cast<int64_t>(n), 0);
+  }
+  std::vector<RecallHit> hits;
+  hits.reserve(m.slot_of_id.size());
+  for (const auto& [id, slot] : m.slot_of_id) {
+    const float denom = q_norm * std::sqrt(norms2[slot]);
+    hits.push_back({id, slot, denom > 0.0f ? dots[slot] / denom : 0.0f});
+  }
+  auto better = [](const RecallHit& a, const RecallHit& b) {
+    return a.score != b.score ? a.score > b.score : a.episode_id < b.episode_id;
+  };
+  k = std::min(k, hits.size());
+  std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(),
+                    better);
+  hits.resize(k);
+  return hits;
+}
+
+void EpisodicStore::record_access(uint64_t id, uint64_t now) {
+  Impl& m = *impl_;
+  m.require_writable();
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  std::lock_guard meta(m.meta_mu);
+  EpisodeHeader e = m.header_of(slot);
+  e.access_count += 1;
+  e.last_accessed = now;
+  const uint64_t off = m.L.entry_offset(slot);
+  m.pwrite_all(&e.last_accessed, 8, off + offsetof(EpisodeHeader, last_accessed));
+  m.pwrite_all(&e.access_count, 4, off + offsetof(EpisodeHeader, access_count));
+}
+
+void EpisodicStore::set_pinned(uint64_t id, bool pinned) {
+  Impl& m = *impl_;
+  m.require_writable();
+  std::lock_guard append_lock(m.append_mu);  // an append never evicts a slot being pinned
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  std::lock_guard meta(m.meta_mu);
+  EpisodeHeader e = m.header_of(slot);
+  e.flags = pinned ? (e.flags | kEpisodePinned) : (e.flags & ~kEpisodePinned);
+  m.pwrite_all(&e.flags, 2, m.L.entry_offset(slot) + offsetof(EpisodeHeader, flags));
+  m.durable_sync();
+}
+
+void EpisodicStore::sync() const {
+  if (!impl_->options.read_only && ::fdatasync(impl_->fd) != 0) impl_->fail_errno("fdatasync");
+}
+
+}  // namespace channel

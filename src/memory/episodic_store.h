@@ -1,0 +1,117 @@
+// EpisodicStore: one `.episodic.mem` file, memory-mapped read-only for queries and slab reads,
+// written with pwrite in a crash-safe order (docs/formats.md, ".episodic.mem", "Write
+// ordering"): record first, made durable, then published by the 16-byte {total_episodes,
+// write_head} update. Thread-safe: one appender at a time; queries, reads and access updates
+// run concurrently with an append and never wait for its disk syncs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memory/episodic_format.h"
+#include "memory/rerotate.h"
+
+namespace channel {
+
+class ThreadPool;
+
+struct StoreOptions {
+  bool read_only = false;  // no lock, no writes (CLI inspection)
+  bool durable = true;     // fdatasync at each step of an append; off only for scratch stores
+  std::optional<uint64_t> model_hash;  // when set, a store of another model is refused
+};
+
+// What append() writes. Spans must stay valid for the call only.
+struct EpisodeRecord {
+  uint64_t parent_episode_id = kNoEpisode;
+  uint64_t created_timestamp = 0;  // ms since the epoch; 0 = now
+  uint64_t start_clock = 0;
+  float salience_norm = 0.0f;
+  uint32_t continuation_token = kNoToken;
+  uint16_t flags = 0;               // interrupted / has_tool / pinned
+  std::string_view summary;         // cut to <= 256 bytes at a UTF-8 character boundary
+  std::span<const int32_t> tokens;  // [n], 1 <= n <= max_tokens
+  std::span<const float> centroid;  // [hidden_size], stored as f16
+  std::span<const float> kv;        // [num_layers][2 (K, V)][n][kv_dim]
+};
+
+// A whole episode read back (for tools and tests; recall uses rehydrate()).
+struct Episode {
+  EpisodeHeader header{};
+  uint32_t slot = 0;
+  std::string summary;
+  std::vector<int32_t> tokens;  // [n]
+  std::vector<float> centroid;  // [hidden_size]
+  std::vector<float> kv;        // [num_layers][2][n][kv_dim]
+};
+
+struct RecallHit {
+  uint64_t episode_id = 0;
+  uint32_t slot = 0;
+  float score = 0.0f;  // cosine similarity
+};
+
+class EpisodicStore {
+ public:
+  // Creates a new store; refuses to replace an existing file. The file is built under a
+  // temporary name and linked into place once its header is durable.
+  static EpisodicStore create(const std::string& path, const StoreGeometry& geometry,
+                              uint64_t model_hash, const StoreOptions& options = {});
+  // Opens and validates (header, index structure; checksums are checked on read and by
+  // verify). Any problem throws channel::Error and leaves the file untouched.
+  static EpisodicStore open(const std::string& path, const StoreOptions& options = {});
+
+  EpisodicStore(EpisodicStore&&) noexcept;
+  EpisodicStore& operator=(EpisodicStore&&) noexcept;
+  ~EpisodicStore();
+
+  const std::string& path() const;
+  const StoreLayout& layout() const;
+  FileHeader header() const;  // a snapshot
+  uint64_t total_episodes() const;
+  uint64_t live_count() const;
+
+  std::vector<EpisodeHeader> list() const;  // live episodes, by id
+  std::optional<EpisodeHeader> find(uint64_t episode_id) const;
+
+  // Writes and publishes one episode; returns its id. The slot is write_head, or the next
+  // slot after it that does not hold a pinned episode; the episode there (if any) is evicted.
+  // The parent's child_count is incremented when the parent is still stored.
+  uint64_t append(const EpisodeRecord& record);
+
+  // Every field; checks the record checksum first (throws channel::Error on a mismatch).
+  Episode read(uint64_t episode_id) const;
+
+  // Recall: the episode's K and V as f32, keys re-rotated by `delta` positions.
+  // rope: one RotaryDims for every layer, or one per layer. k_out, v_out: [num_layers][n][kv_dim]
+  // With verify, the checksum is checked first.
+  void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta, float* k_out,
+                 float* v_out, bool verify = true) const;
+
+  // Cosine top-k of `query` ([hidden_size]) over the live centroids, best first (ties: lower
+  // id first). The scan is split over `pool` when given.
+  std::vector<RecallHit> query(std::span<const float> query, size_t k,
+                               ThreadPool* pool = nullptr) const;
+
+  // access_count += 1 and last_accessed = now_ms (in place; synced with the next append).
+  void record_access(uint64_t episode_id, uint64_t now_ms);
+  void set_pinned(uint64_t episode_id, bool pinned);
+  void sync() const;  // fdatasync
+
+ private:
+  struct Impl;
+  explicit EpisodicStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Cuts a string to at most max_bytes without splitting a UTF-8 character.
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes);
+
+// Milliseconds since the Unix epoch.
+uint64_t now_ms();
+
+}  // namespace channel

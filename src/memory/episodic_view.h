@@ -1,0 +1,59 @@
+// episodic_view.h: validation of `.episodic.mem` bytes (a mapped file or a buffer): the header,
+// the index table, and each record's checksum. The store opens files through these checks, the
+// fuzzer feeds them arbitrary bytes, and `channel mem verify` collects every problem they find.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memory/episodic_format.h"
+
+namespace channel {
+
+// Copies out and validates the FileHeader of `data` (size bytes, named `name` in errors):
+// magic, version, flags, sizes, zero padding, the header CRC, the file size the geometry
+// implies, write_head < max_episodes. With `expect_model_hash`, a different model_id_hash is
+// an error naming both hashes. Throws channel::Error.
+FileHeader parse_header(const uint8_t* data, size_t size, const std::string& name,
+                        std::optional<uint64_t> expect_model_hash, StoreLayout* layout);
+
+// What an index slot holds.
+enum class SlotState : uint8_t {
+  empty,    // token_count == 0
+  live,     // published: token_count > 0 and episode_id < total_episodes
+  pending,  // an unpublished append at write_head (episode_id == total_episodes); invisible
+};
+
+EpisodeHeader read_episode_header(const StoreLayout& L, const uint8_t* data, uint64_t slot);
+
+// The structural problem of slot `slot`'s entry, or nullopt: a live or pending entry must have
+// token_count <= max_tokens, summary_len <= 256, known flags, a finite salience >= 0, and a
+// parent id below its own; an unpublished id may only sit at write_head.
+std::optional<std::string> entry_problem(const StoreLayout& L, const FileHeader& h,
+                                         const uint8_t* data, uint64_t slot, SlotState* state);
+
+// States of every slot; throws channel::Error on the first structural problem or a
+// duplicated episode id.
+std::vector<SlotState> parse_index(const StoreLayout& L, const FileHeader& h, const uint8_t* data,
+                                   const std::string& name);
+
+// The problem with live slot `slot`'s record (block magic, the id/count echo in the block
+// header, zero bytes, the checksum), or nullopt when it verifies.
+std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data, uint64_t slot);
+
+struct VerifyReport {
+  std::vector<std::string> problems;  // each an inconsistency; empty when the file verifies
+  std::vector<std::string> notes;     // harmless findings (a pending unpublished append)
+  uint64_t live = 0;
+  uint64_t records_checked = 0;
+  bool ok() const { return problems.empty(); }
+};
+
+// Checks everything and reports every problem instead of stopping at the first; never throws
+// for bad content.
+VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& name);
+
+}  // namespace channel

@@ -1,0 +1,20 @@
+// model_signature.h: the model identity an `.episodic.mem` file is bound to. The signature is
+// a short text built from a GGUF (docs/formats.md, ".episodic.mem", "Model signature"); the
+// header stores its FNV-1a 64, and a store opened with another model is refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace channel {
+
+class GgufFile;
+
+// "channel-episodic-v1;arch=llama;layers=..;hidden=..;heads=..;kv_heads=..;head_dim=..;
+//  vocab=..;tensors=..;tensor_bytes=..;weights_fnv=<16 hex digits>"
+std::string model_signature(const GgufFile& gguf);
+
+// fnv1a64(model_signature(gguf)).
+uint64_t model_id_hash(const GgufFile& gguf);
+
+}  // namespace channel

@@ -1,0 +1,86 @@
+// Givens re-rotation of stored keys by Δ positions, and the f64 RoPE reference.
+#include "memory/rerotate.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace channel {
+
+RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
+                            double base, double freq_scale) {
+  if (n_heads == 0 || head_dim == 0) throw_error("rotary: n_heads and head_dim must be > 0");
+  if (n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim) {
+    throw_error("rotary: n_rot {} must be even, > 0 and <= head_dim {}", n_rot, head_dim);
+  }
+  if (!(base > 0.0) || !(freq_scale > 0.0)) {
+    throw_error("rotary: base {} and freq_scale {} must be > 0", base, freq_scale);
+  }
+  RotaryDims r;
+  r.style = style;
+  r.n_heads = n_heads;
+  r.head_dim = head_dim;
+  r.n_rot = n_rot;
+  r.inv_freq.resize(n_rot / 2);
+  for (uint32_t i = 0; i < n_rot / 2; ++i) {
+    r.inv_freq[i] = freq_scale * std::pow(base, -2.0 * i / n_rot);
+  }
+  return r;
+}
+
+void rotation_cos_sin(const RotaryDims& r, double delta, float* cs) {
+  for (uint32_t i = 0; i < r.n_rot / 2; ++i) {
+    const double a = delta * r.inv_freq[i];
+    cs[2 * i] = static_cast<float>(std::cos(a));
+    cs[2 * i + 1] = static_cast<float>(std::sin(a));
+  }
+}
+
+// Pair i of a head is (x[a], x[b]) with a = 2i, b = 2i + 1 (normal) or a = i, b = i + n_rot/2
+// (neox): (x_a, x_b) <- (c x_a - s x_b, s x_a + c x_b).
+void rotate_rows(const RotaryDims& r, const float* cs, float* rows, size_t n_rows) {
+  const uint32_t half = r.n_rot / 2;
+  const size_t n_vec = n_rows * r.n_heads;
+  for (size_t h = 0; h < n_vec; ++h) {
+    float* x = rows + h * r.head_dim;
+    if (r.style == RotaryStyle::neox) {
+      for (uint32_t i = 0; i < half; ++i) {
+        const float c = cs[2 * i], s = cs[2 * i + 1];
+        const float x0 = x[i], x1 = x[i + half];
+        x[i] = c * x0 - s * x1;
+        x[i + half] = s * x0 + c * x1;
+      }
+    } else {
+      for (uint32_t i = 0; i < half; ++i) {
+        const float c = cs[2 * i], s = cs[2 * i + 1];
+        const float x0 = x[2 * i], x1 = x[2 * i + 1];
+        x[2 * i] = c * x0 - s * x1;
+        x[2 * i + 1] = s * x0 + c * x1;
+      }
+    }
+  }
+}
+
+void rerotate_rows(const RotaryDims& r, double delta, float* rows, size_t n_rows) {
+  std::vector<float> cs(r.n_rot);  // [n_rot]
+  rotation_cos_sin(r, delta, cs.data());
+  rotate_rows(r, cs.data(), rows, n_rows);
+}
+
+void rope_row_f64_ref(const RotaryDims& r, double pos, const float* raw, double* out) {
+  const uint32_t half = r.n_rot / 2;
+  for (uint32_t h = 0; h < r.n_heads; ++h) {
+    const float* x = raw + h * r.head_dim;
+    double* y = out + h * r.head_dim;
+    for (uint32_t d = 0; d < r.head_dim; ++d) y[d] = x[d];
+    for (uint32_t i = 0; i < half; ++i) {
+      const double c = std::cos(pos * r.inv_freq[i]), s = std::sin(pos * r.inv_freq[i]);
+      const uint32_t a = r.style == RotaryStyle::neox ? i : 2 * i;
+      const uint32_t b = r.style == RotaryStyle::neox ? i + half : 2 * i + 1;
+      y[a] = c * x[a] - s * x[b];
+      y[b] = s * x[a] + c * x[b];
+    }
+  }
+}
+
+}  // namespace channel

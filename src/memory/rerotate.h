@@ -1,0 +1,45 @@
+// rerotate.h: moving stored keys to another position. A key stored rotated at position p is
+// turned into the key at p + Δ by one Givens rotation per rotary pair, angle Δ·inv_freq[i]
+// computed in f64 (RoPE rotations compose: R(p + Δ) = R(Δ) R(p)). Values are position-free and
+// never touched. NORMAL (llama) pairs dims (2i, 2i+1), NEOX (gemma, qwen) pairs (i, i + n_rot/2);
+// with partial rotary (n_rot < head_dim) dims >= n_rot stay as they are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace channel {
+
+enum class RotaryStyle : uint8_t { normal, neox };
+
+// The rotary embedding of one layer's keys.
+struct RotaryDims {
+  RotaryStyle style = RotaryStyle::neox;
+  uint32_t head_dim = 0;
+  uint32_t n_heads = 0;          // heads per token row (K/V heads): row = [n_heads][head_dim]
+  uint32_t n_rot = 0;            // rotated dims per head, even, <= head_dim
+  std::vector<double> inv_freq;  // [n_rot / 2] radians per position of pair i
+
+  // inv_freq[i] = freq_scale * base^(-2i / n_rot). Throws channel::Error for bad sizes.
+  static RotaryDims make(RotaryStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
+                         double base, double freq_scale = 1.0);
+  uint32_t row_dim() const { return n_heads * head_dim; }
+};
+
+// cos/sin of Δ·inv_freq[i] in f64, rounded once to f32: cs[2i] = cos, cs[2i + 1] = sin.
+void rotation_cos_sin(const RotaryDims& r, double delta, float* cs /* [n_rot] */);
+
+// Rotates n_rows key rows in place by the angles `cs` (from rotation_cos_sin).
+// rows: [n_rows][n_heads][head_dim]
+void rotate_rows(const RotaryDims& r, const float* cs, float* rows, size_t n_rows);
+
+// rows <- rows rotated by Δ positions (rotation_cos_sin + rotate_rows).
+void rerotate_rows(const RotaryDims& r, double delta, float* rows, size_t n_rows);
+
+// Reference: RoPE of an unrotated row at absolute position `pos`, entirely in f64.
+// raw, out: [n_heads][head_dim]
+void rope_row_f64_ref(const RotaryDims& r, double pos, const float* raw, double* out);
+
+}  // namespace channel
