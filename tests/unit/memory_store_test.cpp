@@ -480,3 +480,89 @@ TEST(MemoryStore, PendingAppendIsInvisible) {
 
 }  // namespace
 }  // namespace channel
+
+namespace channel {
+namespace {
+
+// The fuzz seeds (tests/fuzz/corpus/memory_fuzz) are written by the disabled test below
+// (run it with --gtest_also_run_disabled_tests --gtest_filter='*WriteFuzzSeeds'); this checks
+// that each valid_* seed still opens and verifies, and each invalid_* one is refused.
+const std::string kSeedDir = std::string(CHANNEL_SOURCE_DIR) + "/tests/fuzz/corpus/memory_fuzz";
+
+TEST(MemoryStore, FuzzSeedsAreWhatTheyClaim) {
+  int n = 0;
+  for (const auto& f : std::filesystem::directory_iterator(kSeedDir)) {
+    const std::string name = f.path().filename().string();
+    const auto b = read_bytes(f.path().string());
+    EXPECT_LT(b.size(), 65536u) << name;
+    const VerifyReport r = verify_store(b.data(), b.size(), name);
+    if (name.rfind("valid_", 0) == 0) {
+      EXPECT_TRUE(r.ok()) << name << ": " << (r.ok() ? "" : r.problems[0]);
+      StoreOptions o;
+      o.read_only = true;
+      EXPECT_NO_THROW(EpisodicStore::open(f.path().string(), o)) << name;
+    } else {
+      EXPECT_FALSE(r.ok()) << name;
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 8);
+}
+
+TEST(MemoryStore, DISABLED_WriteFuzzSeeds) {
+  ScratchDir dir;
+  auto geometry = [](SlabType t, uint32_t cap) {
+    StoreGeometry g;
+    g.num_layers = 2;
+    g.hidden_size = 16;
+    g.kv_dim = 32;
+    g.max_episodes = cap;
+    g.max_tokens = 4;
+    g.slab_type = t;
+    return g;
+  };
+  auto make = [&](const std::string& name, SlabType t, uint32_t cap, int n_eps) {
+    const std::string path = dir.file(name);
+    {
+      EpisodicStore s = EpisodicStore::create(path, geometry(t, cap), 0xC4A77E1ull, fast());
+      for (int i = 0; i < n_eps; ++i) {
+        SyntheticEpisode e(s.layout(), static_cast<uint64_t>(i), 1 + i % 4);
+        EpisodeRecord r =
+            e.record(static_cast<uint64_t>(i) * 4, i ? static_cast<uint64_t>(i - 1) : kNoEpisode);
+        r.flags = static_cast<uint16_t>(i % 3 == 1 ? kEpisodeHasTool : 0);
+        r.continuation_token = static_cast<uint32_t>(i + 7);
+        s.append(r);
+      }
+      if (n_eps > 1) {
+        s.set_pinned(static_cast<uint64_t>(n_eps - 1), true);
+        s.record_access(static_cast<uint64_t>(n_eps - 2), 1700000000123ull);
+      }
+    }
+    return read_bytes(path);
+  };
+  std::filesystem::create_directories(kSeedDir);
+  auto out = [&](const std::string& name, const std::vector<uint8_t>& b) {
+    write_bytes(kSeedDir + "/" + name, b);
+  };
+  const auto fp16 = make("a", SlabType::f16, 4, 3);
+  out("valid_fp16.mem", fp16);
+  out("valid_q8_0.mem", make("b", SlabType::q8_0, 4, 2));
+  out("valid_wrapped.mem", make("c", SlabType::f16, 3, 7));
+  out("valid_empty.mem", make("d", SlabType::f16, 2, 0));
+  auto b = fp16;
+  b.resize(b.size() / 2);
+  out("invalid_truncated.mem", b);
+  b = fp16;
+  b[0] = 'X';
+  out("invalid_magic.mem", b);
+  b = fp16;
+  const StoreLayout L = make_layout(geometry(SlabType::f16, 4), "t");
+  b[L.block_offset(1) + L.block_kv + 3] ^= 0x40;
+  out("invalid_checksum.mem", b);
+  b = fp16;
+  b[L.entry_offset(0) + 40] = 200;
+  out("invalid_token_count.mem", b);
+}
+
+}  // namespace
+}  // namespace channel

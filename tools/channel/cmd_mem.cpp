@@ -1,0 +1,209 @@
+// `channel mem ls|show|stats|verify FILE`: inspect an .episodic.mem store without a model.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "cli_common.h"
+#include "command.h"
+#include "memory/episodic_store.h"
+#include "memory/episodic_view.h"
+#include "util/error.h"
+
+namespace channel::cli {
+namespace {
+
+struct MemArgs {
+  std::string file;
+  uint64_t id = 0;
+};
+
+EpisodicStore open_ro(const std::string& path) {
+  StoreOptions o;
+  o.read_only = true;
+  return EpisodicStore::open(path, o);
+}
+
+std::string flag_letters(uint16_t f) {
+  std::string s;
+  s += (f & kEpisodePinned) ? 'P' : '-';
+  s += (f & kEpisodeInterrupted) ? 'I' : '-';
+  s += (f & kEpisodeHasTool) ? 'T' : '-';
+  return s;
+}
+
+// Control characters become spaces so that one episode stays on one line.
+std::string one_line(std::string_view s, size_t max_bytes) {
+  std::string out(utf8_prefix(s, max_bytes));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  if (out.size() < s.size()) out += "...";
+  return out;
+}
+
+std::string parent_text(uint64_t p) {
+  return p == kNoEpisode ? "-" : std::to_string(p);
+}
+
+int run_ls(const MemArgs& a) {
+  const EpisodicStore s = open_ro(a.file);
+  std::printf("%8s %12s %6s %9s %8s %5s  %s\n", "id", "start_clock", "tokens", "salience",
+              "accesses", "flags", "summary");
+  for (const EpisodeHeader& h : s.list()) {
+    std::string summary;
+    try {
+      summary = s.read(h.episode_id).summary;
+    } catch (const Error&) {
+      summary = "(damaged record: run 'channel mem verify')";
+    }
+    std::printf("%8llu %12llu %6u %9.3f %8u %5s  %s\n",
+                static_cast<unsigned long long>(h.episode_id),
+                static_cast<unsigned long long>(h.start_clock), h.token_count, h.salience_norm,
+                h.access_count, flag_letters(h.flags).c_str(), one_line(summary, 60).c_str());
+  }
+  return 0;
+}
+
+int run_show(const MemArgs& a) {
+  const EpisodicStore s = open_ro(a.file);
+  const Episode e = s.read(a.id);
+  const EpisodeHeader& h = e.header;
+  std::printf("episode            %llu (slot %u)\n", static_cast<unsigned long long>(h.episode_id),
+              e.slot);
+  std::printf("parent             %s\n", parent_text(h.parent_episode_id).c_str());
+  std::printf("children           %u\n", h.child_count);
+  std::printf("created            %llu ms\n", static_cast<unsigned long long>(h.created_timestamp));
+  std::printf("last_accessed      %llu ms\n", static_cast<unsigned long long>(h.last_accessed));
+  std::printf("accesses           %u\n", h.access_count);
+  std::printf("start_clock        %llu\n", static_cast<unsigned long long>(h.start_clock));
+  std::printf("tokens             %u\n", h.token_count);
+  std::printf("salience           %.6f\n", h.salience_norm);
+  if (h.continuation_token == kNoToken) {
+    std::printf("continuation       -\n");
+  } else {
+    std::printf("continuation       %u\n", h.continuation_token);
+  }
+  std::printf("flags              %s\n", flag_letters(h.flags).c_str());
+  std::printf("summary            %s\n", one_line(e.summary, kSummaryMax).c_str());
+  std::printf("token ids          [");
+  for (size_t i = 0; i < e.tokens.size(); ++i) std::printf("%s%d", i ? "," : "", e.tokens[i]);
+  std::printf("]\n");
+  double cn = 0;
+  for (float c : e.centroid) cn += static_cast<double>(c) * c;
+  std::printf("centroid norm      %.6f\n", std::sqrt(cn));
+  const StoreLayout& L = s.layout();
+  const size_t n = h.token_count;
+  for (uint32_t l = 0; l < L.num_layers; ++l) {
+    double k2 = 0, v2 = 0;
+    for (size_t i = 0; i < n * L.kv_dim; ++i) {
+      const float k = e.kv[(2ull * l) * n * L.kv_dim + i],
+                  v = e.kv[(2ull * l + 1) * n * L.kv_dim + i];
+      k2 += static_cast<double>(k) * k;
+      v2 += static_cast<double>(v) * v;
+    }
+    std::printf("layer %-4u         |K| %.4f  |V| %.4f\n", l, std::sqrt(k2), std::sqrt(v2));
+  }
+  std::printf("checksum           ok\n");
+  return 0;
+}
+
+int run_stats(const MemArgs& a) {
+  const EpisodicStore s = open_ro(a.file);
+  const FileHeader h = s.header();
+  const StoreLayout& L = s.layout();
+  const auto eps = s.list();
+  uint64_t tokens = 0, pinned = 0, accesses = 0;
+  double salience = 0;
+  for (const EpisodeHeader& e : eps) {
+    tokens += e.token_count;
+    pinned += (e.flags & kEpisodePinned) != 0;
+    accesses += e.access_count;
+    salience += e.salience_norm;
+  }
+  std::printf("file               %s\n", a.file.c_str());
+  std::printf("file size          %s (allocated sparsely)\n", format_bytes(L.file_size).c_str());
+  std::printf("slab type          %s\n", slab_type_name(L.slab_type));
+  std::printf("layers             %u\n", L.num_layers);
+  std::printf("hidden size        %u\n", L.hidden_size);
+  std::printf("kv dim             %u\n", L.kv_dim);
+  std::printf("max tokens/episode %u\n", L.max_tokens);
+  std::printf("capacity           %u episodes\n", L.max_episodes);
+  std::printf("live episodes      %zu (%llu pinned)\n", eps.size(),
+              static_cast<unsigned long long>(pinned));
+  std::printf("total published    %llu\n", static_cast<unsigned long long>(h.total_episodes));
+  std::printf("write head         %llu\n", static_cast<unsigned long long>(h.write_head));
+  std::printf("model id hash      %016llx\n", static_cast<unsigned long long>(h.model_id_hash));
+  std::printf("tokens stored      %llu\n", static_cast<unsigned long long>(tokens));
+  std::printf("recalls            %llu\n", static_cast<unsigned long long>(accesses));
+  std::printf("mean salience      %.4f\n",
+              eps.empty() ? 0.0 : salience / static_cast<double>(eps.size()));
+  std::printf("index entry        %s\n", format_bytes(L.entry_bytes).c_str());
+  std::printf("slab block         %s\n", format_bytes(L.block_stride).c_str());
+  return 0;
+}
+
+// verify maps the raw bytes itself: a file whose header is bad must still be reported.
+int run_verify(const MemArgs& a) {
+  const int fd = ::open(a.file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_error("episodic: {}: open failed: {}", a.file, std::strerror(errno));
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* p) {
+    ::close(*p);
+    delete p;
+  });
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    throw_error("episodic: {}: fstat failed: {}", a.file, std::strerror(errno));
+  const size_t size = static_cast<size_t>(st.st_size);
+  const uint8_t* data = nullptr;
+  void* map = nullptr;
+  if (size > 0) {
+    map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+      throw_error("episodic: {}: mmap failed: {}", a.file, std::strerror(errno));
+    data = static_cast<const uint8_t*>(map);
+  }
+  const VerifyReport r = verify_store(data, size, a.file);
+  if (map) ::munmap(map, size);
+  for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+  for (const std::string& p : r.problems) std::printf("problem: %s\n", p.c_str());
+  if (!r.ok()) {
+    throw_error("episodic: {}: verify found {} problem(s)", a.file, r.problems.size());
+  }
+  std::printf("ok: %llu live episodes, %llu records checked\n",
+              static_cast<unsigned long long>(r.live),
+              static_cast<unsigned long long>(r.records_checked));
+  return 0;
+}
+
+const CommandRegistrar registrar{
+    "mem", "Inspect an episodic memory store (.episodic.mem): ls, show, stats, verify",
+    [](CLI::App& sub) {
+      auto args = std::make_shared<MemArgs>();
+      sub.require_subcommand(1);
+      CLI::App* ls = sub.add_subcommand("ls", "One line per live episode");
+      CLI::App* show = sub.add_subcommand("show", "Every field of one episode");
+      CLI::App* stats = sub.add_subcommand("stats", "Geometry, occupancy and totals");
+      CLI::App* verify = sub.add_subcommand(
+          "verify", "Check the header, the index and every record checksum; exit 1 on a problem");
+      for (CLI::App* c : {ls, show, stats, verify}) {
+        c->add_option("FILE", args->file, "The .episodic.mem file")->required();
+      }
+      show->add_option("ID", args->id, "Episode id")->required();
+      return [args, ls, show, stats] {
+        if (ls->parsed()) return run_ls(*args);
+        if (show->parsed()) return run_show(*args);
+        if (stats->parsed()) return run_stats(*args);
+        return run_verify(*args);
+      };
+    }};
+
+}  // namespace
+}  // namespace channel::cli
