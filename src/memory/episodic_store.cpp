@@ -432,9 +432,13 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
       rotation_cos_sin(r, delta, cs.data());
       cs_of = &r;
     }
+    // One pass per key row: convert it into the output and rotate it while it is in L1.
     float* k = k_out + static_cast<size_t>(l) * n * L.kv_dim;
-    m.load_plane(b + L.kv_plane(n, l, 0), n, k);
-    rotate_rows(r, cs.data(), k, n);
+    const uint8_t* k_src = b + L.kv_plane(n, l, 0);
+    for (size_t t = 0; t < n; ++t) {
+      m.load_plane(k_src + t * L.row_bytes, 1, k + t * L.kv_dim);
+      rotate_rows(r, cs.data(), k + t * L.kv_dim, 1);
+    }
     m.load_plane(b + L.kv_plane(n, l, 1), n, v_out + static_cast<size_t>(l) * n * L.kv_dim);
   }
 }
