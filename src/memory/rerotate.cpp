@@ -24,6 +24,10 @@ RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_d
   r.inv_freq.resize(n_rot / 2);
   for (uint32_t i = 0; i < n_rot / 2; ++i) {
     r.inv_freq[i] = freq_scale * std::pow(base, -2.0 * i / n_rot);
+    if (freq_factors) {
+      if (!(freq_factors[i] > 0.0f)) throw_error("rotary: freq_factors[{}] is not > 0", i);
+      r.inv_freq[i] /= freq_factors[i];
+    }
   }
   return r;
 }

@@ -22,9 +22,10 @@ struct RotaryDims {
   uint32_t n_rot = 0;            // rotated dims per head, even, <= head_dim
   std::vector<double> inv_freq;  // [n_rot / 2] radians per position of pair i
 
-  // inv_freq[i] = freq_scale * base^(-2i / n_rot). Throws channel::Error for bad sizes.
+  // inv_freq[i] = freq_scale * base^(-2i / n_rot) / freq_factors[i] (llama 3's rope_freqs;
+  // optional, [n_rot / 2]). Throws channel::Error for bad sizes.
   static RotaryDims make(RotaryStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
-                         double base, double freq_scale = 1.0);
+                         double base, double freq_scale = 1.0, const float* freq_factors = nullptr);
   uint32_t row_dim() const { return n_heads * head_dim; }
 };
 

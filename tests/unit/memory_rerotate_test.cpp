@@ -10,6 +10,7 @@
 #include "memory/rerotate.h"
 #include "memory_test_util.h"
 #include "ops/fp16.h"
+#include "util/error.h"
 
 namespace channel {
 namespace {
@@ -183,6 +184,33 @@ TEST(MemoryRerotate, RecalledEpisodeGivesTheOriginalAttention) {
       EXPECT_LT(std::sqrt(num / den), 1e-5) << c.name << " layer " << l;
     }
   }
+}
+
+}  // namespace
+}  // namespace channel
+
+namespace channel {
+namespace {
+
+TEST(MemoryRerotate, FrequencyFactorsAndScaleCompose) {
+  std::vector<float> factors(16);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + static_cast<float>(i) * 0.5f;
+  const RotaryDims r =
+      RotaryDims::make(RotaryStyle::normal, 2, 32, 32, 500000.0, 0.25, factors.data());
+  EXPECT_DOUBLE_EQ(r.inv_freq[3], 0.25 * std::pow(500000.0, -6.0 / 32) / 2.5);
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd;
+  std::vector<float> raw(64);
+  for (auto& x : raw) x = nd(rng);
+  std::vector<double> stored(64), target(64);
+  rope_row_f64_ref(r, 777777.0, raw.data(), stored.data());
+  rope_row_f64_ref(r, 777777.0 - 700000.0, raw.data(), target.data());
+  std::vector<float> k(stored.begin(), stored.end());
+  rerotate_rows(r, -700000.0, k.data(), 1);
+  EXPECT_LT(rel_error(k, target), 1e-5);
+  factors[2] = 0.0f;
+  EXPECT_THROW(RotaryDims::make(RotaryStyle::normal, 2, 32, 32, 1e4, 1.0, factors.data()), Error);
+  EXPECT_THROW(RotaryDims::make(RotaryStyle::neox, 2, 32, 33, 1e4), Error);
 }
 
 }  // namespace

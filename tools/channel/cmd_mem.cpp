@@ -1,4 +1,5 @@
-// `channel mem ls|show|stats|verify FILE`: inspect an .episodic.mem store without a model.
+// `channel mem`: inspect an .episodic.mem store (ls, show, stats, verify: no model needed),
+// and with a model create one, add a text as an episode, and query it by a text cue.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,10 +12,21 @@
 #include <memory>
 #include <string>
 
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cpu/thread_pool.h"
 #include "cli_common.h"
 #include "command.h"
+#include "embedded_model.h"
+#include "memory/consolidation.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
+#include "memory/model_signature.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace channel::cli {
@@ -23,7 +35,157 @@ namespace {
 struct MemArgs {
   std::string file;
   uint64_t id = 0;
+  std::string model;
+  int threads = 1;
+  std::string text;
+  size_t k = 5;
+  uint32_t capacity = 1024;
+  uint32_t max_tokens = 64;
+  bool q8_0 = false;
 };
+
+std::shared_ptr<const Model> load_model(const std::string& path) {
+  if (!path.empty()) return Model::load(path);
+  const auto embedded = embedded_model();
+  if (embedded.empty()) throw Error("no model given (-m) and this build has no built-in model");
+  return Model::load_from_memory(embedded, "(built-in model)");
+}
+
+// A text run through the model from position 0 with a private KV cache. The BOS token, when
+// the tokenizer adds one, is run but not kept: its state is the same for every text.
+struct EncodedText {
+  std::vector<int32_t> tokens;  // [n] kept tokens
+  uint64_t start = 0;           // position of tokens[0]
+  std::vector<float> hidden;    // [n][n_embd] final-norm output (what the LM head reads)
+  std::vector<float> kv;  // [n_layer][2][n][n_head_kv * head_dim], keys rotated at their position
+};
+
+EncodedText encode_text(const Model& model, const std::string& text, int threads) {
+  const ModelHparams& hp = model.hparams();
+  if (hp.head_dim != hp.head_dim_v) {
+    throw_error(
+        "mem: the model's K and V head sizes differ ({} and {}); the store keeps one kv_dim",
+        hp.head_dim, hp.head_dim_v);
+  }
+  const Tokenizer& tok = model.tokenizer();
+  const std::vector<int32_t> all = tok.encode(text, tok.add_bos_default(), true);
+  const int n = static_cast<int>(all.size());
+  const int skip = (n > 0 && all[0] == tok.bos_id()) ? 1 : 0;
+  if (n - skip <= 0) throw Error("mem: the text has no tokens");
+  KvCache cache(hp, n);
+  ForwardScratch scratch(hp, n, n, threads);
+  ThreadPool pool(threads);
+  std::vector<int32_t> pos(static_cast<size_t>(n));  // [n] position == slot
+  std::iota(pos.begin(), pos.end(), 0);
+  ForwardBatch batch;
+  batch.tokens = all;
+  batch.positions = pos;
+  batch.slots = pos;
+  batch.visible_slots = [&](int il, int t) {
+    const int w = hp.window_of(il);
+    const int begin = w > 0 ? std::max(0, t - w + 1) : 0;
+    return std::span<const int32_t>(pos).subspan(static_cast<size_t>(begin),
+                                                 static_cast<size_t>(t + 1 - begin));
+  };
+  std::vector<float> logits(static_cast<size_t>(n) * hp.n_vocab);  // [n][n_vocab]
+  forward(model, cache, batch, LogitsFor::all, scratch, pool, logits.data());
+  EncodedText e;
+  const size_t kept = static_cast<size_t>(n - skip), E = static_cast<size_t>(hp.n_embd);
+  e.tokens.assign(all.begin() + skip, all.end());
+  e.start = static_cast<uint64_t>(skip);
+  // forward() leaves the final-norm rows of every token in scratch.xn with LogitsFor::all.
+  e.hidden.assign(scratch.xn.begin() + static_cast<std::ptrdiff_t>(skip * E),
+                  scratch.xn.begin() + static_cast<std::ptrdiff_t>(n * E));
+  const size_t hd = static_cast<size_t>(hp.head_dim), nkv = static_cast<size_t>(hp.n_head_kv);
+  e.kv.resize(static_cast<size_t>(hp.n_layer) * 2 * kept * nkv * hd);
+  for (int l = 0; l < hp.n_layer; ++l) {
+    for (int kvi = 0; kvi < 2; ++kvi) {
+      for (size_t t = 0; t < kept; ++t) {
+        for (size_t h = 0; h < nkv; ++h) {
+          const float* src =
+              (kvi == 0 ? cache.k(l, static_cast<int>(h)) : cache.v(l, static_cast<int>(h))) +
+              (t + static_cast<size_t>(skip)) * hd;
+          float* dst =
+              e.kv.data() + ((static_cast<size_t>(l) * 2 + kvi) * kept + t) * nkv * hd + h * hd;
+          std::copy(src, src + hd, dst);
+        }
+      }
+    }
+  }
+  return e;
+}
+
+EpisodicStore open_for_model(const std::string& path, const Model& model, bool read_only) {
+  StoreOptions o;
+  o.read_only = read_only;
+  o.model_hash = model_id_hash(model.gguf());
+  return EpisodicStore::open(path, o);
+}
+
+int run_create(const MemArgs& a) {
+  const auto model = load_model(a.model);
+  const ModelHparams& hp = model->hparams();
+  StoreGeometry g;
+  g.num_layers = static_cast<uint32_t>(hp.n_layer);
+  g.hidden_size = static_cast<uint32_t>(hp.n_embd);
+  g.kv_dim = static_cast<uint32_t>(hp.n_head_kv * hp.head_dim);
+  g.max_episodes = a.capacity;
+  g.max_tokens = a.max_tokens;
+  g.slab_type = a.q8_0 ? SlabType::q8_0 : SlabType::f16;
+  const EpisodicStore s = EpisodicStore::create(a.file, g, model_id_hash(model->gguf()));
+  std::printf("created %s: %u episodes of up to %u tokens, %s slabs, %s when full\n",
+              a.file.c_str(), g.max_episodes, g.max_tokens, slab_type_name(g.slab_type),
+              format_bytes(s.layout().file_size).c_str());
+  return 0;
+}
+
+int run_add(const MemArgs& a) {
+  const auto model = load_model(a.model);
+  EpisodicStore s = open_for_model(a.file, *model, false);
+  const EncodedText e = encode_text(*model, a.text, a.threads);
+  const size_t E = static_cast<size_t>(model->hparams().n_embd);
+  StagedEpisode staged;  // for salience_of: x_before is the first token's own state
+  staged.tokens = e.tokens;
+  staged.hidden = e.hidden;
+  const std::vector<float> centroid = centroid_of(e.hidden, E);
+  const std::string summary = model->tokenizer().decode(e.tokens);
+  EpisodeRecord r;
+  const auto last = s.list();
+  r.parent_episode_id = last.empty() ? kNoEpisode : last.back().episode_id;
+  r.start_clock = e.start;
+  r.salience_norm = salience_of(staged, E);
+  r.summary = summary;
+  r.tokens = e.tokens;
+  r.centroid = centroid;
+  r.kv = e.kv;
+  if (e.tokens.size() > s.layout().max_tokens) {
+    throw_error("mem: the text is {} tokens; the store takes at most {} per episode",
+                e.tokens.size(), s.layout().max_tokens);
+  }
+  std::printf("%llu\n", static_cast<unsigned long long>(s.append(r)));
+  return 0;
+}
+
+int run_query(const MemArgs& a) {
+  const auto model = load_model(a.model);
+  EpisodicStore s = open_for_model(a.file, *model, true);
+  const EncodedText e = encode_text(*model, a.text, a.threads);
+  const std::vector<float> q = centroid_of(e.hidden, static_cast<size_t>(model->hparams().n_embd));
+  ThreadPool pool(a.threads);
+  std::printf("%4s %8s %8s  %s\n", "rank", "id", "cosine", "summary");
+  int rank = 1;
+  for (const RecallHit& h : s.query(q, a.k, &pool)) {
+    std::string summary;
+    try {
+      summary = s.read(h.episode_id).summary;
+    } catch (const Error&) {
+      summary = "(damaged record: run 'channel mem verify')";
+    }
+    std::printf("%4d %8llu %8.4f  %s\n", rank++, static_cast<unsigned long long>(h.episode_id),
+                h.score, one_line(summary, 60).c_str());
+  }
+  return 0;
+}
 
 EpisodicStore open_ro(const std::string& path) {
   StoreOptions o;
@@ -184,7 +346,7 @@ int run_verify(const MemArgs& a) {
 }
 
 const CommandRegistrar registrar{
-    "mem", "Inspect an episodic memory store (.episodic.mem): ls, show, stats, verify",
+    "mem", "Episodic memory stores (.episodic.mem): ls, show, stats, verify, create, add, query",
     [](CLI::App& sub) {
       auto args = std::make_shared<MemArgs>();
       sub.require_subcommand(1);
@@ -193,15 +355,34 @@ const CommandRegistrar registrar{
       CLI::App* stats = sub.add_subcommand("stats", "Geometry, occupancy and totals");
       CLI::App* verify = sub.add_subcommand(
           "verify", "Check the header, the index and every record checksum; exit 1 on a problem");
-      for (CLI::App* c : {ls, show, stats, verify}) {
+      CLI::App* create = sub.add_subcommand("create", "Create an empty store for a model");
+      CLI::App* add =
+          sub.add_subcommand("add", "Run TEXT through the model and store it as an episode");
+      CLI::App* query =
+          sub.add_subcommand("query", "The episodes closest to a text cue (cosine top-k)");
+      for (CLI::App* c : {ls, show, stats, verify, create, add, query}) {
         c->add_option("FILE", args->file, "The .episodic.mem file")->required();
       }
       show->add_option("ID", args->id, "Episode id")->required();
-      return [args, ls, show, stats] {
+      for (CLI::App* c : {create, add, query}) add_model_option(*c, args->model);
+      for (CLI::App* c : {add, query}) {
+        add_threads_option(*c, args->threads);
+        c->add_option("--text", args->text, "The text")->required();
+      }
+      query->add_option("-k", args->k, "How many episodes")->check(CLI::Range(1, 1000000));
+      create->add_option("--capacity", args->capacity, "Episodes the store holds (default 1024)")
+          ->check(CLI::Range(1u, 1u << 24));
+      create->add_option("--max-tokens", args->max_tokens, "Tokens per episode (default 64)")
+          ->check(CLI::Range(1u, 1u << 16));
+      create->add_flag("--q8_0", args->q8_0, "Store K/V as Q8_0 instead of FP16");
+      return [args, ls, show, stats, verify, create, add] {
         if (ls->parsed()) return run_ls(*args);
         if (show->parsed()) return run_show(*args);
         if (stats->parsed()) return run_stats(*args);
-        return run_verify(*args);
+        if (verify->parsed()) return run_verify(*args);
+        if (create->parsed()) return run_create(*args);
+        if (add->parsed()) return run_add(*args);
+        return run_query(*args);
       };
     }};
 
