@@ -8,7 +8,7 @@
 namespace channel {
 
 RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
-                            double base, double freq_scale) {
+                            double base, double freq_scale, const float* freq_factors) {
   if (n_heads == 0 || head_dim == 0) throw_error("rotary: n_heads and head_dim must be > 0");
   if (n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim) {
     throw_error("rotary: n_rot {} must be even, > 0 and <= head_dim {}", n_rot, head_dim);
