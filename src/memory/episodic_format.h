@@ -18,7 +18,7 @@ inline constexpr char kEmemMagic[4] = {'E', 'M', 'E', 'M'};
 inline constexpr uint32_t kEmemVersion = 1;
 inline constexpr uint32_t kSlabBlockMagic = 0x42535045;  // "EPSB" as bytes
 inline constexpr size_t kSummaryMax = 256;               // bytes of UTF-8 summary
-inline constexpr uint32_t kNoToken = 0xFFFFFFFFu;        // continuation_token unknown
+inline constexpr uint32_t kNoContinuation = 0xFFFFFFFFu;        // continuation_token unknown
 inline constexpr uint64_t kNoEpisode = ~uint64_t{0};     // parent_episode_id: none
 
 // FileHeader.file_flags
@@ -67,7 +67,7 @@ struct EpisodeHeader {
   uint32_t access_count;
   uint32_t child_count;
   float salience_norm;          // ||Δx||
-  uint32_t continuation_token;  // token that followed the episode, kNoToken if unknown
+  uint32_t continuation_token;  // token that followed the episode, kNoContinuation if unknown
   uint16_t flags;
   uint16_t summary_len;
 };

@@ -31,7 +31,7 @@ struct EpisodeRecord {
   uint64_t created_timestamp = 0;  // ms since the epoch; 0 = now
   uint64_t start_clock = 0;
   float salience_norm = 0.0f;
-  uint32_t continuation_token = kNoToken;
+  uint32_t continuation_token = kNoContinuation;
   uint16_t flags = 0;               // interrupted / has_tool / pinned
   std::string_view summary;         // cut to <= 256 bytes at a UTF-8 character boundary
   std::span<const int32_t> tokens;  // [n], 1 <= n <= max_tokens

@@ -44,7 +44,7 @@ void StagingBuffer::push(const StagedToken& t, std::span<const float* const> k_r
   }
   const size_t n = size();
   if (n > 0 && t.clock != cur_.start_clock + n) {
-    cut(n, CutReason::discontinuity, kNoToken);
+    cut(n, CutReason::discontinuity, kNoContinuation);
   } else if (n > 0 && config_.velocity_threshold > 0.0f) {
     const float* last = cur_.hidden.data() + (n - 1) * H;
     double d2 = 0.0;
@@ -73,17 +73,17 @@ void StagingBuffer::push(const StagedToken& t, std::span<const float* const> k_r
   token_bits_.push_back(
       static_cast<uint8_t>(((t.span_end || t.turn_end) ? kSpanEnd : 0) | (t.tool ? kTool : 0)));
   last_push_ms_ = now_ms;
-  if (t.turn_end && config_.cut_on_turn_end) cut(size(), CutReason::turn_end, kNoToken);
+  if (t.turn_end && config_.cut_on_turn_end) cut(size(), CutReason::turn_end, kNoContinuation);
 }
 
 void StagingBuffer::poll(uint64_t now_ms) {
   if (config_.inactivity_ms > 0 && size() > 0 && now_ms >= last_push_ms_ + config_.inactivity_ms) {
-    cut(size(), CutReason::inactivity, kNoToken);
+    cut(size(), CutReason::inactivity, kNoContinuation);
   }
 }
 
 void StagingBuffer::flush(CutReason reason) {
-  if (size() > 0) cut(size(), reason, kNoToken);
+  if (size() > 0) cut(size(), reason, kNoContinuation);
 }
 
 size_t StagingBuffer::span_cut_point() const {

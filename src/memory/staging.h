@@ -48,7 +48,7 @@ struct StagedEpisode {
   std::vector<float> hidden;    // [n][hidden_size]
   std::vector<float> x_before;  // [hidden_size] x of the token before the episode; empty if none
   std::vector<float> kv;        // [n][num_layers][2 (K, V)][kv_dim]
-  uint32_t continuation_token = kNoToken;
+  uint32_t continuation_token = kNoContinuation;
   uint16_t flags = 0;  // kEpisodeHasTool when a token was marked as tool output
   CutReason reason = CutReason::flush;
   size_t size() const { return tokens.size(); }

@@ -44,6 +44,8 @@ struct MemArgs {
   bool q8_0 = false;
 };
 
+std::string one_line(std::string_view s, size_t max_bytes);
+
 std::shared_ptr<const Model> load_model(const std::string& path) {
   if (!path.empty()) return Model::load(path);
   const auto embedded = embedded_model();
@@ -248,7 +250,7 @@ int run_show(const MemArgs& a) {
   std::printf("start_clock        %llu\n", static_cast<unsigned long long>(h.start_clock));
   std::printf("tokens             %u\n", h.token_count);
   std::printf("salience           %.6f\n", h.salience_norm);
-  if (h.continuation_token == kNoToken) {
+  if (h.continuation_token == kNoContinuation) {
     std::printf("continuation       -\n");
   } else {
     std::printf("continuation       %u\n", h.continuation_token);
