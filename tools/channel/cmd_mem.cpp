@@ -64,6 +64,11 @@ struct EncodedText {
 
 EncodedText encode_text(const Model& model, const std::string& text, int threads) {
   const ModelHparams& hp = model.hparams();
+  if (hp.arch_id == Arch::bounded) {
+    throw Error(
+        "mem: bounded models keep a ring state, not per-token K/V, in their bounded layers; "
+        "episodic memory works with llama and gemma3 models");
+  }
   if (hp.head_dim != hp.head_dim_v) {
     throw_error(
         "mem: the model's K and V head sizes differ ({} and {}); the store keeps one kv_dim",
