@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -118,6 +119,8 @@ TEST(MemoryCrash, KilledWriterNeverLeavesAPartialEpisode) {
       ASSERT_TRUE(s.find(reported)) << "round " << round;
     }
   }
+  std::printf("%d writers killed mid-run, %llu episodes published in all\n", kills_mid_run,
+              static_cast<unsigned long long>(last_total));
   EXPECT_GE(kills_mid_run, 50);
   EXPECT_GT(last_total, 20u);  // appends did happen (few under ASan on a loaded machine)
 }
