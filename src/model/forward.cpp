@@ -10,6 +10,7 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "util/error.h"
 
 namespace channel {
 
@@ -56,17 +57,15 @@ void add_rows(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-}  // namespace
-
-void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsFor which,
-             ForwardScratch& s, ThreadPool& pool, float* logits) {
+void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& batch, LogitsFor which,
+                  ForwardScratch& s, ThreadPool& pool, float* logits) {
   const ModelHparams& hp = model.hparams();
   const ModelWeights& w = model.weights();
   const int n = static_cast<int>(batch.tokens.size());
   const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff, hd = hp.head_dim, hdv = hp.head_dim_v;
   const int64_t q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd, v_dim = hp.n_head_kv * hdv;
   const int group = hp.n_head / hp.n_head_kv;  // query heads per KV head
-  const int64_t n_slots = kv.n_slots();
+  AttentionBackend* backend = batch.attention;
 
   // Embeddings: x[t] = token_embd[token_t] * embd_scale.
   for_rows(pool, n, [&](int64_t t) {
@@ -81,7 +80,7 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
   const RopeParams rope_global{hp.rope_style, hp.n_rot, hp.rope_base, hp.rope_freq_scale,
                                freq_factors};
   const RopeParams rope_sliding{hp.rope_style, hp.n_rot, hp.rope_base_swa, 1.0f, freq_factors};
-  for (int t = 0; t < n; ++t) {
+  for (int t = 0; t < n && !backend; ++t) {
     rope_angles(rope_global, batch.positions[t], s.rope_global.data() + t * hp.n_rot);
     if (hp.sliding_window > 0)
       rope_angles(rope_sliding, batch.positions[t], s.rope_sliding.data() + t * hp.n_rot);
@@ -104,8 +103,8 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
                               L.attn_k_norm.data(),
                               L.sinks.k.data(),
                               L.sinks.v.data()};
-      bounded_attention_batch(w.bounded_cfg, bw, kv.bounded(il), s.xn.data(), n, s.proj.data(),
-                              *s.bounded, pool);  // [n][n_embd]
+      bounded_attention_batch(w.bounded_cfg, bw, kv_cache->bounded(il), s.xn.data(), n,
+                              s.proj.data(), *s.bounded, pool);  // [n][n_embd]
     } else {
       matmul(L.wq, s.xn.data(), n, s.q.data(), pool);  // [n][n_head][head_dim]
       matmul(L.wk, s.xn.data(), n, s.k.data(), pool);  // [n][n_head_kv][head_dim]
@@ -120,35 +119,55 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
           for (int h = 0; h < hp.n_head_kv; ++h)
             rms_norm(kt + h * hd, L.attn_k_norm.data(), hd, hp.rms_eps, kt + h * hd);
         }
+        if (backend) return;  // the backend rotates (kv/virtual_positions.h)
         rope_apply(rope, angles + t * hp.n_rot, qt, hp.n_head, static_cast<int>(hd));
         rope_apply(rope, angles + t * hp.n_rot, kt, hp.n_head_kv, static_cast<int>(hd));
       });
 
-      // Store this batch's keys/values in their slots; queries then see them like any other.
-      for (int t = 0; t < n; ++t) {
-        const int64_t slot = batch.slots[t];
-        for (int h = 0; h < hp.n_head_kv; ++h) {
-          std::memcpy(kv.k(il, h) + slot * hd, s.k.data() + t * kv_dim + h * hd,
-                      sizeof(float) * hd);
-          std::memcpy(kv.v(il, h) + slot * hdv, s.v.data() + t * v_dim + h * hdv,
-                      sizeof(float) * hdv);
-        }
-      }
+      if (backend) {
+        for (int t = 0; t < n; ++t)
+          backend->store(il, t, s.k.data() + t * kv_dim, s.v.data() + t * v_dim);
+        pool.parallel_for(
+            static_cast<int64_t>(n) * hp.n_head_kv, [&](int64_t begin, int64_t end, int thread) {
+              for (int64_t task = begin; task < end; ++task) {
+                const int t = static_cast<int>(task / hp.n_head_kv);
+                const int hk = static_cast<int>(task % hp.n_head_kv);
+                backend->attend(il, t, hk, s.q.data() + t * q_dim + hk * group * hd,
+                                s.attn.data() + t * hp.n_head * hdv + hk * group * hdv, thread);
+              }
+            });
+        matmul(L.wo, s.attn.data(), n, s.proj.data(), pool);  // [n][n_embd]
+      } else {
+        KvCache& kv = *kv_cache;
+        const int64_t n_slots = kv.n_slots();
 
-      // One task per (query token, query head).
-      pool.parallel_for(static_cast<int64_t>(n) * hp.n_head, [&](int64_t begin, int64_t end,
-                                                                 int thread) {
-        float* scores = s.scores.data() + static_cast<int64_t>(thread) * n_slots;  // [n_slots]
-        for (int64_t task = begin; task < end; ++task) {
-          const int t = static_cast<int>(task / hp.n_head), h = static_cast<int>(task % hp.n_head);
-          const int hk = h / group;
-          const AttentionHead head{kv.k(il, hk), kv.v(il, hk), static_cast<int>(hd),
-                                   static_cast<int>(hdv)};
-          attend(s.q.data() + t * q_dim + h * hd, head, batch.visible_slots(il, t), hp.attn_scale,
-                 scores, s.attn.data() + t * hp.n_head * hdv + h * hdv);
+        // Store this batch's keys/values in their slots; queries then see them like any other.
+        for (int t = 0; t < n; ++t) {
+          const int64_t slot = batch.slots[t];
+          for (int h = 0; h < hp.n_head_kv; ++h) {
+            std::memcpy(kv.k(il, h) + slot * hd, s.k.data() + t * kv_dim + h * hd,
+                        sizeof(float) * hd);
+            std::memcpy(kv.v(il, h) + slot * hdv, s.v.data() + t * v_dim + h * hdv,
+                        sizeof(float) * hdv);
+          }
         }
-      });
-      matmul(L.wo, s.attn.data(), n, s.proj.data(), pool);  // [n][n_embd]
+
+        // One task per (query token, query head).
+        pool.parallel_for(static_cast<int64_t>(n) * hp.n_head, [&](int64_t begin, int64_t end,
+                                                                   int thread) {
+          float* scores = s.scores.data() + static_cast<int64_t>(thread) * n_slots;  // [n_slots]
+          for (int64_t task = begin; task < end; ++task) {
+            const int t = static_cast<int>(task / hp.n_head),
+                      h = static_cast<int>(task % hp.n_head);
+            const int hk = h / group;
+            const AttentionHead head{kv.k(il, hk), kv.v(il, hk), static_cast<int>(hd),
+                                     static_cast<int>(hdv)};
+            attend(s.q.data() + t * q_dim + h * hd, head, batch.visible_slots(il, t), hp.attn_scale,
+                   scores, s.attn.data() + t * hp.n_head * hdv + h * hdv);
+          }
+        });
+        matmul(L.wo, s.attn.data(), n, s.proj.data(), pool);  // [n][n_embd]
+      }
     }
     if (hp.has_post_norms)
       rms_norm_rows(pool, s.proj.data(), L.post_attention_norm, n, n_embd, hp.rms_eps,
@@ -182,6 +201,21 @@ void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsF
   matmul(w.output, s.xn.data(), n_out, logits, pool);  // [n_out][n_vocab]
   if (hp.final_logit_softcap > 0)
     softcap(logits, static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap);
+}
+
+}  // namespace
+
+void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsFor which,
+             ForwardScratch& scratch, ThreadPool& pool, float* logits) {
+  forward_impl(model, &kv, batch, which, scratch, pool, logits);
+}
+
+void forward(const Model& model, const ForwardBatch& batch, LogitsFor which,
+             ForwardScratch& scratch, ThreadPool& pool, float* logits) {
+  if (!batch.attention) throw_error("forward: no KV cache and no attention backend");
+  if (model.hparams().arch_id == Arch::bounded)
+    throw_error("forward: an attention backend cannot run bounded layers");
+  forward_impl(model, nullptr, batch, which, scratch, pool, logits);
 }
 
 }  // namespace channel

@@ -18,6 +18,19 @@ namespace channel {
 
 class ThreadPool;
 
+// Storage and attention supplied by the session instead of a KvCache (the KV slot
+// geometry of kv/, and the test oracle). forward() then leaves q and k unrotated, hands
+// each token's k/v to store() in batch order, and asks attend() for each (token, KV head).
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  // k: [n_head_kv][head_dim], v: [n_head_kv][head_dim_v] of batch token t (after q/k norms).
+  virtual void store(int il, int t, const float* k, const float* v) = 0;
+  // q: [group][head_dim], the unrotated query heads hk*group .. hk*group+group-1 of token t;
+  // out: [group][head_dim_v]. Called concurrently; thread < the pool's size.
+  virtual void attend(int il, int t, int hk, const float* q, float* out, int thread) = 0;
+};
+
 struct ForwardBatch {
   std::span<const int32_t> tokens;     // [n] token ids, each < n_vocab
   std::span<const int32_t> positions;  // [n] rope positions
@@ -25,6 +38,8 @@ struct ForwardBatch {
   // Slots query t (0 <= t < n) attends to on layer il; it includes the query's own slot.
   // Called concurrently from several threads.
   std::function<std::span<const int32_t>(int il, int t)> visible_slots;
+  // When set, positions, slots and visible_slots are unused (see AttentionBackend).
+  AttentionBackend* attention = nullptr;
 };
 
 enum class LogitsFor { last, all };
@@ -52,6 +67,9 @@ struct ForwardScratch {
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,
 // or [n][n_vocab] for every token.
 void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsFor which,
+             ForwardScratch& scratch, ThreadPool& pool, float* logits);
+// The same with batch.attention set and no KvCache (not for bounded layers).
+void forward(const Model& model, const ForwardBatch& batch, LogitsFor which,
              ForwardScratch& scratch, ThreadPool& pool, float* logits);
 
 }  // namespace channel

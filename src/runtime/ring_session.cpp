@@ -1,0 +1,223 @@
+// RingSession: the KV slot geometry driving forward() through an AttentionBackend.
+#include "runtime/ring_session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "util/error.h"
+
+namespace channel {
+
+namespace {
+
+RopeLayout layout_of(RopeStyle style) {
+  return style == RopeStyle::neox ? RopeLayout::neox : RopeLayout::normal;
+}
+
+int resolve_threads(int n) {
+  if (n < 0) throw_error("session: n_threads must be >= 0, got {}", n);
+  return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+// Stores each token's K (rotated at its clock, f64 angles) and V into its layer's slot, and
+// attends through the runs of the query (kv/slot_attention.h).
+class RingSession::Backend : public AttentionBackend {
+ public:
+  explicit Backend(RingSession& s) : s_(s) {}
+
+  void store(int il, int t, const float* k, const float* v) override {
+    const ModelHparams& hp = s_.model_->hparams();
+    Layer& L = s_.layers_[il];
+    const uint32_t slot = L.sliding ? s_.local_slots_[t] : s_.global_slots_[t];
+    const RopeFreqs& rope = L.sliding ? s_.rope_sliding_ : s_.rope_global_;
+    const float* cs = (L.sliding ? s_.cs_sliding_ : s_.cs_global_).data() + size_t(t) * rope.n_rot;
+    const size_t hd = hp.head_dim;
+    for (int h = 0; h < hp.n_head_kv; ++h) {
+      float* kd = L.k.data() + (size_t(h) * L.n_slots + slot) * hd;
+      rope_rotate(rope, cs, k + h * hd, kd, 1, static_cast<uint32_t>(hd));
+      std::memcpy(L.v.data() + (size_t(h) * L.n_slots + slot) * hd, v + h * hd, hd * sizeof(float));
+    }
+  }
+
+  void attend(int il, int t, int hk, const float* q, float* out, int thread) override {
+    const ModelHparams& hp = s_.model_->hparams();
+    const Layer& L = s_.layers_[il];
+    const auto group = static_cast<uint32_t>(hp.n_head / hp.n_head_kv);
+    const auto hd = static_cast<uint32_t>(hp.head_dim);
+    const SlotAttnShape shape{group, 1, hd, L.n_slots};  // one KV head of the arena
+    const size_t head = size_t(hk) * L.n_slots * hd;
+    const std::span<const SlotRun> runs =
+        L.sliding ? std::span<const SlotRun>(&s_.local_runs_[t], 1) : s_.runs_[t];
+    slot_attention(shape, L.sliding ? s_.rope_sliding_ : s_.rope_global_, q, L.k.data() + head,
+                   L.v.data() + head, runs, hp.attn_scale, out, s_.attn_scratch_[thread]);
+  }
+
+ private:
+  RingSession& s_;
+};
+
+RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionConfig& config)
+    : model_(std::move(model)),
+      config_(config),
+      pool_(resolve_threads(config.n_threads)),
+      ring_(config.ring),
+      scratch_(model_->hparams(), std::max(1, config.n_batch), 1, pool_.size()) {
+  const ModelHparams& hp = model_->hparams();
+  if (config.n_batch < 1)
+    throw_error("session: n_batch must be at least 1, got {}", config.n_batch);
+  if (hp.arch_id == Arch::bounded)
+    throw_error("session: the KV slot geometry does not apply to the bounded architecture "
+                "(its layers keep their own fixed-size state)");
+  if (hp.head_dim != hp.head_dim_v)
+    throw_error("session: the KV slot geometry needs equal K and V head dims ({} vs {})",
+                hp.head_dim, hp.head_dim_v);
+  const float* factors =
+      model_->weights().rope_freqs.empty() ? nullptr : model_->weights().rope_freqs.data();
+  rope_global_ = RopeFreqs::make(layout_of(hp.rope_style), static_cast<uint32_t>(hp.n_rot),
+                                 hp.rope_base, hp.rope_freq_scale, factors);
+  rope_sliding_ = RopeFreqs::make(layout_of(hp.rope_style), static_cast<uint32_t>(hp.n_rot),
+                                  hp.rope_base_swa, 1.0, factors);
+  if (hp.sliding_window > 0) {
+    // Spare slots beyond W: a chunk of n tokens writes all its K/V before its first query
+    // reads, and a probe must not overwrite what the next real query needs.
+    const uint32_t spare =
+        std::max<uint32_t>(config.ring.probe_reserve, static_cast<uint32_t>(config.n_batch - 1));
+    local_ = std::make_unique<LocalRing>(static_cast<uint32_t>(hp.sliding_window), spare);
+    if (local_->n_slots() > config.ring.n_slots)
+      throw_error("session: {} slots cannot hold the sliding window of {} (+{} spare slots)",
+                  config.ring.n_slots, hp.sliding_window, spare);
+  }
+  layers_.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    Layer& L = layers_[il];
+    L.sliding = hp.is_sliding(il);
+    L.n_slots = L.sliding ? local_->n_slots() : config.ring.n_slots;
+    L.k.assign(size_t(hp.n_head_kv) * L.n_slots * hp.head_dim, 0.0f);
+    L.v.assign(L.k.size(), 0.0f);
+  }
+  const auto nb = static_cast<size_t>(config.n_batch);
+  clocks_.resize(nb);
+  global_slots_.resize(nb);
+  local_slots_.resize(nb);
+  runs_.resize(nb);
+  for (auto& r : runs_) r.reserve(config.ring.n_recall + 2);
+  local_runs_.resize(nb);
+  cs_global_.resize(nb * hp.n_rot);
+  cs_sliding_.resize(nb * hp.n_rot);
+  attn_scratch_.resize(pool_.size());
+  logits_.resize(hp.n_vocab);
+  backend_ = std::make_unique<Backend>(*this);
+}
+
+RingSession::~RingSession() = default;
+
+size_t RingSession::kv_bytes() const {
+  size_t n = 0;
+  for (const Layer& L : layers_) n += (L.k.size() + L.v.size()) * sizeof(float);
+  return n;
+}
+
+void RingSession::check_tokens(std::span<const int32_t> tokens) const {
+  if (tokens.empty()) throw_error("session: no tokens given");
+  const int n_vocab = model_->hparams().n_vocab;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= n_vocab)
+      throw_error("session: token id {} at index {} is outside the vocabulary (n_vocab {})",
+                  tokens[i], i, n_vocab);
+  if (!ring_.sealed()) {
+    const uint32_t limit = SlotGeometry::max_anchors(config_.ring.n_slots, config_.ring.n_recall,
+                                                     1 + config_.ring.probe_reserve);
+    if (ring_.clock() + tokens.size() > limit)
+      throw_error("session: anchors too long for the geometry: {} + {} tokens, at most {} fit",
+                  ring_.clock(), tokens.size(), limit);
+  }
+  if (ring_.clock() + tokens.size() > uint64_t{INT32_MAX})
+    throw_error("session: clock would pass 2^31 tokens");
+}
+
+// A chunk never crosses an eviction: each query sees the window as it is after the chunk.
+void RingSession::run(std::span<const int32_t> tokens) {
+  size_t done = 0;
+  while (done < tokens.size()) {
+    size_t n = std::min<size_t>(tokens.size() - done, config_.n_batch);
+    if (ring_.sealed() && !ring_.probing()) {
+      const uint32_t room = ring_.window_capacity() - ring_.window_live();
+      n = std::min<size_t>(n, std::max<uint32_t>(room, 1));
+    }
+    run_chunk(tokens.subspan(done, n));
+    done += n;
+  }
+}
+
+void RingSession::run_chunk(std::span<const int32_t> tokens) {
+  const int n = static_cast<int>(tokens.size());
+  const uint32_t n_rot = rope_global_.n_rot;
+  for (int t = 0; t < n; ++t) {
+    clocks_[t] = ring_.clock();
+    global_slots_[t] = ring_.append_token();
+    if (local_) local_slots_[t] = local_->slot_of(clocks_[t]);
+    rope_cos_sin(rope_global_, static_cast<double>(clocks_[t]), &cs_global_[t * n_rot]);
+    if (local_)
+      rope_cos_sin(rope_sliding_, static_cast<double>(clocks_[t]), &cs_sliding_[t * n_rot]);
+  }
+  for (int t = 0; t < n; ++t) {
+    const QueryView view = global_runs(ring_, clocks_[t], runs_[t]);
+    max_distance_ = std::max(max_distance_, view.max_distance);
+    if (local_) local_runs_[t] = local_->run(clocks_[t]);
+  }
+  ForwardBatch batch;
+  batch.tokens = tokens;
+  batch.attention = backend_.get();
+  forward(*model_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
+}
+
+std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {
+  check_tokens(tokens);
+  ring_.begin_span(type);
+  run(tokens);
+  return logits_;
+}
+
+std::span<const float> RingSession::decode(std::span<const int32_t> tokens) {
+  check_tokens(tokens);
+  run(tokens);
+  return logits_;
+}
+
+void RingSession::seal() {
+  ring_.seal();
+}
+
+uint32_t RingSession::max_probe() const {
+  if (!ring_.sealed()) return 0;
+  const uint32_t global = ring_.free_window();
+  return local_ ? std::min(global, local_->n_slots() - local_->window()) : global;
+}
+
+std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType type) {
+  check_tokens(tokens);
+  if (!ring_.sealed()) throw_error("session: probe before the anchors are sealed");
+  if (tokens.size() > max_probe())
+    throw_error("session: probe of {} tokens is longer than the free window ({} tokens)",
+                tokens.size(), max_probe());
+  const std::vector<float> saved_logits = logits_;
+  const ProbeMark mark = ring_.begin_probe();
+  std::vector<float> out;
+  try {
+    ring_.begin_span(type);
+    run(tokens);
+    out = logits_;
+  } catch (...) {
+    ring_.rollback_clock(mark);
+    logits_ = saved_logits;
+    throw;
+  }
+  ring_.rollback_clock(mark);
+  logits_ = saved_logits;
+  return out;
+}
+
+}  // namespace channel

@@ -1,0 +1,94 @@
+// RingSession: a conversation that runs forever in KV memory allocated once, through the
+// fixed slot geometry of kv/ (docs/kv-geometry.md). Global layers keep n_slots slots
+// (anchors, FIFO window, recall) and see keys at virtual positions; sliding layers keep
+// W + max(probe_reserve, n_batch - 1) slots and see the last W tokens. Tokens are appended under semantic
+// spans; probes run transient tokens and roll back without touching other K/V.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/thread_pool.h"
+#include "kv/rope_f64.h"
+#include "kv/slot_attention.h"
+#include "kv/slot_ring.h"
+#include "kv/virtual_positions.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace channel {
+
+struct RingSessionConfig {
+  RingConfig ring;    // n_slots (--slots), n_recall (--recall-slots), probe reserve, cut chunk
+  int n_threads = 0;  // 0: one per hardware thread
+  int n_batch = 64;   // most tokens per forward() chunk
+};
+
+class RingSession {
+ public:
+  // Allocates every K/V arena and scratch buffer now. Throws channel::Error for a geometry
+  // that cannot hold a window, or whose n_slots cannot hold a sliding layer's window.
+  RingSession(std::shared_ptr<const Model> model, const RingSessionConfig& config);
+  ~RingSession();
+
+  // Starts a span of `type` and appends `tokens` to it; returns the last token's logits
+  // [n_vocab] (valid until the next call). Before seal() the tokens are anchors (cold boot).
+  // Throws channel::Error, with the state unchanged, for an empty list, an id outside the
+  // vocabulary, or anchors too long for the geometry.
+  std::span<const float> append(SpanType type, std::span<const int32_t> tokens);
+  // Appends to the current span (e.g. one generated token); an error when none was begun.
+  std::span<const float> decode(std::span<const int32_t> tokens);
+  // Ends the cold boot: the tokens so far become the immutable anchors.
+  void seal();
+
+  // Runs `tokens` as transient tokens in a span of `type` and rolls back: returns the last
+  // token's logits; clock, table, spans and every other slot's K/V are as before. Throws,
+  // with the state unchanged, when the probe is longer than max_probe().
+  std::vector<float> probe(std::span<const int32_t> tokens, SpanType type = SpanType::thought);
+  uint32_t max_probe() const;
+
+  const SlotRing& ring() const { return ring_; }
+  void set_eviction_hook(EvictionHook hook) { ring_.set_eviction_hook(std::move(hook)); }
+  uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
+  size_t kv_bytes() const;
+  const Model& model() const { return *model_; }
+
+  // K/V arenas of layer il, [n_head_kv][slots of the layer][head_dim], keys stored rotated.
+  std::span<const float> layer_k(int il) const { return layers_[il].k; }
+  std::span<const float> layer_v(int il) const { return layers_[il].v; }
+
+ private:
+  class Backend;
+  struct Layer {
+    bool sliding = false;
+    uint32_t n_slots = 0;
+    std::vector<float> k, v;  // [n_head_kv][n_slots][head_dim]
+  };
+  void check_tokens(std::span<const int32_t> tokens) const;
+  void run(std::span<const int32_t> tokens);
+  void run_chunk(std::span<const int32_t> tokens);
+
+  std::shared_ptr<const Model> model_;
+  RingSessionConfig config_;
+  ThreadPool pool_;
+  SlotRing ring_;
+  std::unique_ptr<LocalRing> local_;  // null without sliding layers
+  RopeFreqs rope_global_, rope_sliding_;
+  std::vector<Layer> layers_;
+  ForwardScratch scratch_;
+  std::unique_ptr<Backend> backend_;
+  // Per chunk token, allocated for n_batch tokens once:
+  std::vector<uint64_t> clocks_;               // [n_batch]
+  std::vector<uint32_t> global_slots_;         // [n_batch]
+  std::vector<uint32_t> local_slots_;          // [n_batch]
+  std::vector<std::vector<SlotRun>> runs_;     // [n_batch] global runs of each query
+  std::vector<SlotRun> local_runs_;            // [n_batch]
+  std::vector<float> cs_global_, cs_sliding_;  // [n_batch][n_rot] key rotation cos/sin
+  std::vector<SlotAttnScratch> attn_scratch_;  // [n_threads]
+  std::vector<float> logits_;                  // [n_vocab]
+  uint64_t max_distance_ = 0;
+};
+
+}  // namespace channel
