@@ -267,7 +267,7 @@ std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const Episod
   bh.token_count = static_cast<uint32_t>(n);
   bh.summary_len = static_cast<uint16_t>(summary.size());
   std::memcpy(b.data(), &bh, sizeof bh);
-  std::memcpy(b.data() + L.block_summary, summary.data(), summary.size());
+  if (!summary.empty()) std::memcpy(b.data() + L.block_summary, summary.data(), summary.size());
   std::memcpy(b.data() + L.block_tokens, r.tokens.data(), 4 * n);
   const size_t rows = 2ull * L.num_layers * n;  // the kv span is [L][2][n][kv_dim] already
   for (size_t i = 0; i < rows; ++i) {
