@@ -51,8 +51,7 @@ model_commands=(
   "tokenize hello"
   "detokenize --ids 1,2"
 )
-has_command info && model_commands+=("info")
-has_command logits && model_commands+=("logits --ids 1,2")
+model_commands+=("info" "logits --ids 1,2")
 for spec in "${model_commands[@]}"; do
   read -r -a words <<<"$spec"
   cmd=${words[0]}

@@ -3,7 +3,7 @@
 # fields of valid stores, verify's exit codes, one-line errors for broken files.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 seeds="$(dirname "$0")/../fuzz/corpus/memory_fuzz"
-has_command mem || skip_test "this build has no 'mem' command"
+require_command mem
 
 expect_ok "mem ls" "$CHANNEL" mem ls "$seeds/valid_fp16.mem"
 [[ $(wc -l <"$TMP/out") == 4 ]] || fail "mem ls: expected a header and 3 rows: $(cat "$TMP/out")"

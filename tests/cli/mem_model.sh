@@ -2,7 +2,7 @@
 # `channel mem create|add|query` with the built-in model: texts stored as episodes are found
 # again by their own text, the store verifies, and a store of another model is refused.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
-has_command mem || skip_test "this build has no 'mem' command"
+require_command mem
 "$CHANNEL" mem create "$TMP/probe.mem" --capacity 1 >/dev/null 2>&1 ||
   skip_test "this build has no built-in model"
 store="$TMP/facts.episodic.mem"

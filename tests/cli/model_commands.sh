@@ -3,7 +3,7 @@
 # testdata goldens, determinism of mkmodel, and one-line errors for bad input.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 for cmd in logits info perplexity mkmodel; do
-  has_command "$cmd" || skip_test "this channel has no '$cmd' command yet"
+  require_command "$cmd"
 done
 command -v python3 >/dev/null || skip_test "python3 is needed to check JSON output"
 

@@ -30,9 +30,17 @@ list_commands() {
   "$CHANNEL" --help 2>/dev/null | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'
 }
 
-# True when the binary has the subcommand (others are added as the project grows).
+# True when the binary has the subcommand.
 has_command() {
   list_commands | grep -qx -- "$1"
+}
+
+# A test of a subcommand fails (never skips) when the binary lacks it.
+require_command() {
+  has_command "$1" || {
+    echo "FAIL: channel --help lists no '$1' subcommand" >&2
+    exit 1
+  }
 }
 
 # expect_error DESCRIPTION REGEX COMMAND...: the command must exit non-zero without a
