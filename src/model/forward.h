@@ -65,7 +65,8 @@ struct ForwardScratch {
 };
 
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,
-// or [n][n_vocab] for every token.
+// or [n][n_vocab] for every token. With batch.attention set, kv only supplies the states of
+// bounded layers (its K/V slots are unused, so it may have none).
 void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsFor which,
              ForwardScratch& scratch, ThreadPool& pool, float* logits);
 // The same with batch.attention set and no KvCache (not for bounded layers).

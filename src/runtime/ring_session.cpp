@@ -64,13 +64,11 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
       config_(config),
       pool_(resolve_threads(config.n_threads)),
       ring_(config.ring),
+      bounded_(model_->hparams(), 0),
       scratch_(model_->hparams(), std::max(1, config.n_batch), 1, pool_.size()) {
   const ModelHparams& hp = model_->hparams();
   if (config.n_batch < 1)
     throw_error("session: n_batch must be at least 1, got {}", config.n_batch);
-  if (hp.arch_id == Arch::bounded)
-    throw_error("session: the KV slot geometry does not apply to the bounded architecture "
-                "(its layers keep their own fixed-size state)");
   if (hp.head_dim != hp.head_dim_v)
     throw_error("session: the KV slot geometry needs equal K and V head dims ({} vs {})",
                 hp.head_dim, hp.head_dim_v);
@@ -94,7 +92,7 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   for (int il = 0; il < hp.n_layer; ++il) {
     Layer& L = layers_[il];
     L.sliding = hp.is_sliding(il);
-    L.n_slots = L.sliding ? local_->n_slots() : config.ring.n_slots;
+    L.n_slots = hp.is_bounded(il) ? 0 : L.sliding ? local_->n_slots() : config.ring.n_slots;
     L.k.assign(size_t(hp.n_head_kv) * L.n_slots * hp.head_dim, 0.0f);
     L.v.assign(L.k.size(), 0.0f);
   }
@@ -117,7 +115,7 @@ RingSession::~RingSession() = default;
 size_t RingSession::kv_bytes() const {
   size_t n = 0;
   for (const Layer& L : layers_) n += (L.k.size() + L.v.size()) * sizeof(float);
-  return n;
+  return n + bounded_.bytes();
 }
 
 void RingSession::check_tokens(std::span<const int32_t> tokens) const {
@@ -171,7 +169,7 @@ void RingSession::run_chunk(std::span<const int32_t> tokens) {
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.attention = backend_.get();
-  forward(*model_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
+  forward(*model_, bounded_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
 }
 
 std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {
@@ -191,6 +189,21 @@ void RingSession::seal() {
   ring_.seal();
 }
 
+// Bounded layers roll back by a bit-for-bit copy (a probe may be longer than their undo
+// history). The copies are allocated by the first probe; later copies reuse their buffers.
+void RingSession::save_bounded() {
+  const ModelHparams& hp = model_->hparams();
+  probe_saved_.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (hp.is_bounded(il)) probe_saved_[il].state = bounded_.bounded(il);
+}
+
+void RingSession::restore_bounded() {
+  const ModelHparams& hp = model_->hparams();
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (hp.is_bounded(il)) bounded_.bounded(il).restore(probe_saved_[il]);
+}
+
 uint32_t RingSession::max_probe() const {
   if (!ring_.sealed()) return 0;
   const uint32_t global = ring_.free_window();
@@ -204,6 +217,7 @@ std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType 
     throw_error("session: probe of {} tokens is longer than the free window ({} tokens)",
                 tokens.size(), max_probe());
   const std::vector<float> saved_logits = logits_;
+  save_bounded();
   const ProbeMark mark = ring_.begin_probe();
   std::vector<float> out;
   try {
@@ -212,10 +226,12 @@ std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType 
     out = logits_;
   } catch (...) {
     ring_.rollback_clock(mark);
+    restore_bounded();
     logits_ = saved_logits;
     throw;
   }
   ring_.rollback_clock(mark);
+  restore_bounded();
   logits_ = saved_logits;
   return out;
 }

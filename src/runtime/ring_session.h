@@ -1,8 +1,9 @@
 // RingSession: a conversation that runs forever in KV memory allocated once, through the
 // fixed slot geometry of kv/ (docs/kv-geometry.md). Global layers keep n_slots slots
 // (anchors, FIFO window, recall) and see keys at virtual positions; sliding layers keep
-// W + max(probe_reserve, n_batch - 1) slots and see the last W tokens. Tokens are appended under semantic
-// spans; probes run transient tokens and roll back without touching other K/V.
+// W + max(probe_reserve, n_batch - 1) slots and see the last W tokens; bounded (swa_sink_v1)
+// layers keep their own fixed-size BoundedState. Tokens are appended under semantic spans;
+// probes run transient tokens and roll back without touching other K/V.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
 #include "model/forward.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace channel {
@@ -55,20 +57,24 @@ class RingSession {
   size_t kv_bytes() const;
   const Model& model() const { return *model_; }
 
-  // K/V arenas of layer il, [n_head_kv][slots of the layer][head_dim], keys stored rotated.
+  // K/V arenas of layer il, [n_head_kv][slots of the layer][head_dim], keys stored rotated;
+  // empty on a bounded layer, whose state is bounded_state(il).
   std::span<const float> layer_k(int il) const { return layers_[il].k; }
   std::span<const float> layer_v(int il) const { return layers_[il].v; }
+  const BoundedState& bounded_state(int il) const { return bounded_.bounded(il); }
 
  private:
   class Backend;
   struct Layer {
     bool sliding = false;
-    uint32_t n_slots = 0;
+    uint32_t n_slots = 0;     // 0 on a bounded layer
     std::vector<float> k, v;  // [n_head_kv][n_slots][head_dim]
   };
   void check_tokens(std::span<const int32_t> tokens) const;
   void run(std::span<const int32_t> tokens);
   void run_chunk(std::span<const int32_t> tokens);
+  void save_bounded();
+  void restore_bounded();
 
   std::shared_ptr<const Model> model_;
   RingSessionConfig config_;
@@ -77,6 +83,8 @@ class RingSession {
   std::unique_ptr<LocalRing> local_;  // null without sliding layers
   RopeFreqs rope_global_, rope_sliding_;
   std::vector<Layer> layers_;
+  KvCache bounded_;  // no K/V slots: only the BoundedState of each bounded layer
+  std::vector<BoundedSnapshot> probe_saved_;  // [n_layer] bounded states before a probe
   ForwardScratch scratch_;
   std::unique_ptr<Backend> backend_;
   // Per chunk token, allocated for n_batch tokens once:

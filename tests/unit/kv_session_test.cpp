@@ -1,4 +1,5 @@
-// RingSession on micro models (llama, and gemma3 with sliding layers): logits equal the
+// RingSession on micro models (llama, gemma3 with sliding layers, and bounded with two
+// swa_sink_v1 layers and one global layer): logits equal the
 // oracle engine's at every step over thousands of tokens and many wraps (64 slots, 8 recall,
 // anchors of 5), equal the plain contiguous session before the first wrap, and probes leave
 // clock, table, spans, every non-transient K/V byte and the next logits bit-identical.
@@ -36,6 +37,9 @@ Built micro(Arch arch) {
   s.ffn = 48;
   s.window = 8;
   s.window_pattern = 3;  // gemma3: layers 0, 1 sliding, 2 global
+  s.rope_dims = 4;       // bounded: partial rotary on every layer
+  s.sinks = 2;
+  s.global_every = 3;  // bounded: layers 0, 1 bounded (W = 8), 2 global
   s.vocab = 300;
   s.seed = 5;
   ThreadPool pool(1);
@@ -55,7 +59,8 @@ RingSessionConfig small_geometry() {
 }
 
 // The oracle engine: forward() with a backend that keeps every token's unrotated K/V and
-// attends over the explicit views of an OracleTimeline, in double precision.
+// attends over the explicit views of an OracleTimeline, in double precision. Bounded layers
+// run their own operator on states of its own, snapshotted around probes.
 class OracleEngine : public AttentionBackend {
  public:
   OracleEngine(std::shared_ptr<const Model> model, const RingConfig& ring)
@@ -63,6 +68,7 @@ class OracleEngine : public AttentionBackend {
         timeline_(ring),
         pool_(1),
         scratch_(model_->hparams(), 1, 1, 1),
+        bounded_(model_->hparams(), 0),
         logits_(model_->hparams().n_vocab) {
     const ModelHparams& hp = model_->hparams();
     const auto layout = hp.rope_style == RopeStyle::neox ? RopeLayout::neox : RopeLayout::normal;
@@ -73,8 +79,17 @@ class OracleEngine : public AttentionBackend {
   }
   void begin_span(SpanType t) { timeline_.begin_span(t); }
   void seal() { timeline_.seal(); }
-  void begin_probe() { timeline_.begin_probe(); }
-  void rollback() { timeline_.rollback(); }
+  void begin_probe() {
+    timeline_.begin_probe();
+    saved_.clear();
+    for (int il = 0; il < model_->hparams().n_layer; ++il)
+      saved_.push_back(bounded_.bounded(il).snapshot());
+  }
+  void rollback() {
+    timeline_.rollback();
+    for (int il = 0; il < model_->hparams().n_layer; ++il)
+      if (model_->hparams().is_bounded(il)) bounded_.bounded(il).restore(saved_[il]);
+  }
 
   const std::vector<float>& step(int32_t token) {
     const ModelHparams& hp = model_->hparams();
@@ -85,7 +100,7 @@ class OracleEngine : public AttentionBackend {
     ForwardBatch batch;
     batch.tokens = {&token, 1};
     batch.attention = this;
-    forward(*model_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
+    forward(*model_, bounded_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
     return logits_;
   }
 
@@ -117,6 +132,8 @@ class OracleEngine : public AttentionBackend {
   OracleTimeline timeline_;
   ThreadPool pool_;
   ForwardScratch scratch_;
+  KvCache bounded_;  // bounded layers' states only
+  std::vector<BoundedSnapshot> saved_;
   RopeFreqs rope_global_, rope_sliding_;
   std::vector<std::vector<float>> k_, v_;  // [n_layer][clock][n_head_kv][head_dim] unrotated
   uint64_t clock_ = 0;
@@ -251,6 +268,11 @@ TEST_P(KvSession, ProbesLeaveStateKvAndNextLogitsBitIdentical) {
     ASSERT_EQ(state_diff(with.ring(), without.ring()), "");
     const size_t hd = hp.head_dim;
     for (int il = 0; il < hp.n_layer; ++il) {
+      if (hp.is_bounded(il)) {  // ring, counter and undo history, bit for bit
+        ASSERT_TRUE(with.bounded_state(il).bit_equal(without.bounded_state(il))) << "layer " << il;
+        ASSERT_TRUE(with.layer_k(il).empty());
+        continue;
+      }
       const size_t n_slots = with.layer_k(il).size() / (hp.n_head_kv * hd);
       const auto transient = [&](size_t slot) {
         for (uint64_t c2 = clock; c2 < clock + k; ++c2) {
@@ -302,9 +324,12 @@ TEST_P(KvSession, BadInputIsAClearErrorWithTheStateUnchanged) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, KvSession, ::testing::Values(Arch::llama, Arch::gemma3),
+INSTANTIATE_TEST_SUITE_P(Archs, KvSession,
+                         ::testing::Values(Arch::llama, Arch::gemma3, Arch::bounded),
                          [](const auto& info) {
-                           return std::string(info.param == Arch::llama ? "llama" : "gemma3");
+                           return std::string(info.param == Arch::llama    ? "llama"
+                                              : info.param == Arch::gemma3 ? "gemma3"
+                                                                           : "bounded");
                          });
 
 }  // namespace
