@@ -5,11 +5,11 @@
 #include <array>
 #include <cctype>
 
+#include "util/error.h"
+
 namespace channel {
 
 namespace {
-
-constexpr size_t kTailBytes = 32;
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -56,6 +56,14 @@ bool ends_sentence(std::string_view text) {
 }
 
 }  // namespace
+
+void SentenceSplitter::restore(const State& state) {
+  if (state.tail.size() > kTailBytes)
+    throw_error("sentence splitter: a tail of {} bytes, more than {}", state.tail.size(),
+                kTailBytes);
+  tail_ = state.tail;
+  fresh_ = state.fresh;
+}
 
 void SentenceSplitter::reset() {
   tail_.clear();

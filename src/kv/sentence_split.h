@@ -23,6 +23,17 @@ class SentenceSplitter {
   bool feed(std::string_view piece);
   void reset();
 
+  // What the splitter remembers of the text so far (session files save it).
+  struct State {
+    std::string tail;   // [<= kTailBytes] the last bytes fed
+    bool fresh = true;  // no visible text fed since construction or reset()
+    bool operator==(const State&) const = default;
+  };
+  static constexpr size_t kTailBytes = 32;
+  State state() const { return {tail_, fresh_}; }
+  // Throws channel::Error for a tail longer than kTailBytes.
+  void restore(const State& state);
+
  private:
   std::string tail_;  // last bytes fed, enough to judge the terminator
   bool fresh_ = true;

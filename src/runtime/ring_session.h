@@ -56,6 +56,8 @@ class RingSession {
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
   const Model& model() const { return *model_; }
+  // The logits of the last token appended or decoded ([n_vocab]; zeros before the first).
+  std::span<const float> logits() const { return logits_; }
 
   // K/V arenas of layer il, [n_head_kv][slots of the layer][head_dim], keys stored rotated;
   // empty on a bounded layer, whose state is bounded_state(il).
@@ -65,6 +67,7 @@ class RingSession {
 
  private:
   class Backend;
+  friend struct RingSessionFile;  // runtime/session_file.cpp: saves and restores the state
   struct Layer {
     bool sliding = false;
     uint32_t n_slots = 0;     // 0 on a bounded layer

@@ -61,6 +61,12 @@ uint64_t Rng::next_u64() {
   return result;
 }
 
+void Rng::set_state(const std::array<uint64_t, 4>& state) {
+  if (state[0] == 0 && state[1] == 0 && state[2] == 0 && state[3] == 0)
+    throw_error("sampler: the all-zero RNG state is invalid");
+  for (int i = 0; i < 4; ++i) s_[i] = state[i];
+}
+
 double Rng::next_double() {
   return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
 }
@@ -198,6 +204,17 @@ std::vector<int32_t> Sampler::recent_tokens() const {
   for (size_t i = 0; i < history_.size(); ++i)
     out.push_back(history_[(history_next_ + i) % history_.size()]);
   return out;
+}
+
+void Sampler::restore(const std::array<uint64_t, 4>& rng_state, std::span<const int32_t> recent) {
+  if (recent.size() > static_cast<size_t>(config_.repeat_last_n))
+    throw_error("sampler: {} recent tokens, more than repeat_last_n ({})", recent.size(),
+                config_.repeat_last_n);
+  Rng rng = rng_;
+  rng.set_state(rng_state);
+  rng_ = rng;
+  history_.assign(recent.begin(), recent.end());  // oldest first: the next token overwrites [0]
+  history_next_ = 0;
 }
 
 void Sampler::reset() {

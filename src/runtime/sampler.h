@@ -4,6 +4,7 @@
 // documented PRNG, so one seed gives the same tokens on every machine.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,6 +19,11 @@ class Rng {
   explicit Rng(uint64_t seed);
   uint64_t next_u64();
   double next_double();  // uniform in [0, 1)
+
+  // The four state words, for session files. set_state throws channel::Error for the
+  // all-zero state (xoshiro would only ever return 0 from it).
+  std::array<uint64_t, 4> state() const { return {s_[0], s_[1], s_[2], s_[3]}; }
+  void set_state(const std::array<uint64_t, 4>& state);
 
  private:
   uint64_t s_[4];
@@ -79,6 +85,12 @@ class Sampler {
   const SamplerConfig& config() const { return config_; }
   // The recent tokens that the penalty applies to, oldest first.
   std::vector<int32_t> recent_tokens() const;
+
+  // Session files: the RNG and the penalty history. restore() continues exactly where the
+  // saved sampler was; it throws channel::Error, state unchanged, for an all-zero RNG state
+  // or more recent tokens than repeat_last_n.
+  const Rng& rng() const { return rng_; }
+  void restore(const std::array<uint64_t, 4>& rng_state, std::span<const int32_t> recent);
 
  private:
   int32_t sample_greedy(std::span<const float> logits);

@@ -1,13 +1,18 @@
 // `channel run`: generate text from a prompt, streaming it to stdout as it comes;
-// load progress and the prompt / generation speed go to stderr.
+// load progress and the prompt / generation speed go to stderr. With --session FILE the
+// conversation runs on the KV slot geometry and is resumed from / saved to FILE.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli_common.h"
 #include "command.h"
 #include "model/model.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
+#include "runtime/session_file.h"
+#include "runtime/stream_session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -22,6 +27,9 @@ struct RunArgs {
   int threads = 1;
   bool no_echo = false;
   SamplerConfig sampling;
+  std::string session;  // --session FILE: run on the slot geometry, resume and save
+  int64_t slots = SlotGeometry::kDefaultSlots;
+  int64_t recall = SlotGeometry::kDefaultRecall;
 };
 
 constexpr int kDefaultMaxCtx = 4096;
@@ -33,9 +41,72 @@ bool write_out(std::string_view text) {
          std::fflush(stdout) == 0;
 }
 
+// One turn of a conversation kept in a session file: the prompt is fed as user spans, the
+// reply generated on the ring until an end-of-generation token or -n tokens.
+int run_session(const RunArgs& args) {
+  const LoadedModel loaded = load_model(args.model);
+  const Tokenizer& tokenizer = loaded.model->tokenizer();
+  RingSessionConfig config;
+  config.ring.n_slots = static_cast<uint32_t>(args.slots);
+  config.ring.n_recall = static_cast<uint32_t>(args.recall);
+  config.n_threads = args.threads;
+  const bool resume = std::filesystem::exists(args.session);
+  std::unique_ptr<StreamSession> s;
+  if (resume) {
+    s = load_session_file(args.session, loaded.model, config);
+  } else {
+    s = std::make_unique<StreamSession>(loaded.model, config, args.sampling);
+    if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) {
+      const int32_t bos = tokenizer.bos_id();
+      s->append(SpanType::system, {&bos, 1});
+    }
+    s->seal();
+  }
+  const std::vector<int32_t> prompt =
+      tokenizer.encode(args.prompt, /*add_bos=*/false, /*parse_special=*/true);
+  if (prompt.empty() && s->clock() == 0)
+    throw Error("the prompt is empty and the session holds no tokens to continue from");
+  print_loaded(loaded);
+  std::fprintf(stderr, "channel: %s %s at clock %llu\n", resume ? "resumed" : "new session",
+               args.session.c_str(), static_cast<unsigned long long>(s->clock()));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!prompt.empty()) s->feed(SpanType::user, prompt);
+  const double prompt_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bool output_ok = args.no_echo || write_out(args.prompt);
+  int n = 0;
+  const char* stop = "token limit";
+  const auto t1 = std::chrono::steady_clock::now();
+  while (args.n_predict < 0 || n < args.n_predict) {
+    const GeneratedToken g = s->next(EogPolicy::stop);
+    if (g.end_of_generation) {
+      stop = "end of generation";
+      break;
+    }
+    ++n;
+    if (output_ok) output_ok = write_out(g.text);
+    if (!output_ok) {
+      stop = "output closed";
+      break;
+    }
+  }
+  const double gen_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  if (output_ok) write_out("\n");
+  save_session_file(args.session, *s);
+  std::fprintf(stderr,
+               "channel: prompt %zu tokens in %.3f s | generation %d tokens, %.2f tok/s | stop: "
+               "%s | clock %llu, saved %s\n",
+               prompt.size(), prompt_seconds, n, gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
+               static_cast<unsigned long long>(s->clock()), args.session.c_str());
+  return 0;
+}
+
 int run_run(const RunArgs& args) {
   validate(args.sampling);  // bad sampling flags fail before the model loads
   std::signal(SIGPIPE, SIG_IGN);
+  if (!args.session.empty()) return run_session(args);
 
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -109,6 +180,15 @@ const CommandRegistrar registrar{
                      "Context size in tokens (default: the model's, at most 4096)")
           ->check(integer_in(1, 1 << 24));
       sub.add_flag("--no-echo", args->no_echo, "Print only the generated text, not the prompt");
+      sub.add_option("--session", args->session,
+                     "Keep the conversation in FILE: run on the KV slot geometry, resume from "
+                     "FILE if it exists, save it after the reply (--ctx does not apply)");
+      sub.add_option("--slots", args->slots, "With --session: KV slots per global layer")
+          ->check(integer_in(1, 1 << 30))
+          ->capture_default_str();
+      sub.add_option("--recall-slots", args->recall, "With --session: recall slots")
+          ->check(integer_in(0, 1 << 30))
+          ->capture_default_str();
       return [args] { return run_run(*args); };
     }};
 

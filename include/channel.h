@@ -1,0 +1,245 @@
+/* channel.h: Channel's public C API. Load a model, tokenize, run a session that streams
+ * forever through the fixed KV slot geometry (anchors, FIFO window, recall slots), sample,
+ * probe, read the geometry and spans, and save/restore whole sessions to files.
+ *
+ * Conventions (docs/c-api.md):
+ * - Handles are opaque. Every function that can fail returns a channel_status; on failure
+ *   channel_last_error() gives a one-line message for this thread, and output parameters
+ *   are left unchanged. No C++ exception ever crosses this boundary.
+ * - A session is used by one thread at a time. Models are immutable once loaded and may be
+ *   shared by sessions on any threads; a session keeps its model alive, so
+ *   channel_model_free() may come before the sessions are freed.
+ * - Free functions accept NULL. */
+#ifndef CHANNEL_H
+#define CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHANNEL_API_VERSION 1
+
+typedef enum channel_status {
+  CHANNEL_OK = 0,
+  CHANNEL_ERR_ARGUMENT = 1,    /* NULL handle, value out of range, token outside the vocabulary */
+  CHANNEL_ERR_STATE = 2,       /* not possible in the session's state (anchors too long, probe
+                                  longer than the free window, nothing to sample from, ...) */
+  CHANNEL_ERR_IO = 3,          /* a file cannot be opened, read or written */
+  CHANNEL_ERR_FORMAT = 4,      /* a model or session file is corrupt, truncated or mismatched */
+  CHANNEL_ERR_BUFFER = 5,      /* an output buffer is too small: *n_out holds the size needed */
+  CHANNEL_ERR_UNAVAILABLE = 6, /* e.g. no default model is built into this program */
+  CHANNEL_ERR_NO_MEMORY = 7,
+  CHANNEL_ERR_INTERNAL = 8
+} channel_status;
+
+/* The message of the last failed call on this thread ("" after a successful one). The
+ * pointer is valid until the next channel_* call on this thread. */
+const char* channel_last_error(void);
+/* "ok", "argument", "state", "io", "format", "buffer", "unavailable", "no memory", "internal". */
+const char* channel_status_name(channel_status status);
+
+/* ---- models -------------------------------------------------------------------------- */
+
+typedef struct channel_model channel_model;
+
+/* A GGUF file (llama or gemma3 for sessions; memory-mapped, read-only). */
+channel_status channel_model_load(const char* path, channel_model** out);
+/* GGUF bytes that the caller keeps alive and unchanged until every session of the model and
+ * the model itself are freed. `name` names the model in messages (may be NULL). */
+channel_status channel_model_load_memory(const void* data, size_t size, const char* name,
+                                         channel_model** out);
+/* The default model built into the program. Defined by the library that embeds it (the
+ * `channel_embedded` target, which the channel CLI links); CHANNEL_ERR_UNAVAILABLE when
+ * the build had no models/channel-default.gguf. */
+channel_status channel_model_load_default(channel_model** out);
+/* A deterministic random-weight model (as `channel mkmodel` writes), for tests and
+ * benchmarks. arch: "llama" or "gemma3". Sizes left 0 take small defaults. */
+typedef struct channel_random_model_params {
+  const char* arch;
+  int32_t n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab;
+  int32_t sliding_window; /* gemma3: every third layer is global, the others slide */
+  uint64_t seed;
+} channel_random_model_params;
+channel_status channel_model_create_random(const channel_random_model_params* params,
+                                           channel_model** out);
+void channel_model_free(channel_model* model);
+
+typedef struct channel_model_info {
+  char arch[32];
+  int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_vocab;
+  int32_t n_ctx_train;
+  int32_t sliding_window; /* 0: none */
+  uint64_t weight_bytes;
+  uint64_t model_id; /* the identity session files are bound to */
+} channel_model_info;
+channel_status channel_model_get_info(const channel_model* model, channel_model_info* out);
+
+/* ---- tokens -------------------------------------------------------------------------- */
+
+#define CHANNEL_ADD_BOS_DEFAULT (-1) /* add a BOS token when the model asks for one */
+
+/* Tokenizes text[0..text_len) into tokens[0..capacity). Sets *n_tokens to the count; when
+ * it exceeds capacity, returns CHANNEL_ERR_BUFFER (call again with a larger buffer).
+ * add_bos: 0, 1 or CHANNEL_ADD_BOS_DEFAULT; parse_special: 1 turns "<bos>"-style text
+ * into control tokens. */
+channel_status channel_tokenize(const channel_model* model, const char* text, size_t text_len,
+                                int add_bos, int parse_special, int32_t* tokens, size_t capacity,
+                                size_t* n_tokens);
+/* Writes the text of tokens (control tokens print nothing) and a terminating NUL into
+ * text[0..capacity). *text_len gets the length without the NUL; CHANNEL_ERR_BUFFER when
+ * text_len + 1 > capacity. */
+channel_status channel_detokenize(const channel_model* model, const int32_t* tokens,
+                                  size_t n_tokens, char* text, size_t capacity, size_t* text_len);
+/* 1 for tokens that end a reply (eos, <end_of_turn>, ...), 0 otherwise or out of range. */
+int channel_token_is_eog(const channel_model* model, int32_t token);
+
+/* ---- sessions ------------------------------------------------------------------------ */
+
+typedef struct channel_session channel_session;
+
+typedef enum channel_span_type {
+  CHANNEL_SPAN_SYSTEM = 0,
+  CHANNEL_SPAN_USER = 1,
+  CHANNEL_SPAN_THOUGHT = 2,
+  CHANNEL_SPAN_TOOL_CALL = 3,
+  CHANNEL_SPAN_TOOL_RESULT = 4,
+  CHANNEL_SPAN_RESPONSE_SENTENCE = 5,
+  CHANNEL_SPAN_TURN_END = 6
+} channel_span_type;
+
+typedef struct channel_session_params {
+  uint32_t n_slots;       /* KV slots per global layer (default 4096) */
+  uint32_t n_recall;      /* recall slots, tier 3 (default 128) */
+  uint32_t probe_reserve; /* window slots kept free for probes (default 0) */
+  int32_t n_threads;      /* 0: one per hardware thread */
+  int32_t n_batch;        /* most tokens per forward chunk (default 64) */
+} channel_session_params;
+
+typedef struct channel_sampler_params {
+  float temperature;     /* 0: greedy (default 0.8) */
+  int32_t top_k;         /* <= 0: off (40) */
+  float top_p;           /* >= 1: off (0.95) */
+  float min_p;           /* <= 0: off (0.05) */
+  float repeat_penalty;  /* 1: off (1) */
+  int32_t repeat_last_n; /* (64) */
+  uint64_t seed;         /* (42) */
+} channel_sampler_params;
+
+channel_session_params channel_session_default_params(void);
+channel_sampler_params channel_sampler_default_params(void);
+
+/* Allocates every K/V arena now (never again). sampler may be NULL (defaults).
+ * CHANNEL_ERR_ARGUMENT for a geometry that cannot hold a window or a sliding window. */
+channel_status channel_session_create(channel_model* model, const channel_session_params* params,
+                                      const channel_sampler_params* sampler, channel_session** out);
+void channel_session_free(channel_session* session);
+
+/* One new span of `type` holding the tokens (before seal: anchors, the system prompt).
+ * Every token enters the sampler's repetition history. The logits of the last token are
+ * then available from channel_session_logits. */
+channel_status channel_session_append(channel_session* session, channel_span_type type,
+                                      const int32_t* tokens, size_t n_tokens);
+/* Text tokens cut into spans of `type` at sentence ends; text fed in pieces continues
+ * its sentence (the first token starts a new span only after other input). */
+channel_status channel_session_feed(channel_session* session, channel_span_type type,
+                                    const int32_t* tokens, size_t n_tokens);
+/* Appends to the newest span (CHANNEL_ERR_STATE when none was begun). */
+channel_status channel_session_decode(channel_session* session, const int32_t* tokens,
+                                      size_t n_tokens);
+/* Ends the cold boot: the tokens so far become the immutable anchors. */
+channel_status channel_session_seal(channel_session* session);
+
+/* The last token's logits, [n_vocab] (zeros before any token); valid until the next call
+ * that appends, decodes, generates or restores. */
+const float* channel_session_logits(const channel_session* session, size_t* n_vocab);
+
+/* Runs transient tokens as a span of `type` and rolls back: logits[0..capacity) gets the
+ * last token's logits (capacity >= n_vocab, else CHANNEL_ERR_BUFFER); the session is left
+ * exactly as before. CHANNEL_ERR_STATE before seal or beyond channel_session_max_probe. */
+channel_status channel_session_probe(channel_session* session, channel_span_type type,
+                                     const int32_t* tokens, size_t n_tokens, float* logits,
+                                     size_t capacity);
+uint32_t channel_session_max_probe(const channel_session* session);
+
+/* Replaces the sampler: the RNG restarts from params->seed and the history empties. */
+channel_status channel_session_set_sampler(channel_session* session,
+                                           const channel_sampler_params* params);
+/* Samples a token from the current logits without feeding it (nor recording it). */
+channel_status channel_session_sample(channel_session* session, int32_t* token);
+
+/* Generation. Each token is sampled, recorded and fed back at once (so the session can be
+ * saved or continued after any token), into response_sentence spans cut at sentence ends. */
+typedef enum channel_eog_policy {
+  CHANNEL_EOG_STOP = 0,    /* an end-of-generation token ends the call and is not fed */
+  CHANNEL_EOG_TURN_END = 1 /* it is fed as a turn_end span and generation goes on */
+} channel_eog_policy;
+typedef enum channel_stop_reason {
+  CHANNEL_STOP_MAX_TOKENS = 0,
+  CHANNEL_STOP_EOG = 1,
+  CHANNEL_STOP_CALLBACK = 2
+} channel_stop_reason;
+/* Called after each generated token was fed: `text` is the UTF-8 the token completed (not
+ * NUL-terminated, may be empty; valid during the call). The callback may call the
+ * read-only functions (geometry, spans, logits) but not change the session. Return
+ * nonzero to stop. */
+typedef int (*channel_token_callback)(int32_t token, const char* text, size_t text_len,
+                                      void* user_data);
+/* Generates at most max_tokens tokens (callback may be NULL). *n_generated (may be NULL)
+ * counts the tokens fed; *stop (may be NULL) says why it ended. */
+channel_status channel_session_generate(channel_session* session, int64_t max_tokens,
+                                        channel_eog_policy eog, channel_token_callback callback,
+                                        void* user_data, int64_t* n_generated,
+                                        channel_stop_reason* stop);
+
+/* ---- geometry and spans -------------------------------------------------------------- */
+
+typedef struct channel_geometry {
+  uint64_t clock; /* tokens written since cold boot (the next token's clock) */
+  uint32_t n_slots, n_recall;
+  uint32_t anchors; /* N_sys: anchor tokens (so far, before seal) */
+  int32_t sealed;
+  uint32_t window_used;     /* live window tokens */
+  uint32_t window_capacity; /* window slots that may be live (0 before seal) */
+  uint32_t recall_used;     /* live recall slots */
+  uint64_t spans;           /* live window spans */
+  uint64_t anchor_spans;
+  uint64_t evicted_spans; /* since cold boot (cut pieces count one each) */
+  uint64_t max_distance;  /* the largest query-key distance seen (< n_slots) */
+  uint64_t kv_bytes;      /* K/V arenas, allocated at creation */
+} channel_geometry;
+channel_status channel_session_get_geometry(const channel_session* session, channel_geometry* out);
+
+typedef struct channel_span {
+  channel_span_type type;
+  int32_t anchor;       /* 1 for anchor spans */
+  uint64_t start_clock; /* [start_clock, end_clock) */
+  uint64_t end_clock;
+  uint32_t start_slot;
+  uint32_t slot_count;
+} channel_span;
+/* Anchor spans, then the live window spans, oldest first, into spans[0..capacity);
+ * *n_spans gets the count (CHANNEL_ERR_BUFFER when it exceeds capacity). */
+channel_status channel_session_get_spans(const channel_session* session, channel_span* spans,
+                                         size_t capacity, size_t* n_spans);
+
+/* ---- session files ------------------------------------------------------------------- */
+
+/* Saves the whole session (model id, geometry, ring state, live K/V, logits, sampler and
+ * span state, checksum) atomically: PATH.tmp, fsync, rename, fsync of the directory. On
+ * failure PATH is untouched. CHANNEL_ERR_IO for file errors. */
+channel_status channel_session_save(const channel_session* session, const char* path);
+/* A session resumed from a file of channel_session_save: the next logits are bit-identical
+ * to the saved session's. params gives threads and batch; its geometry must equal the
+ * file's. CHANNEL_ERR_IO when the file cannot be read, CHANNEL_ERR_FORMAT when it is
+ * corrupt, truncated, or of another model or geometry; the file is never modified. */
+channel_status channel_session_load(channel_model* model, const char* path,
+                                    const channel_session_params* params, channel_session** out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHANNEL_H */

@@ -1,0 +1,425 @@
+// Session files: writer, checked reader and the atomic save (layout in docs/formats.md).
+#include "runtime/session_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "kv/ring_state_io.h"
+#include "memory/memory_kernels.h"
+#include "memory/model_signature.h"
+#include "util/error.h"
+
+namespace channel {
+
+namespace {
+
+constexpr char kMagic[8] = {'C', 'H', 'A', 'N', 'S', 'E', 'S', 'S'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kHeaderBytes = 64;
+constexpr uint32_t kTrailerBytes = 8;         // u32 crc32c, u32 0
+constexpr int32_t kMaxRepeatLastN = 1 << 20;  // the sampler reserves this many ids
+
+constexpr uint32_t tag(const char (&s)[5]) {
+  return uint32_t(uint8_t(s[0])) | uint32_t(uint8_t(s[1])) << 8 | uint32_t(uint8_t(s[2])) << 16 |
+         uint32_t(uint8_t(s[3])) << 24;
+}
+constexpr uint32_t kTagRing = tag("RING");
+constexpr uint32_t kTagSampler = tag("SMPL");
+constexpr uint32_t kTagStream = tag("STRM");
+constexpr uint32_t kTagLogits = tag("LOGT");
+constexpr uint32_t kTagKv = tag("KVAR");
+
+struct Writer {
+  std::vector<uint8_t> out;
+  template <typename T>
+  void put(T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));  // the engine runs on little-endian hosts only
+    out.insert(out.end(), b, b + sizeof(T));
+  }
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+  }
+  // Opens a section; returns where its length goes (patched by end_section).
+  size_t begin_section(uint32_t t) {
+    put(t), put<uint32_t>(0), put<uint64_t>(0);
+    return out.size() - 8;
+  }
+  void end_section(size_t length_at) {
+    const uint64_t n = out.size() - (length_at + 8);
+    std::memcpy(out.data() + length_at, &n, 8);
+  }
+};
+
+struct Reader {
+  std::span<const uint8_t> in;
+  std::string_view what;
+  size_t at = 0;
+  template <typename T>
+  T get(const char* field) {
+    if (in.size() - at < sizeof(T)) fail(at, fmt::format("truncated reading {}", field));
+    T v;
+    std::memcpy(&v, in.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  std::span<const uint8_t> take(size_t n, const char* field) {
+    if (in.size() - at < n) fail(at, fmt::format("truncated reading {}", field));
+    const auto s = in.subspan(at, n);
+    at += n;
+    return s;
+  }
+  // The payload of the next section, which must be `t`.
+  Reader section(uint32_t t, const char* name) {
+    const size_t start = at;
+    const auto got = get<uint32_t>("section tag");
+    if (got != t) fail(start, fmt::format("expected section {}", name));
+    if (get<uint32_t>("section padding") != 0) fail(start + 4, "non-zero section padding");
+    const auto n = get<uint64_t>("section length");
+    if (n > in.size() - at) fail(start + 8, fmt::format("section {} runs past the end", name));
+    Reader r{in.subspan(0, at + n), what, at};
+    at += n;
+    return r;
+  }
+  void expect_end(const char* name) const {
+    if (at != in.size())
+      fail(at, fmt::format("{} trailing bytes in section {}", in.size() - at, name));
+  }
+  [[noreturn]] void fail(size_t offset, const std::string& why) const {
+    throw_error("{}: session file: {} at offset {}", what, why, offset);
+  }
+};
+
+}  // namespace
+
+// The parts of a RingSession that a session file holds besides its SlotRing.
+struct RingSessionFile {
+  // The slots of layer il that the next query can read: live global slots in slot order;
+  // for a sliding layer the last min(clock, W) tokens' slots, oldest first.
+  static void saved_slots(const RingSession& s, const SlotRing& ring, int il,
+                          std::vector<uint32_t>& out) {
+    out.clear();
+    const RingSession::Layer& L = s.layers_[il];
+    if (L.sliding) {
+      const uint64_t clock = ring.clock();
+      const uint64_t from = clock > s.local_->window() ? clock - s.local_->window() : 0;
+      for (uint64_t c = from; c < clock; ++c) out.push_back(s.local_->slot_of(c));
+    } else {
+      for (uint32_t slot = 0; slot < L.n_slots; ++slot)
+        if (ring.slot_live(slot)) out.push_back(slot);
+    }
+  }
+
+  static void write(const RingSession& s, Writer& w) {
+    const ModelHparams& hp = s.model_->hparams();
+    const size_t hd = hp.head_dim;
+    w.put(s.max_distance_);
+    std::vector<uint32_t> slots;
+    for (int il = 0; il < hp.n_layer; ++il) {
+      const RingSession::Layer& L = s.layers_[il];
+      saved_slots(s, s.ring_, il, slots);
+      w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(0);
+      for (const std::vector<float>* arena : {&L.k, &L.v})
+        for (int h = 0; h < hp.n_head_kv; ++h)
+          for (uint32_t slot : slots)
+            w.bytes(arena->data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
+    }
+  }
+
+  // Installs `ring` and reads max_distance and the K/V rows from `r` (section KVAR).
+  static void read(RingSession& s, SlotRing ring, std::span<const float> logits, Reader& r) {
+    const ModelHparams& hp = s.model_->hparams();
+    const size_t hd = hp.head_dim;
+    const auto max_distance = r.get<uint64_t>("max_distance");
+    if (max_distance >= ring.config().n_slots)
+      r.fail(r.at - 8, fmt::format("max_distance {} is not below n_slots", max_distance));
+    std::vector<uint32_t> slots;
+    for (int il = 0; il < hp.n_layer; ++il) {
+      RingSession::Layer& L = s.layers_[il];
+      saved_slots(s, ring, il, slots);
+      const size_t at = r.at;
+      const auto n = r.get<uint32_t>("layer row count");
+      if (n != slots.size() || r.get<uint32_t>("layer padding") != 0)
+        r.fail(at,
+               fmt::format("layer {} holds {} rows, the ring state needs {}", il, n, slots.size()));
+      const size_t bytes = slots.size() * hd * sizeof(float);
+      for (std::vector<float>* arena : {&L.k, &L.v})
+        for (int h = 0; h < hp.n_head_kv; ++h) {
+          const auto rows = r.take(bytes, "K/V rows");
+          for (size_t i = 0; i < slots.size(); ++i)
+            std::memcpy(arena->data() + (size_t(h) * L.n_slots + slots[i]) * hd,
+                        rows.data() + i * hd * sizeof(float), hd * sizeof(float));
+        }
+    }
+    r.expect_end("KVAR");
+    s.ring_ = std::move(ring);
+    s.max_distance_ = max_distance;
+    std::copy(logits.begin(), logits.end(), s.logits_.begin());
+  }
+};
+
+std::vector<uint8_t> session_to_bytes(const StreamSession& session) {
+  const RingSession& rs = session.ring_session();
+  const ModelHparams& hp = rs.model().hparams();
+  const RingConfig& g = rs.ring().config();
+  const std::vector<uint8_t> ring_bytes = save_ring_state(rs.ring());  // throws in a probe
+  Writer w;
+  w.bytes(kMagic, 8);
+  w.put(kVersion), w.put(kHeaderBytes), w.put<uint64_t>(0);  // file_bytes, patched below
+  w.put(model_id_hash(rs.model().gguf()));
+  w.put(g.n_slots), w.put(g.n_recall), w.put(g.probe_reserve), w.put(g.cut_chunk);
+  w.put<uint32_t>(hp.n_layer), w.put<uint32_t>(hp.n_head_kv), w.put<uint32_t>(hp.head_dim);
+  w.put<uint32_t>(hp.n_vocab);
+
+  size_t at = w.begin_section(kTagRing);
+  w.bytes(ring_bytes.data(), ring_bytes.size());
+  w.end_section(at);
+
+  at = w.begin_section(kTagSampler);
+  const SamplerConfig& c = session.sampler().config();
+  w.put(c.temperature), w.put(c.top_k), w.put(c.top_p), w.put(c.min_p), w.put(c.repeat_penalty);
+  w.put(c.repeat_last_n), w.put(c.seed);
+  for (uint64_t word : session.sampler().rng().state()) w.put(word);
+  const std::vector<int32_t> recent = session.sampler().recent_tokens();
+  w.put(static_cast<uint32_t>(recent.size()));
+  for (int32_t t : recent) w.put(t);
+  w.end_section(at);
+
+  at = w.begin_section(kTagStream);
+  const StreamSpanState spans = session.span_state();
+  w.put<int8_t>(spans.open ? static_cast<int8_t>(*spans.open) : int8_t{-1});
+  w.put<uint8_t>(spans.splitter.fresh);
+  w.put(static_cast<uint16_t>(spans.splitter.tail.size()));
+  w.bytes(spans.splitter.tail.data(), spans.splitter.tail.size());
+  w.end_section(at);
+
+  at = w.begin_section(kTagLogits);
+  w.bytes(session.logits().data(), session.logits().size_bytes());
+  w.end_section(at);
+
+  at = w.begin_section(kTagKv);
+  RingSessionFile::write(rs, w);
+  w.end_section(at);
+
+  const uint64_t file_bytes = w.out.size() + kTrailerBytes;
+  std::memcpy(w.out.data() + 16, &file_bytes, 8);
+  w.put(crc32c(0, w.out.data(), w.out.size()));
+  w.put<uint32_t>(0);
+  return w.out;
+}
+
+std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes,
+                                                  std::string_view what,
+                                                  std::shared_ptr<const Model> model,
+                                                  const RingSessionConfig& config) {
+  Reader r{bytes, what};
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    r.fail(0, "bad magic (expected CHANSESS)");
+  r.at = 8;
+  if (const auto v = r.get<uint32_t>("version"); v != kVersion)
+    r.fail(8, fmt::format("unsupported version {}", v));
+  if (r.get<uint32_t>("header_bytes") != kHeaderBytes) r.fail(12, "bad header size");
+  const auto file_bytes = r.get<uint64_t>("file_bytes");
+  if (file_bytes != bytes.size())
+    r.fail(16, fmt::format("the header says {} bytes but there are {} (truncated or extended)",
+                           file_bytes, bytes.size()));
+  if (bytes.size() < kHeaderBytes + kTrailerBytes) r.fail(bytes.size(), "truncated");
+  const size_t body = bytes.size() - kTrailerBytes;
+  uint32_t stored_crc;
+  std::memcpy(&stored_crc, bytes.data() + body, 4);
+  if (const uint32_t crc = crc32c(0, bytes.data(), body); crc != stored_crc)
+    r.fail(body, fmt::format("checksum mismatch (stored {:08x}, computed {:08x}): the file is "
+                             "corrupt",
+                             stored_crc, crc));
+  if (bytes[body + 4] | bytes[body + 5] | bytes[body + 6] | bytes[body + 7])
+    r.fail(body + 4, "non-zero trailer padding");
+
+  const ModelHparams& hp = model->hparams();
+  const auto model_id = r.get<uint64_t>("model id");
+  if (model_id != model_id_hash(model->gguf()))
+    r.fail(24, fmt::format("saved with another model (model id {:016x}, this model is {:016x})",
+                           model_id, model_id_hash(model->gguf())));
+  RingConfig g;
+  g.n_slots = r.get<uint32_t>("n_slots");
+  g.n_recall = r.get<uint32_t>("n_recall");
+  g.probe_reserve = r.get<uint32_t>("probe_reserve");
+  g.cut_chunk = r.get<uint32_t>("cut_chunk");
+  const RingConfig& want = config.ring;
+  if (g.n_slots != want.n_slots || g.n_recall != want.n_recall ||
+      g.probe_reserve != want.probe_reserve || g.cut_chunk != want.cut_chunk)
+    r.fail(32, fmt::format("saved with another geometry: {} slots, {} recall, probe reserve {}, "
+                           "cut chunk {}; this session has {}, {}, {}, {}",
+                           g.n_slots, g.n_recall, g.probe_reserve, g.cut_chunk, want.n_slots,
+                           want.n_recall, want.probe_reserve, want.cut_chunk));
+  const uint32_t dims[4] = {r.get<uint32_t>("n_layer"), r.get<uint32_t>("n_head_kv"),
+                            r.get<uint32_t>("head_dim"), r.get<uint32_t>("n_vocab")};
+  const int want_dims[4] = {hp.n_layer, hp.n_head_kv, hp.head_dim, hp.n_vocab};
+  for (int i = 0; i < 4; ++i)
+    if (dims[i] != static_cast<uint32_t>(want_dims[i]))
+      r.fail(48 + 4 * i, "model shape does not match the model id");
+
+  // Sections, in order. Each is parsed whole before anything is built from it.
+  Reader body_reader{bytes.subspan(0, body), what, kHeaderBytes};
+  Reader ring_r = body_reader.section(kTagRing, "RING");
+  const auto ring_bytes = ring_r.take(ring_r.in.size() - ring_r.at, "ring state");
+  SlotRing ring = load_ring_state(ring_bytes,
+                                  fmt::format("{}: session file (ring state at offset {})", what,
+                                              ring_r.at - ring_bytes.size()),
+                                  &config.ring);
+
+  const size_t sampler_at = body_reader.at;
+  Reader sr = body_reader.section(kTagSampler, "SMPL");
+  SamplerConfig sc;
+  sc.temperature = sr.get<float>("temperature");
+  sc.top_k = sr.get<int32_t>("top_k");
+  sc.top_p = sr.get<float>("top_p");
+  sc.min_p = sr.get<float>("min_p");
+  sc.repeat_penalty = sr.get<float>("repeat_penalty");
+  sc.repeat_last_n = sr.get<int32_t>("repeat_last_n");
+  sc.seed = sr.get<uint64_t>("seed");
+  std::array<uint64_t, 4> rng;
+  for (auto& word : rng) word = sr.get<uint64_t>("rng state");
+  if (sc.repeat_last_n > kMaxRepeatLastN)
+    sr.fail(sr.at - 40,
+            fmt::format("repeat_last_n {} is above {}", sc.repeat_last_n, kMaxRepeatLastN));
+  const size_t recent_at = sr.at;
+  const auto n_recent = sr.get<uint32_t>("recent token count");
+  if (sc.repeat_last_n < 0 || n_recent > static_cast<uint32_t>(sc.repeat_last_n))
+    sr.fail(recent_at,
+            fmt::format("{} recent tokens for repeat_last_n {}", n_recent, sc.repeat_last_n));
+  std::vector<int32_t> recent(n_recent);
+  for (auto& t : recent) {
+    t = sr.get<int32_t>("recent token");
+    if (t < 0 || t >= hp.n_vocab)
+      sr.fail(sr.at - 4, fmt::format("recent token {} is outside the vocabulary", t));
+  }
+  sr.expect_end("SMPL");
+
+  Reader tr = body_reader.section(kTagStream, "STRM");
+  StreamSpanState spans;
+  const auto open = tr.get<int8_t>("open span type");
+  if (open < -1 || open >= kSpanTypeCount)
+    tr.fail(tr.at - 1, fmt::format("open span type {} out of range", open));
+  if (open >= 0) spans.open = static_cast<SpanType>(open);
+  const auto fresh = tr.get<uint8_t>("splitter fresh");
+  if (fresh > 1) tr.fail(tr.at - 1, "bad splitter flag");
+  spans.splitter.fresh = fresh;
+  const auto tail_len = tr.get<uint16_t>("splitter tail length");
+  if (tail_len > SentenceSplitter::kTailBytes)
+    tr.fail(tr.at - 2, fmt::format("splitter tail of {} bytes", tail_len));
+  const auto tail = tr.take(tail_len, "splitter tail");
+  spans.splitter.tail.assign(tail.begin(), tail.end());
+  tr.expect_end("STRM");
+
+  Reader lr = body_reader.section(kTagLogits, "LOGT");
+  if (lr.in.size() - lr.at != size_t(hp.n_vocab) * sizeof(float))
+    lr.fail(lr.at, fmt::format("logits section is not {} floats", hp.n_vocab));
+  std::vector<float> logits(hp.n_vocab);
+  std::memcpy(logits.data(), lr.take(logits.size() * sizeof(float), "logits").data(),
+              logits.size() * sizeof(float));
+
+  Reader kr = body_reader.section(kTagKv, "KVAR");
+  if (body_reader.at != body)
+    body_reader.fail(body_reader.at,
+                     fmt::format("{} bytes after the last section", body - body_reader.at));
+
+  try {
+    validate(sc);
+    Sampler(sc).restore(rng, recent);
+  } catch (const Error& e) {
+    sr.fail(sampler_at, e.what());
+  }
+  auto session = std::make_unique<StreamSession>(model, config, sc);
+  session->sampler().restore(rng, recent);
+  session->restore_span_state(spans);
+  RingSessionFile::read(session->ring_session(), std::move(ring), logits, kr);
+  return session;
+}
+
+namespace {
+
+[[noreturn]] void fail_errno(const std::string& path, const char* what) {
+  throw_error("{}: {}: {}", path, what, std::strerror(errno));
+}
+
+void write_all(int fd, const std::vector<uint8_t>& bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail_errno(path, "cannot write");
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+void save_session_file(const std::string& path, const StreamSession& session) {
+  const std::vector<uint8_t> bytes = session_to_bytes(session);
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno(tmp, "cannot create");
+  try {
+    write_all(fd, bytes, tmp);
+    if (::fsync(fd) != 0) fail_errno(tmp, "cannot fsync");
+    if (::close(fd) != 0) {
+      ::unlink(tmp.c_str());
+      fail_errno(tmp, "cannot close");
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    fail_errno(path, "cannot rename the temporary file over");
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) fail_errno(dir, "cannot open the directory to fsync it");
+  const int rc = ::fsync(dfd);
+  ::close(dfd);
+  if (rc != 0) fail_errno(dir, "cannot fsync the directory");
+}
+
+std::unique_ptr<StreamSession> load_session_file(const std::string& path,
+                                                 std::shared_ptr<const Model> model,
+                                                 const RingSessionConfig& config) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_errno(path, "cannot open");
+  std::vector<uint8_t> bytes;
+  try {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) fail_errno(path, "cannot stat");
+    if (!S_ISREG(st.st_mode)) throw_error("{}: not a regular file", path);
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail_errno(path, "cannot read");
+      if (n == 0) break;
+      done += static_cast<size_t>(n);
+    }
+    bytes.resize(done);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return session_from_bytes(bytes, path, std::move(model), config);
+}
+
+}  // namespace channel

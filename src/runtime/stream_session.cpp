@@ -1,0 +1,108 @@
+// StreamSession: spans cut at sentence ends, and sampling with every token fed back.
+#include "runtime/stream_session.h"
+
+#include "util/error.h"
+
+namespace channel {
+
+StreamSession::StreamSession(std::shared_ptr<const Model> model, const RingSessionConfig& config,
+                             const SamplerConfig& sampling)
+    : ring_(std::make_unique<RingSession>(model, config)),
+      sampler_(sampling),
+      text_(model->tokenizer()) {}
+
+// The checks RingSession makes per call, made once for the whole input, so that a feed cut
+// into several calls fails before the first one (state unchanged).
+void StreamSession::check_tokens(std::span<const int32_t> tokens) const {
+  if (tokens.empty()) throw_error("session: no tokens given");
+  const int n_vocab = ring_->model().hparams().n_vocab;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= n_vocab)
+      throw_error("session: token id {} at index {} is outside the vocabulary (n_vocab {})",
+                  tokens[i], i, n_vocab);
+  const SlotRing& ring = ring_->ring();
+  if (!ring.sealed()) {
+    const RingConfig& c = ring.config();
+    const uint32_t limit = SlotGeometry::max_anchors(c.n_slots, c.n_recall, 1 + c.probe_reserve);
+    if (ring.clock() + tokens.size() > limit)
+      throw_error("session: anchors too long for the geometry: {} + {} tokens, at most {} fit",
+                  ring.clock(), tokens.size(), limit);
+  }
+}
+
+void StreamSession::accept_all(std::span<const int32_t> tokens) {
+  for (int32_t t : tokens) sampler_.accept(t);
+}
+
+std::span<const float> StreamSession::append(SpanType type, std::span<const int32_t> tokens) {
+  check_tokens(tokens);
+  const std::span<const float> logits = ring_->append(type, tokens);
+  accept_all(tokens);
+  open_.reset();
+  return logits;
+}
+
+std::span<const float> StreamSession::decode(std::span<const int32_t> tokens) {
+  check_tokens(tokens);
+  const std::span<const float> logits = ring_->decode(tokens);
+  accept_all(tokens);
+  open_.reset();
+  return logits;
+}
+
+std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_t> tokens) {
+  check_tokens(tokens);
+  const Tokenizer& tok = tokenizer();
+  SentenceSplitter splitter = splitter_;  // committed once the tokens are in
+  bool continues = open_ == type;
+  if (!continues) splitter.reset();
+  starts_.assign(tokens.size(), 0);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const bool starts = splitter.feed(tok.token_to_piece(tokens[i], /*render_special=*/false));
+    starts_[i] = (i == 0 && !continues) || starts;
+  }
+  std::span<const float> logits;
+  size_t begin = 0;
+  while (begin < tokens.size()) {
+    size_t end = begin + 1;
+    while (end < tokens.size() && !starts_[end]) ++end;
+    const auto run = tokens.subspan(begin, end - begin);
+    logits = starts_[begin] ? ring_->append(type, run) : ring_->decode(run);
+    begin = end;
+  }
+  accept_all(tokens);
+  splitter_ = std::move(splitter);
+  open_ = type;
+  return logits;
+}
+
+GeneratedToken StreamSession::next(EogPolicy eog) {
+  if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
+  GeneratedToken out;
+  out.token = sampler_.sample(ring_->logits());
+  if (tokenizer().is_end_of_generation(out.token)) {
+    out.end_of_generation = true;
+    if (eog == EogPolicy::turn_end) {
+      append(SpanType::turn_end, {&out.token, 1});
+      out.new_span = true;
+    } else {
+      sampler_.accept(out.token);
+      open_.reset();
+    }
+    out.text = text_.flush();
+    return out;
+  }
+  feed(SpanType::response_sentence, {&out.token, 1});
+  out.new_span = starts_[0] != 0;
+  out.text = text_.push(out.token);
+  return out;
+}
+
+void StreamSession::restore_span_state(const StreamSpanState& state) {
+  SentenceSplitter splitter;
+  splitter.restore(state.splitter);
+  splitter_ = std::move(splitter);
+  open_ = state.open;
+}
+
+}  // namespace channel

@@ -1,0 +1,270 @@
+// `channel stream`: one session that never ends, through the C API (include/channel.h). It
+// feeds a text file (user spans cut at sentence ends) or the model's own generation through
+// the KV slot geometry and prints one JSON line of geometry stats every K tokens on stdout.
+// Generated text goes to stderr with --show-text; --session FILE resumes and saves.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "channel.h"
+#include "cli_common.h"
+#include "command.h"
+#include "util/error.h"
+
+namespace channel::cli {
+namespace {
+
+struct StreamArgs {
+  std::string model;
+  int64_t tokens = -1;  // < 0: the whole file with -f, kDefaultGenerate when generating
+  int64_t slots = 4096;
+  int64_t recall = 128;
+  std::string system_file;
+  int64_t stats_every = 256;
+  std::string text_file;
+  std::string session_file;
+  bool show_text = false;
+  int threads = 1;
+  channel_sampler_params sampling = channel_sampler_default_params();
+};
+
+constexpr int64_t kDefaultGenerate = 1024;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) {
+  g_interrupted = 1;
+}
+
+void check(channel_status status) {
+  if (status != CHANNEL_OK) throw Error(channel_last_error());
+}
+
+std::string read_text(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("{}: cannot read '{}'", flag, path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw_error("{}: error reading '{}'", flag, path);
+  return text.str();
+}
+
+std::vector<int32_t> tokenize(const channel_model* model, const std::string& text, int add_bos) {
+  std::vector<int32_t> ids(text.size() + 2);
+  size_t n = 0;
+  channel_status st =
+      channel_tokenize(model, text.data(), text.size(), add_bos, 0, ids.data(), ids.size(), &n);
+  if (st == CHANNEL_ERR_BUFFER) {
+    ids.resize(n);
+    st = channel_tokenize(model, text.data(), text.size(), add_bos, 0, ids.data(), ids.size(), &n);
+  }
+  check(st);
+  ids.resize(n);
+  return ids;
+}
+
+uint64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+struct Handles {
+  channel_model* model = nullptr;
+  channel_session* session = nullptr;
+  ~Handles() {
+    channel_session_free(session);
+    channel_model_free(model);
+  }
+};
+
+// Counts streamed tokens and prints the stats line at every multiple of K.
+class Stats {
+ public:
+  Stats(const channel_session* s, int64_t every) : s_(s), every_(every), last_(Clock::now()) {}
+
+  void add(int64_t n) {
+    count_ += n;
+    if (count_ % every_ != 0) return;
+    const auto now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    channel_geometry g;
+    check(channel_session_get_geometry(s_, &g));
+    std::printf(
+        "{\"clock\":%llu,\"anchors\":%u,\"window_used\":%u,\"recall_used\":%u,\"spans\":%llu,"
+        "\"evicted_spans\":%llu,\"max_distance\":%llu,\"rss_bytes\":%llu,\"tok_per_s\":%.1f}\n",
+        static_cast<unsigned long long>(g.clock), g.anchors, g.window_used, g.recall_used,
+        static_cast<unsigned long long>(g.spans), static_cast<unsigned long long>(g.evicted_spans),
+        static_cast<unsigned long long>(g.max_distance),
+        static_cast<unsigned long long>(rss_bytes()),
+        seconds > 0 ? static_cast<double>(every_) / seconds : 0.0);
+    std::fflush(stdout);
+  }
+  int64_t count() const { return count_; }
+  // Tokens until the next stats line.
+  int64_t to_next() const { return every_ - count_ % every_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const channel_session* s_;
+  int64_t every_;
+  int64_t count_ = 0;
+  Clock::time_point last_;
+};
+
+struct GenerateContext {
+  Stats* stats;
+  bool show_text;
+};
+
+int on_token(int32_t, const char* text, size_t len, void* user) {
+  auto* ctx = static_cast<GenerateContext*>(user);
+  if (ctx->show_text && len > 0) {
+    std::fwrite(text, 1, len, stderr);
+    std::fflush(stderr);
+  }
+  try {
+    ctx->stats->add(1);
+  } catch (const Error&) {
+    return 1;  // cannot happen for a valid session; ends the stream rather than throw in C
+  }
+  return g_interrupted ? 1 : 0;
+}
+
+int run_stream(const StreamArgs& args) {
+  // Input files are checked before the model loads, so that bad input costs nothing.
+  const std::string text = args.text_file.empty() ? "" : read_text("-f", args.text_file);
+  const std::string system =
+      args.system_file.empty() ? "" : read_text("--system", args.system_file);
+  const bool resume = !args.session_file.empty() && std::filesystem::exists(args.session_file);
+
+  Handles h;
+  const auto t_load = std::chrono::steady_clock::now();
+  if (args.model.empty()) {
+    check(channel_model_load_default(&h.model));
+  } else {
+    check(channel_model_load(args.model.c_str(), &h.model));
+  }
+  channel_model_info info;
+  check(channel_model_get_info(h.model, &info));
+
+  channel_session_params params = channel_session_default_params();
+  params.n_slots = static_cast<uint32_t>(args.slots);
+  params.n_recall = static_cast<uint32_t>(args.recall);
+  params.n_threads = args.threads;
+  if (resume) {
+    check(channel_session_load(h.model, args.session_file.c_str(), &params, &h.session));
+  } else {
+    check(channel_session_create(h.model, &params, &args.sampling, &h.session));
+    // Cold boot: BOS (when the model wants one) and the system prompt become the anchors.
+    const std::vector<int32_t> anchors = tokenize(h.model, system, CHANNEL_ADD_BOS_DEFAULT);
+    if (!anchors.empty())
+      check(channel_session_append(h.session, CHANNEL_SPAN_SYSTEM, anchors.data(), anchors.size()));
+    check(channel_session_seal(h.session));
+  }
+  std::fprintf(stderr, "channel: loaded %s: %s, %d layers, vocab %d in %.2f s; %s\n",
+               args.model.empty() ? "(built-in model)" : args.model.c_str(), info.arch,
+               info.n_layer, info.n_vocab,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count(),
+               resume ? ("resumed " + args.session_file).c_str() : "new session");
+  if (resume && !system.empty())
+    std::fprintf(stderr, "channel: --system ignored: the session already has its anchors\n");
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  Stats stats(h.session, args.stats_every);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!args.text_file.empty()) {
+    const std::vector<int32_t> ids = tokenize(h.model, text, 0);
+    const size_t total =
+        args.tokens < 0 ? ids.size() : std::min(ids.size(), static_cast<size_t>(args.tokens));
+    size_t done = 0;
+    while (done < total && !g_interrupted) {
+      const size_t n = std::min(total - done, static_cast<size_t>(stats.to_next()));
+      check(channel_session_feed(h.session, CHANNEL_SPAN_USER, ids.data() + done, n));
+      done += n;
+      stats.add(static_cast<int64_t>(n));
+    }
+  } else {
+    const int64_t n = args.tokens < 0 ? kDefaultGenerate : args.tokens;
+    GenerateContext ctx{&stats, args.show_text};
+    if (n > 0)
+      check(channel_session_generate(h.session, n, CHANNEL_EOG_TURN_END, on_token, &ctx, nullptr,
+                                     nullptr));
+    if (args.show_text) std::fputc('\n', stderr);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (!args.session_file.empty()) check(channel_session_save(h.session, args.session_file.c_str()));
+  channel_geometry g;
+  check(channel_session_get_geometry(h.session, &g));
+  std::fprintf(stderr, "channel: streamed %lld tokens in %.2f s (%.1f tok/s), clock %llu%s%s\n",
+               static_cast<long long>(stats.count()), seconds,
+               seconds > 0 ? static_cast<double>(stats.count()) / seconds : 0.0,
+               static_cast<unsigned long long>(g.clock), g_interrupted ? ", interrupted" : "",
+               args.session_file.empty() ? "" : (", saved " + args.session_file).c_str());
+  return 0;
+}
+
+const CommandRegistrar registrar{
+    "stream", "Stream a text file or the model's own generation through one never-ending session",
+    [](CLI::App& sub) {
+      auto args = std::make_shared<StreamArgs>();
+      channel_sampler_params& s = args->sampling;
+      add_model_option(sub, args->model);
+      sub.add_option("--tokens", args->tokens,
+                     "Tokens to stream (default: all of -f, or 1024 generated)")
+          ->check(integer_in(0, int64_t{1} << 40));
+      sub.add_option("--slots", args->slots, "KV slots per global layer")
+          ->check(integer_in(1, 1 << 30))
+          ->capture_default_str();
+      sub.add_option("--recall-slots", args->recall, "Recall slots (tier 3)")
+          ->check(integer_in(0, 1 << 30))
+          ->capture_default_str();
+      sub.add_option("--system", args->system_file, "System prompt file: the anchors");
+      sub.add_option("--stats-every", args->stats_every, "Print a JSON stats line every K tokens")
+          ->check(integer_in(1, int64_t{1} << 40))
+          ->capture_default_str();
+      sub.add_option("-f,--file", args->text_file,
+                     "Feed this text file (user spans cut at sentence ends) instead of generating");
+      sub.add_option("--session", args->session_file,
+                     "Resume from FILE if it exists; save the session to FILE at the end");
+      sub.add_flag("--show-text", args->show_text, "Write the generated text to stderr");
+      sub.add_option("--temp", s.temperature, "Temperature (0: greedy)")
+          ->check(number_in(0.0, 1e6))
+          ->capture_default_str();
+      sub.add_option("--top-k", s.top_k, "Keep the K most likely tokens (0: off)")
+          ->check(integer_in(0, 1 << 30))
+          ->capture_default_str();
+      sub.add_option("--top-p", s.top_p, "Keep the smallest set with probability mass P (1: off)")
+          ->check(number_in(0.0, 1.0))
+          ->capture_default_str();
+      sub.add_option("--min-p", s.min_p, "Drop tokens below P x the top probability (0: off)")
+          ->check(number_in(0.0, 1.0))
+          ->capture_default_str();
+      sub.add_option("--repeat-penalty", s.repeat_penalty,
+                     "Penalise the last --repeat-last-n tokens (1: off)")
+          ->check(number_in(1e-6, 1e6))
+          ->capture_default_str();
+      sub.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repeat penalty looks at")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      sub.add_option("--seed", s.seed, "Random seed")
+          ->check(integer_in(0, INT64_MAX))
+          ->capture_default_str();
+      add_threads_option(sub, args->threads);
+      return [args] { return run_stream(*args); };
+    }};
+
+}  // namespace
+}  // namespace channel::cli
