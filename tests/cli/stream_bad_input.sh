@@ -2,7 +2,7 @@
 # `channel stream` bad input: unknown flags, bad values, missing files, a geometry too small
 # for the model; each is one line on stderr and a non-zero exit, never a crash.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
-has_command stream || skip_test "this build has no 'stream' command"
+require_command stream
 model="$TMP/micro.gguf"
 "$CHANNEL" mkmodel --arch gemma3 --hidden 32 --layers 3 --heads 4 --kv-heads 2 --head-dim 8 \
   --ffn 48 --window 8 --vocab 300 -o "$model" >/dev/null 2>&1 || fail "mkmodel"

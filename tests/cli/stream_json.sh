@@ -2,7 +2,7 @@
 # `channel stream` prints one JSON line every K tokens exactly, with the documented keys in
 # order, while generating and while feeding a file; the built-in model streams without -m.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
-has_command stream || skip_test "this build has no 'stream' command"
+require_command stream
 command -v python3 >/dev/null || skip_test "python3 is needed to parse the JSON lines"
 model="$TMP/micro.gguf"
 "$CHANNEL" mkmodel --arch gemma3 --hidden 32 --layers 3 --heads 4 --kv-heads 2 --head-dim 8 \

@@ -3,7 +3,7 @@
 # end in the same file, byte for byte, as 200 tokens in one run; corrupt, truncated and
 # mismatched files are one-line errors and stay as they were.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
-has_command stream || skip_test "this build has no 'stream' command"
+require_command stream
 model="$TMP/micro.gguf"
 "$CHANNEL" mkmodel --arch gemma3 --hidden 32 --layers 3 --heads 4 --kv-heads 2 --head-dim 8 \
   --ffn 48 --window 8 --vocab 300 -o "$model" >/dev/null 2>&1 || fail "mkmodel"
