@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "ops/norm.h"
 #include "util/error.h"
 
 namespace channel {
@@ -95,6 +96,7 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
     L.n_slots = hp.is_bounded(il) ? 0 : L.sliding ? local_->n_slots() : config.ring.n_slots;
     L.k.assign(size_t(hp.n_head_kv) * L.n_slots * hp.head_dim, 0.0f);
     L.v.assign(L.k.size(), 0.0f);
+    if (!L.sliding && !hp.is_bounded(il)) global_layers_.push_back(il);
   }
   const auto nb = static_cast<size_t>(config.n_batch);
   clocks_.resize(nb);
@@ -170,6 +172,43 @@ void RingSession::run_chunk(std::span<const int32_t> tokens) {
   batch.tokens = tokens;
   batch.attention = backend_.get();
   forward(*model_, bounded_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
+  if (tap_) {
+    // forward() leaves every token's last residual in scratch.x; the final norm of each
+    // row is what the LM head reads (it normed only the last row itself).
+    const size_t E = static_cast<size_t>(model_->hparams().n_embd);
+    hidden_.resize(static_cast<size_t>(config_.n_batch) * E);
+    for (int t = 0; t < n; ++t)
+      rms_norm(scratch_.x.data() + t * E, model_->weights().output_norm.data(),
+               static_cast<int64_t>(E), model_->hparams().rms_eps, hidden_.data() + t * E);
+    tap_(TokenBatch{tokens, std::span<const uint64_t>(clocks_.data(), tokens.size()),
+                    std::span<const uint32_t>(global_slots_.data(), tokens.size()),
+                    std::span<const float>(hidden_.data(), tokens.size() * E), ring_.probing()});
+  }
+}
+
+uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
+                                    std::span<const float> k, std::span<const float> v) {
+  const ModelHparams& hp = model_->hparams();
+  const size_t hd = static_cast<size_t>(hp.head_dim), nkv = static_cast<size_t>(hp.n_head_kv);
+  const size_t want = global_layers_.size() * n_tokens * nkv * hd;
+  if (k.size() != want || v.size() != want)
+    throw_error(
+        "session: recall episode {}: {} K and {} V values, expected {} ({} global layers x "
+        "{} tokens x {})",
+        id, k.size(), v.size(), want, global_layers_.size(), n_tokens, nkv * hd);
+  const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
+  for (size_t g = 0; g < global_layers_.size(); ++g) {
+    Layer& L = layers_[global_layers_[g]];
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      const size_t row = (g * n_tokens + t) * nkv * hd;  // [g][t][nkv][hd]
+      for (size_t h = 0; h < nkv; ++h) {
+        const size_t dst = (h * L.n_slots + first + t) * hd;  // [h][slot][hd]
+        std::memcpy(L.k.data() + dst, k.data() + row + h * hd, hd * sizeof(float));
+        std::memcpy(L.v.data() + dst, v.data() + row + h * hd, hd * sizeof(float));
+      }
+    }
+  }
+  return first;
 }
 
 std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {

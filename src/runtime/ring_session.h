@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -21,6 +22,19 @@
 #include "model/model.h"
 
 namespace channel {
+
+// What the token tap sees after each forward chunk: the chunk's tokens in order, their
+// clocks and global-layer slots, and their final hidden states x (the final-norm rows the
+// LM head reads), computed in the same forward. `transient`: the tokens of a probe, whose
+// slots are released again when the probe ends.
+struct TokenBatch {
+  std::span<const int32_t> tokens;   // [n]
+  std::span<const uint64_t> clocks;  // [n]
+  std::span<const uint32_t> slots;   // [n] slot of each token in every global layer
+  std::span<const float> hidden;     // [n][n_embd]
+  bool transient = false;
+};
+using TokenTap = std::function<void(const TokenBatch&)>;
 
 struct RingSessionConfig {
   RingConfig ring;    // n_slots (--slots), n_recall (--recall-slots), probe reserve, cut chunk
@@ -53,6 +67,8 @@ class RingSession {
 
   const SlotRing& ring() const { return ring_; }
   void set_eviction_hook(EvictionHook hook) { ring_.set_eviction_hook(std::move(hook)); }
+  // Called after every forward chunk (episodic memory stages evicted tokens from it).
+  void set_token_tap(TokenTap tap) { tap_ = std::move(tap); }
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
   const Model& model() const { return *model_; }
@@ -64,6 +80,20 @@ class RingSession {
   std::span<const float> layer_k(int il) const { return layers_[il].k; }
   std::span<const float> layer_v(int il) const { return layers_[il].v; }
   const BoundedState& bounded_state(int il) const { return bounded_.bounded(il); }
+  uint32_t layer_slots(int il) const { return layers_[il].n_slots; }
+
+  // --- recall (episodic memory) -------------------------------------------------------
+  // The layers that go through the slot geometry (neither sliding nor bounded): the only
+  // ones that hold recall slots. The rope their keys are stored with.
+  std::span<const int> global_layers() const { return global_layers_; }
+  const RopeFreqs& rope_global() const { return rope_global_; }
+  // Activates episode `id` in the recall tier (SlotRing::activate_recall) and writes its K/V
+  // into those slots of every global layer. k, v: [global_layers().size()][n_tokens][n_head_kv *
+  // head_dim], keys already rotated at stored_pos + i. Returns the first slot. Throws, with
+  // the state unchanged, when the sizes are wrong or the recall tier has no room.
+  uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
+                         std::span<const float> k, std::span<const float> v);
+  void release_recall(uint64_t id) { ring_.deactivate_recall(id); }
 
  private:
   class Backend;
@@ -99,6 +129,9 @@ class RingSession {
   std::vector<float> cs_global_, cs_sliding_;  // [n_batch][n_rot] key rotation cos/sin
   std::vector<SlotAttnScratch> attn_scratch_;  // [n_threads]
   std::vector<float> logits_;                  // [n_vocab]
+  std::vector<int> global_layers_;             // layer indices
+  TokenTap tap_;
+  std::vector<float> hidden_;  // [n_batch][n_embd] final-norm rows for the tap
   uint64_t max_distance_ = 0;
 };
 

@@ -12,9 +12,6 @@
 #include <memory>
 #include <string>
 
-#include <algorithm>
-#include <numeric>
-
 #include "backend/cpu/thread_pool.h"
 #include "cli_common.h"
 #include "command.h"
@@ -22,9 +19,9 @@
 #include "memory/consolidation.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
+#include "memory/memory_attachment.h"
 #include "memory/model_signature.h"
-#include "model/forward.h"
-#include "model/kv_cache.h"
+#include "memory/text_cue.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -53,75 +50,6 @@ std::shared_ptr<const Model> load_model(const std::string& path) {
   return Model::load_from_memory(embedded, "(built-in model)");
 }
 
-// A text run through the model from position 0 with a private KV cache. The BOS token, when
-// the tokenizer adds one, is run but not kept: its state is the same for every text.
-struct EncodedText {
-  std::vector<int32_t> tokens;  // [n] kept tokens
-  uint64_t start = 0;           // position of tokens[0]
-  std::vector<float> hidden;    // [n][n_embd] final-norm output (what the LM head reads)
-  std::vector<float> kv;  // [n_layer][2][n][n_head_kv * head_dim], keys rotated at their position
-};
-
-EncodedText encode_text(const Model& model, const std::string& text, int threads) {
-  const ModelHparams& hp = model.hparams();
-  if (hp.arch_id == Arch::bounded) {
-    throw Error(
-        "mem: bounded models keep a ring state, not per-token K/V, in their bounded layers; "
-        "episodic memory works with llama and gemma3 models");
-  }
-  if (hp.head_dim != hp.head_dim_v) {
-    throw_error(
-        "mem: the model's K and V head sizes differ ({} and {}); the store keeps one kv_dim",
-        hp.head_dim, hp.head_dim_v);
-  }
-  const Tokenizer& tok = model.tokenizer();
-  const std::vector<int32_t> all = tok.encode(text, tok.add_bos_default(), true);
-  const int n = static_cast<int>(all.size());
-  const int skip = (n > 0 && all[0] == tok.bos_id()) ? 1 : 0;
-  if (n - skip <= 0) throw Error("mem: the text has no tokens");
-  KvCache cache(hp, n);
-  ForwardScratch scratch(hp, n, n, threads);
-  ThreadPool pool(threads);
-  std::vector<int32_t> pos(static_cast<size_t>(n));  // [n] position == slot
-  std::iota(pos.begin(), pos.end(), 0);
-  ForwardBatch batch;
-  batch.tokens = all;
-  batch.positions = pos;
-  batch.slots = pos;
-  batch.visible_slots = [&](int il, int t) {
-    const int w = hp.window_of(il);
-    const int begin = w > 0 ? std::max(0, t - w + 1) : 0;
-    return std::span<const int32_t>(pos).subspan(static_cast<size_t>(begin),
-                                                 static_cast<size_t>(t + 1 - begin));
-  };
-  std::vector<float> logits(static_cast<size_t>(n) * hp.n_vocab);  // [n][n_vocab]
-  forward(model, cache, batch, LogitsFor::all, scratch, pool, logits.data());
-  EncodedText e;
-  const size_t kept = static_cast<size_t>(n - skip), E = static_cast<size_t>(hp.n_embd);
-  e.tokens.assign(all.begin() + skip, all.end());
-  e.start = static_cast<uint64_t>(skip);
-  // forward() leaves the final-norm rows of every token in scratch.xn with LogitsFor::all.
-  e.hidden.assign(scratch.xn.begin() + static_cast<std::ptrdiff_t>(skip * E),
-                  scratch.xn.begin() + static_cast<std::ptrdiff_t>(n * E));
-  const size_t hd = static_cast<size_t>(hp.head_dim), nkv = static_cast<size_t>(hp.n_head_kv);
-  e.kv.resize(static_cast<size_t>(hp.n_layer) * 2 * kept * nkv * hd);
-  for (int l = 0; l < hp.n_layer; ++l) {
-    for (int kvi = 0; kvi < 2; ++kvi) {
-      for (size_t t = 0; t < kept; ++t) {
-        for (size_t h = 0; h < nkv; ++h) {
-          const float* src =
-              (kvi == 0 ? cache.k(l, static_cast<int>(h)) : cache.v(l, static_cast<int>(h))) +
-              (t + static_cast<size_t>(skip)) * hd;
-          float* dst =
-              e.kv.data() + ((static_cast<size_t>(l) * 2 + kvi) * kept + t) * nkv * hd + h * hd;
-          std::copy(src, src + hd, dst);
-        }
-      }
-    }
-  }
-  return e;
-}
-
 EpisodicStore open_for_model(const std::string& path, const Model& model, bool read_only) {
   StoreOptions o;
   o.read_only = read_only;
@@ -131,13 +59,7 @@ EpisodicStore open_for_model(const std::string& path, const Model& model, bool r
 
 int run_create(const MemArgs& a) {
   const auto model = load_model(a.model);
-  const ModelHparams& hp = model->hparams();
-  StoreGeometry g;
-  g.num_layers = static_cast<uint32_t>(hp.n_layer);
-  g.hidden_size = static_cast<uint32_t>(hp.n_embd);
-  g.kv_dim = static_cast<uint32_t>(hp.n_head_kv * hp.head_dim);
-  g.max_episodes = a.capacity;
-  g.max_tokens = a.max_tokens;
+  StoreGeometry g = session_store_geometry(*model, a.capacity, a.max_tokens);
   g.slab_type = a.q8_0 ? SlabType::q8_0 : SlabType::f16;
   const EpisodicStore s = EpisodicStore::create(a.file, g, model_id_hash(model->gguf()));
   std::printf("created %s: %u episodes of up to %u tokens, %s slabs, %s when full\n",

@@ -1,0 +1,276 @@
+// MemoryAttachment: eviction hook -> staging -> background consolidation, and recall into
+// the recall tier of a RingSession.
+#include "memory/memory_attachment.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "backend/cpu/thread_pool.h"
+#include "memory/model_signature.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace channel {
+
+std::vector<int> recall_layers(const ModelHparams& hp) {
+  std::vector<int> out;
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (!hp.is_sliding(il) && !hp.is_bounded(il)) out.push_back(il);
+  return out;
+}
+
+StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
+                                     uint32_t max_tokens) {
+  const ModelHparams& hp = model.hparams();
+  StoreGeometry g;
+  g.num_layers = static_cast<uint32_t>(recall_layers(hp).size());
+  g.hidden_size = static_cast<uint32_t>(hp.n_embd);
+  g.kv_dim = static_cast<uint32_t>(hp.n_head_kv * hp.head_dim);
+  g.max_episodes = max_episodes;
+  g.max_tokens = max_tokens;
+  return g;
+}
+
+EpisodicStore open_or_create_store(const std::string& path, const Model& model,
+                                   uint32_t max_episodes, uint32_t max_tokens, bool* created) {
+  const uint64_t hash = model_id_hash(model.gguf());
+  const StoreGeometry g = session_store_geometry(model, max_episodes, max_tokens);
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (created) *created = !exists;
+  if (!exists) return EpisodicStore::create(path, g, hash);
+  StoreOptions o;
+  o.model_hash = hash;
+  EpisodicStore s = EpisodicStore::open(path, o);
+  const StoreLayout& L = s.layout();
+  if (L.num_layers != g.num_layers || L.hidden_size != g.hidden_size || L.kv_dim != g.kv_dim)
+    throw_error(
+        "episodic: {}: the store holds {} layers x kv_dim {} (hidden {}), a session of this model "
+        "writes {} global layers x kv_dim {} (hidden {})",
+        path, L.num_layers, L.kv_dim, L.hidden_size, g.num_layers, g.kv_dim, g.hidden_size);
+  return s;
+}
+
+MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, MemoryConfig config)
+    : session_(session), store_(store), config_(std::move(config)) {
+  const ModelHparams& hp = session.model().hparams();
+  n_embd_ = static_cast<size_t>(hp.n_embd);
+  head_dim_ = static_cast<size_t>(hp.head_dim);
+  n_kv_heads_ = static_cast<size_t>(hp.n_head_kv);
+  kv_dim_ = head_dim_ * n_kv_heads_;
+  const size_t n_global = session.global_layers().size();
+  const StoreLayout& L = store.layout();
+  if (L.num_layers != n_global || L.hidden_size != n_embd_ || L.kv_dim != kv_dim_)
+    throw_error(
+        "episodic: {}: the store holds {} layers x kv_dim {} (hidden {}), the session has {} "
+        "global layers x kv_dim {} (hidden {})",
+        store.path(), L.num_layers, L.kv_dim, L.hidden_size, n_global, kv_dim_, n_embd_);
+  if (config_.consolidate && config_.staging.capacity > L.max_tokens)
+    throw_error("episodic: {}: episodes of {} tokens do not fit the store's {} tokens per episode",
+                store.path(), config_.staging.capacity, L.max_tokens);
+  const RopeFreqs& rf = session.rope_global();
+  RotaryDims r;
+  r.style = rf.layout == RopeLayout::neox ? RotaryStyle::neox : RotaryStyle::normal;
+  r.head_dim = static_cast<uint32_t>(head_dim_);
+  r.n_heads = static_cast<uint32_t>(n_kv_heads_);
+  r.n_rot = rf.n_rot;
+  r.inv_freq = rf.inv_freq;  // the very angles the session rotated the keys with
+  rope_.push_back(std::move(r));
+  if (config_.query_threads > 1) pool_ = std::make_unique<ThreadPool>(config_.query_threads);
+
+  const uint32_t n_slots = session.ring().config().n_slots;
+  slot_token_.assign(n_slots, 0);
+  slot_hidden_.assign(size_t{n_slots} * n_embd_, 0.0f);
+  kv_rows_.assign(n_global * 2 * kv_dim_, 0.0f);
+  for (size_t g = 0; g < n_global; ++g) {
+    k_ptrs_.push_back(kv_rows_.data() + (2 * g) * kv_dim_);
+    v_ptrs_.push_back(kv_rows_.data() + (2 * g + 1) * kv_dim_);
+  }
+  if (config_.consolidate) {
+    WorkerConfig wc;
+    wc.queue_capacity = config_.queue_capacity;
+    wc.summarize = config_.summarize;
+    const auto eps = store.list();  // lineage continues from the newest stored episode
+    if (!eps.empty()) wc.first_parent = eps.back().episode_id;
+    worker_ = std::make_unique<ConsolidationWorker>(store, std::move(wc));
+    staging_ = std::make_unique<StagingBuffer>(
+        config_.staging,
+        StagingDims{static_cast<uint32_t>(n_global), static_cast<uint32_t>(n_embd_),
+                    static_cast<uint32_t>(kv_dim_)},
+        [this](StagedEpisode&& e) {
+          if (config_.on_episode) config_.on_episode(e);
+          worker_->submit(std::move(e));
+        });
+    session.set_eviction_hook([this](const EvictionEvent& ev) { on_evict(ev); });
+  }
+  session.set_token_tap([this](const TokenBatch& b) { on_tokens(b); });
+}
+
+MemoryAttachment::~MemoryAttachment() {
+  session_.set_token_tap(nullptr);
+  if (config_.consolidate) session_.set_eviction_hook(nullptr);
+  try {
+    flush();
+  } catch (...) {  // the worker counts its failures; a destructor must not throw
+  }
+}
+
+void MemoryAttachment::on_tokens(const TokenBatch& b) {
+  if (b.transient) {  // probe tokens are rolled back, never evicted
+    if (capture_) captured_.insert(captured_.end(), b.hidden.begin(), b.hidden.end());
+    return;
+  }
+  for (size_t t = 0; t < b.tokens.size(); ++t) {
+    const uint32_t slot = b.slots[t];
+    slot_token_[slot] = b.tokens[t];
+    std::memcpy(slot_hidden_.data() + size_t{slot} * n_embd_, b.hidden.data() + t * n_embd_,
+                n_embd_ * sizeof(float));
+  }
+  last_hidden_.assign(b.hidden.end() - static_cast<std::ptrdiff_t>(n_embd_), b.hidden.end());
+}
+
+// Runs inside SlotRing::append_token, before any of these slots is written again.
+void MemoryAttachment::on_evict(const EvictionEvent& ev) {
+  const auto globals = session_.global_layers();
+  const SpanType type = ev.span.span_type;
+  const bool tool = type == SpanType::tool_call || type == SpanType::tool_result;
+  const uint64_t now = now_ms();
+  for (size_t i = 0; i < ev.slots.size(); ++i) {
+    const uint32_t slot = ev.slots[i];
+    for (size_t g = 0; g < globals.size(); ++g) {
+      const auto k = session_.layer_k(globals[g]);
+      const auto v = session_.layer_v(globals[g]);
+      const size_t n_slots = session_.layer_slots(globals[g]);
+      for (size_t h = 0; h < n_kv_heads_; ++h) {  // [h][slot][hd] -> [h][hd]
+        const size_t src = (h * n_slots + slot) * head_dim_;
+        std::memcpy(kv_rows_.data() + (2 * g) * kv_dim_ + h * head_dim_, k.data() + src,
+                    head_dim_ * sizeof(float));
+        std::memcpy(kv_rows_.data() + (2 * g + 1) * kv_dim_ + h * head_dim_, v.data() + src,
+                    head_dim_ * sizeof(float));
+      }
+    }
+    const bool last = i + 1 == ev.slots.size();
+    StagedToken t;
+    t.token = slot_token_[slot];
+    t.clock = ev.span.start_clock + i;
+    t.slot = slot;
+    t.hidden = std::span<const float>(slot_hidden_.data() + size_t{slot} * n_embd_, n_embd_);
+    t.span_end = last && !ev.cut;
+    t.turn_end = last && !ev.cut && type == SpanType::turn_end;
+    t.tool = tool;
+    staging_->push(t, k_ptrs_, v_ptrs_, now);
+    ++tokens_staged_;
+  }
+}
+
+std::vector<float> MemoryAttachment::encode_in_context(std::span<const int32_t> tokens) {
+  captured_.clear();
+  capture_ = true;
+  try {
+    session_.probe(tokens, SpanType::user);
+  } catch (...) {
+    capture_ = false;
+    throw;
+  }
+  capture_ = false;
+  return centroid_of(captured_, n_embd_);
+}
+
+void MemoryAttachment::cut(CutReason reason) {
+  if (staging_) staging_->flush(reason);
+}
+
+void MemoryAttachment::flush() {
+  if (!staging_) return;
+  staging_->flush(CutReason::flush);
+  worker_->drain();
+}
+
+std::vector<RecallHit> MemoryAttachment::query(std::span<const float> q, size_t k) const {
+  return store_.query(q, k, pool_.get());
+}
+
+RecallResult MemoryAttachment::recall(uint64_t id, float score) {
+  const auto header = store_.find(id);
+  if (!header) throw_error("episodic: {}: no episode {} to recall", store_.path(), id);
+  const uint32_t n = header->token_count;
+  const SlotRing& ring = session_.ring();
+  const uint32_t n_recall = ring.config().n_recall;
+  if (n > n_recall)
+    throw_error("episodic: episode {} has {} tokens; the recall tier holds {}", id, n, n_recall);
+  RecallResult r;
+  r.episode_id = id;
+  r.score = score;
+  r.n_tokens = n;
+  for (const RecallEpisode& e : ring.recall_episodes()) {
+    if (e.id != id) continue;
+    r.already_active = true;
+    r.slot_begin = e.slot_begin;
+    r.stored_pos = e.stored_pos;
+    recalled_at_[id] = ++tick_;
+    ++recalls_;
+    store_.record_access(id, now_ms());
+    return r;
+  }
+  // Least recently recalled first; episodes this attachment did not place count as oldest.
+  while (ring.recall_free_run() < n) {
+    const auto& eps = ring.recall_episodes();
+    const auto lru = std::min_element(eps.begin(), eps.end(), [&](const auto& a, const auto& b) {
+      const auto ia = recalled_at_.find(a.id), ib = recalled_at_.find(b.id);
+      return (ia == recalled_at_.end() ? 0 : ia->second) <
+             (ib == recalled_at_.end() ? 0 : ib->second);
+    });
+    const uint64_t victim = lru->id;
+    session_.release_recall(victim);
+    recalled_at_.erase(victim);
+    r.released.push_back(victim);
+    ++recall_evictions_;
+  }
+  // The new episode comes last in activation order: its first token sits at virtual position
+  // anchors + (recall tokens already active) (kv/virtual_positions.h). Its keys are rotated
+  // there, so that at activation the query-side offset of its run is zero.
+  r.stored_pos = uint64_t{ring.n_sys()} + ring.recall_used();
+  const double delta = static_cast<double>(r.stored_pos) - static_cast<double>(header->start_clock);
+  const size_t values = session_.global_layers().size() * size_t{n} * kv_dim_;
+  k_buf_.resize(values);
+  v_buf_.resize(values);
+  store_.rehydrate(id, rope_, delta, k_buf_.data(), v_buf_.data());
+  r.slot_begin =
+      session_.inject_recall(id, n, r.stored_pos, std::span<const float>(k_buf_.data(), values),
+                             std::span<const float>(v_buf_.data(), values));
+  recalled_at_[id] = ++tick_;
+  ++recalls_;
+  store_.record_access(id, now_ms());
+  return r;
+}
+
+std::vector<RecallResult> MemoryAttachment::recall_top(std::span<const float> q, size_t k) {
+  const std::vector<RecallHit> hits = query(q, k);
+  std::vector<RecallResult> out;
+  for (auto it = hits.rbegin(); it != hits.rend(); ++it)
+    out.push_back(recall(it->episode_id, it->score));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+void MemoryAttachment::release_all() {
+  std::vector<uint64_t> ids;
+  for (const RecallEpisode& e : session_.ring().recall_episodes()) ids.push_back(e.id);
+  for (uint64_t id : ids) {
+    session_.release_recall(id);
+    recalled_at_.erase(id);
+  }
+}
+
+MemoryStats MemoryAttachment::stats() const {
+  MemoryStats s;
+  s.tokens_staged = tokens_staged_;
+  s.episodes_cut = staging_ ? staging_->episodes_cut() : 0;
+  if (worker_) s.worker = worker_->stats();
+  s.recalls = recalls_;
+  s.recall_evictions = recall_evictions_;
+  return s;
+}
+
+}  // namespace channel

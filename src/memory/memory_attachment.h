@@ -1,0 +1,141 @@
+// MemoryAttachment: an episodic store attached to a live RingSession. What leaves the
+// window is staged by the eviction hook (token, clock, slot, the final hidden state x the
+// session's token tap reported, and the K/V rows of every global layer, copied while the
+// slots are still intact), cut into episodes and written by a background thread; recall
+// queries the store, rehydrates the chosen episodes (keys re-rotated to the virtual position
+// they get in tier 3) and writes them into the recall slots of the global layers.
+// Sliding-window layers never see recalled K/V (docs/kv-geometry.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "memory/consolidation.h"
+#include "memory/episodic_store.h"
+#include "memory/rerotate.h"
+#include "memory/staging.h"
+#include "runtime/ring_session.h"
+
+namespace channel {
+
+class Model;
+struct ModelHparams;
+class ThreadPool;
+
+struct MemoryConfig {
+  StagingConfig staging;        // cut triggers; staging.capacity = tokens per episode
+  size_t queue_capacity = 256;  // episodes waiting for the writer; beyond it they are dropped
+  bool consolidate = true;      // false: nothing is staged or written (benchmarks, read-only)
+  int query_threads = 1;        // threads of the top-k scan
+  // Summary text of an episode's tokens (normally the detokenizer); optional.
+  std::function<std::string(std::span<const int32_t>)> summarize;
+  // Sees each episode as it is cut, before it is queued (tests, statistics); optional.
+  std::function<void(const StagedEpisode&)> on_episode;
+};
+
+// The layers that keep per-token K/V in the slot geometry and hold recall slots: every
+// layer that is neither sliding-window nor bounded. A store keeps these layers, in order.
+std::vector<int> recall_layers(const ModelHparams& hp);
+
+// The store geometry a session of `model` writes: one layer per global layer, kv_dim =
+// n_head_kv * head_dim, hidden = n_embd.
+StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
+                                     uint32_t max_tokens);
+
+// Opens `path` for `model` (a store of another model or another geometry is a one-line
+// error, the file untouched), or creates it with session_store_geometry() when it does not
+// exist. *created tells which.
+EpisodicStore open_or_create_store(const std::string& path, const Model& model,
+                                   uint32_t max_episodes, uint32_t max_tokens,
+                                   bool* created = nullptr);
+
+struct RecallResult {
+  uint64_t episode_id = 0;
+  float score = 0.0f;       // cosine of the query (0 for recall by id)
+  uint32_t slot_begin = 0;  // first recall slot
+  uint32_t n_tokens = 0;
+  uint64_t stored_pos = 0;         // keys were re-rotated to stored_pos + i
+  bool already_active = false;     // it was in tier 3 already: only its recency changed
+  std::vector<uint64_t> released;  // episodes evicted from tier 3 to make room (LRU)
+};
+
+struct MemoryStats {
+  uint64_t tokens_staged = 0;  // evicted tokens handed to the staging buffer
+  uint64_t episodes_cut = 0;
+  WorkerStats worker;
+  uint64_t recalls = 0;
+  uint64_t recall_evictions = 0;
+};
+
+class MemoryAttachment {
+ public:
+  // Installs the session's eviction hook and token tap (replacing any). The store must have
+  // the session's geometry (session_store_geometry). Both must outlive the attachment.
+  MemoryAttachment(RingSession& session, EpisodicStore& store, MemoryConfig config = {});
+  ~MemoryAttachment();  // flush(), then removes the hook and the tap
+  MemoryAttachment(const MemoryAttachment&) = delete;
+  MemoryAttachment& operator=(const MemoryAttachment&) = delete;
+
+  // Cuts what is staged into an episode and waits until every queued episode is written.
+  // Note that tokens still in the window are not staged: they are stored once evicted.
+  void flush();
+  // Cuts what is staged (a turn boundary) without waiting for the disk.
+  void cut(CutReason reason = CutReason::turn_end);
+
+  // Cosine top-k over the stored centroids; `query` is [n_embd] (a hidden state, or a text
+  // cue encoded by text_cue.h), not necessarily normalised.
+  std::vector<RecallHit> query(std::span<const float> query, size_t k) const;
+  // The final hidden state x of the last (non-probe) token the session ran: the query of
+  // recall by the current state. Empty before the first token.
+  std::span<const float> current_state() const { return last_hidden_; }
+  // Runs `tokens` as a probe (the session is as before afterwards) and returns the centroid
+  // of their hidden states: a text cue encoded in the session's own context. Throws when
+  // the probe does not fit (RingSession::max_probe()).
+  std::vector<float> encode_in_context(std::span<const int32_t> tokens);
+
+  // Rehydrates episode `id` into tier 3 (re-rotated by Δ = stored_pos - start_clock, where
+  // stored_pos is the virtual position of its first token: anchors + recall tokens before
+  // it), records the access in the store, and marks it most recently recalled. When the
+  // recall tier has no room, the least recently recalled episodes are released first.
+  // Throws channel::Error for an unknown id, a damaged record, or an episode longer than
+  // the recall tier.
+  RecallResult recall(uint64_t id, float score = 0.0f);
+  // query() then recall() of each hit, best last so that it is the most recent.
+  std::vector<RecallResult> recall_top(std::span<const float> query, size_t k);
+  // Releases every recalled episode from tier 3.
+  void release_all();
+
+  MemoryStats stats() const;
+  const EpisodicStore& store() const { return store_; }
+
+ private:
+  void on_tokens(const TokenBatch& b);
+  void on_evict(const EvictionEvent& ev);
+
+  RingSession& session_;
+  EpisodicStore& store_;
+  MemoryConfig config_;
+  size_t n_embd_ = 0, kv_dim_ = 0, head_dim_ = 0, n_kv_heads_ = 0;
+  std::vector<RotaryDims> rope_;                 // [1] the global layers' rope
+  std::unique_ptr<ThreadPool> pool_;             // for the top-k scan
+  std::unique_ptr<ConsolidationWorker> worker_;  // declared before staging_: it is its sink
+  std::unique_ptr<StagingBuffer> staging_;
+  // Per global-layer slot, written by the token tap, read at eviction:
+  std::vector<int32_t> slot_token_;            // [n_slots]
+  std::vector<float> slot_hidden_;             // [n_slots][n_embd]
+  std::vector<float> kv_rows_;                 // [n_global][2][kv_dim] one token's rows, gathered
+  std::vector<const float*> k_ptrs_, v_ptrs_;  // [n_global] into kv_rows_
+  std::vector<float> last_hidden_;             // [n_embd] x of the last token run
+  bool capture_ = false;              // encode_in_context(): keep the probe's hidden states
+  std::vector<float> captured_;       // [n][n_embd]
+  std::vector<float> k_buf_, v_buf_;  // [n_global][n][kv_dim] rehydrated episode
+  std::unordered_map<uint64_t, uint64_t> recalled_at_;  // active episode -> recall tick
+  uint64_t tick_ = 0;
+  uint64_t tokens_staged_ = 0, recalls_ = 0, recall_evictions_ = 0;
+};
+
+}  // namespace channel
