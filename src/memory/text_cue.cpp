@@ -17,11 +17,6 @@ namespace channel {
 
 EncodedText encode_text(const Model& model, std::string_view text, int threads) {
   const ModelHparams& hp = model.hparams();
-  if (hp.arch_id == Arch::bounded) {
-    throw Error(
-        "mem: bounded models keep a ring state, not per-token K/V, in their bounded layers; "
-        "text encoding works with llama and gemma3 models");
-  }
   if (hp.head_dim != hp.head_dim_v) {
     throw_error(
         "mem: the model's K and V head sizes differ ({} and {}); the store keeps one kv_dim",

@@ -21,7 +21,8 @@ struct EncodedText {
   std::vector<float> kv;
 };
 
-// Throws channel::Error for a bounded model, unequal K/V head sizes, or a text without tokens.
+// Throws channel::Error for unequal K/V head sizes or a text without tokens. Bounded layers
+// run as in a plain Session; only the recall layers' K/V is returned.
 EncodedText encode_text(const Model& model, std::string_view text, int threads);
 
 // centroid_of(encode_text(...).hidden): the unit query vector of a text cue.
