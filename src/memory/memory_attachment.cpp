@@ -181,6 +181,18 @@ void MemoryAttachment::cut(CutReason reason) {
   if (staging_) staging_->flush(reason);
 }
 
+void MemoryAttachment::consolidate_window() {
+  if (!staging_) return;
+  const SlotRing& ring = session_.ring();
+  if (ring.sealed()) {
+    for (size_t i = 0; i < ring.window_span_count(); ++i) {
+      const SemanticSpan& sp = ring.window_span(i);
+      on_evict(EvictionEvent{sp, ring.window_slots(sp.start_clock, sp.end_clock), false});
+    }
+  }
+  flush();
+}
+
 void MemoryAttachment::flush() {
   if (!staging_) return;
   staging_->flush(CutReason::flush);

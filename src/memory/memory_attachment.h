@@ -85,6 +85,10 @@ class MemoryAttachment {
   void flush();
   // Cuts what is staged (a turn boundary) without waiting for the disk.
   void cut(CutReason reason = CutReason::turn_end);
+  // Stages every token still in the window, oldest span first, as if it were evicted now,
+  // then flush(): for a session that ends without being saved (its window is never evicted).
+  // A session that is saved and resumed must not call it: the tokens would be stored twice.
+  void consolidate_window();
 
   // Cosine top-k over the stored centroids; `query` is [n_embd] (a hidden state, or a text
   // cue encoded by text_cue.h), not necessarily normalised.

@@ -1,6 +1,8 @@
 // `channel run`: generate text from a prompt, streaming it to stdout as it comes;
 // load progress and the prompt / generation speed go to stderr. With --session FILE the
-// conversation runs on the KV slot geometry and is resumed from / saved to FILE.
+// conversation runs on the KV slot geometry and is resumed from / saved to FILE. With
+// --memory FILE an episodic store is attached: the episodes closest to the prompt are
+// recalled before it is fed, and what leaves the window is consolidated into FILE.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -8,6 +10,8 @@
 
 #include "cli_common.h"
 #include "command.h"
+#include "memory/memory_attachment.h"
+#include "memory/text_cue.h"
 #include "model/model.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
@@ -30,6 +34,9 @@ struct RunArgs {
   std::string session;  // --session FILE: run on the slot geometry, resume and save
   int64_t slots = SlotGeometry::kDefaultSlots;
   int64_t recall = SlotGeometry::kDefaultRecall;
+  std::string memory;  // --memory FILE: an episodic store attached to the session
+  int64_t recall_k = 2;
+  int64_t memory_capacity = 4096;
 };
 
 constexpr int kDefaultMaxCtx = 4096;
@@ -50,7 +57,15 @@ int run_session(const RunArgs& args) {
   config.ring.n_slots = static_cast<uint32_t>(args.slots);
   config.ring.n_recall = static_cast<uint32_t>(args.recall);
   config.n_threads = args.threads;
-  const bool resume = std::filesystem::exists(args.session);
+  const bool resume = !args.session.empty() && std::filesystem::exists(args.session);
+  // The store is opened (or created) before anything else is touched: a store of another
+  // model, or a damaged one, stops the run here with both files as they were.
+  std::unique_ptr<EpisodicStore> store;
+  bool created = false;
+  if (!args.memory.empty()) {
+    store = std::make_unique<EpisodicStore>(open_or_create_store(
+        args.memory, *loaded.model, static_cast<uint32_t>(args.memory_capacity), 64, &created));
+  }
   std::unique_ptr<StreamSession> s;
   if (resume) {
     s = load_session_file(args.session, loaded.model, config);
@@ -67,8 +82,30 @@ int run_session(const RunArgs& args) {
   if (prompt.empty() && s->clock() == 0)
     throw Error("the prompt is empty and the session holds no tokens to continue from");
   print_loaded(loaded);
-  std::fprintf(stderr, "channel: %s %s at clock %llu\n", resume ? "resumed" : "new session",
-               args.session.c_str(), static_cast<unsigned long long>(s->clock()));
+  if (!args.session.empty())
+    std::fprintf(stderr, "channel: %s %s at clock %llu\n", resume ? "resumed" : "new session",
+                 args.session.c_str(), static_cast<unsigned long long>(s->clock()));
+  std::unique_ptr<MemoryAttachment> mem;
+  if (store) {
+    MemoryConfig mc;
+    mc.summarize = [&tokenizer](std::span<const int32_t> t) { return tokenizer.decode(t); };
+    mc.query_threads = args.threads;
+    mem = std::make_unique<MemoryAttachment>(s->ring_session(), *store, mc);
+    std::string recalled;
+    if (!prompt.empty() && store->live_count() > 0 && args.recall_k > 0 &&
+        s->ring_session().ring().config().n_recall > 0) {
+      // Recall by the prompt, encoded the way centroids are; best last, so it stays in tier 3.
+      const std::vector<float> cue = text_cue(*loaded.model, args.prompt, args.threads);
+      for (const RecallHit& h : mem->query(cue, static_cast<size_t>(args.recall_k))) {
+        recalled += fmt::format(" {} ({:.3f})", h.episode_id, h.score);
+      }
+      mem->recall_top(cue, static_cast<size_t>(args.recall_k));
+    }
+    std::fprintf(stderr, "channel: memory %s: %s, %llu episodes; recalled:%s\n",
+                 args.memory.c_str(), created ? "created" : "opened",
+                 static_cast<unsigned long long>(store->live_count()),
+                 recalled.empty() ? " none" : recalled.c_str());
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   if (!prompt.empty()) s->feed(SpanType::user, prompt);
@@ -94,19 +131,39 @@ int run_session(const RunArgs& args) {
   const double gen_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   if (output_ok) write_out("\n");
-  save_session_file(args.session, *s);
+  if (!args.session.empty()) save_session_file(args.session, *s);
+  if (mem) {
+    // Without a session file the window ends with this run: it is consolidated too.
+    if (args.session.empty()) {
+      mem->consolidate_window();
+    } else {
+      mem->flush();
+    }
+    const MemoryStats ms = mem->stats();
+    std::fprintf(stderr,
+                 "channel: memory %s: %llu episodes written (%llu dropped, %llu failed), %llu "
+                 "stored\n",
+                 args.memory.c_str(), static_cast<unsigned long long>(ms.worker.written),
+                 static_cast<unsigned long long>(ms.worker.dropped),
+                 static_cast<unsigned long long>(ms.worker.failed),
+                 static_cast<unsigned long long>(store->live_count()));
+    if (ms.worker.failed > 0)
+      throw_error("memory {}: {} episodes could not be written: {}", args.memory, ms.worker.failed,
+                  ms.worker.last_error);
+  }
   std::fprintf(stderr,
                "channel: prompt %zu tokens in %.3f s | generation %d tokens, %.2f tok/s | stop: "
-               "%s | clock %llu, saved %s\n",
+               "%s | clock %llu%s%s\n",
                prompt.size(), prompt_seconds, n, gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
-               static_cast<unsigned long long>(s->clock()), args.session.c_str());
+               static_cast<unsigned long long>(s->clock()), args.session.empty() ? "" : ", saved ",
+               args.session.c_str());
   return 0;
 }
 
 int run_run(const RunArgs& args) {
   validate(args.sampling);  // bad sampling flags fail before the model loads
   std::signal(SIGPIPE, SIG_IGN);
-  if (!args.session.empty()) return run_session(args);
+  if (!args.session.empty() || !args.memory.empty()) return run_session(args);
 
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -183,11 +240,23 @@ const CommandRegistrar registrar{
       sub.add_option("--session", args->session,
                      "Keep the conversation in FILE: run on the KV slot geometry, resume from "
                      "FILE if it exists, save it after the reply (--ctx does not apply)");
-      sub.add_option("--slots", args->slots, "With --session: KV slots per global layer")
+      sub.add_option("--slots", args->slots,
+                     "With --session or --memory: KV slots per global layer")
           ->check(integer_in(1, 1 << 30))
           ->capture_default_str();
-      sub.add_option("--recall-slots", args->recall, "With --session: recall slots")
+      sub.add_option("--recall-slots", args->recall, "With --session or --memory: recall slots")
           ->check(integer_in(0, 1 << 30))
+          ->capture_default_str();
+      sub.add_option("--memory", args->memory,
+                     "Attach the episodic store FILE (created for this model if missing): the "
+                     "episodes closest to the prompt are recalled, what leaves the window is "
+                     "stored (runs on the KV slot geometry)");
+      sub.add_option("--recall-k", args->recall_k, "With --memory: episodes recalled by the prompt")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      sub.add_option("--memory-capacity", args->memory_capacity,
+                     "With --memory: episodes a new store holds")
+          ->check(integer_in(1, 1 << 24))
           ->capture_default_str();
       return [args] { return run_run(*args); };
     }};
