@@ -24,6 +24,30 @@ SlotRing::SlotRing(const RingConfig& config)
   episodes_.reserve(config.n_recall);
 }
 
+void SlotRing::copy_state_from(const SlotRing& o) {
+  if (o.config_.n_slots != config_.n_slots || o.config_.n_recall != config_.n_recall ||
+      o.config_.probe_reserve != config_.probe_reserve || o.config_.cut_chunk != config_.cut_chunk)
+    throw_error("kv: copy_state_from a ring of another geometry");
+  // Vector assignment reuses this ring's buffers when they are large enough.
+  geometry_ = o.geometry_;
+  sealed_ = o.sealed_;
+  probing_ = o.probing_;
+  clock_ = o.clock_;
+  oldest_ = o.oldest_;
+  evicted_spans_ = o.evicted_spans_;
+  pending_ = o.pending_;
+  open_ = o.open_;
+  slot_clock_ = o.slot_clock_;
+  identity_ = o.identity_;
+  ring_slots_ = o.ring_slots_;
+  anchor_spans_ = o.anchor_spans_;
+  spans_ = o.spans_;
+  span_head_ = o.span_head_;
+  span_count_ = o.span_count_;
+  episodes_ = o.episodes_;
+  recall_used_ = o.recall_used_;
+}
+
 const SlotGeometry& SlotRing::geometry() const {
   require_sealed("geometry");
   return geometry_;

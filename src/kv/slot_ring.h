@@ -68,6 +68,9 @@ class SlotRing {
 
   void set_eviction_hook(EvictionHook hook) { hook_ = std::move(hook); }
   const RingConfig& config() const { return config_; }
+  // Becomes a copy of `other`'s state (everything state_diff compares), keeping its own hook.
+  // Throws for another config. No allocation once this ring has held a state that large.
+  void copy_state_from(const SlotRing& other);
 
   // --- writing tokens ---------------------------------------------------------------
   // The next append_token() starts a new span of `type`.

@@ -108,8 +108,24 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   cs_global_.resize(nb * hp.n_rot);
   cs_sliding_.resize(nb * hp.n_rot);
   attn_scratch_.resize(pool_.size());
+  distances_.resize(nb);
   logits_.resize(hp.n_vocab);
+  saved_logits_.resize(hp.n_vocab);
+  tentative_distances_.resize(config.ring.probe_reserve);
+  tentative_tokens_.resize(config.ring.probe_reserve);
+  tentative_clocks_.resize(config.ring.probe_reserve);
+  tentative_slots_.resize(config.ring.probe_reserve);
+  saved_ring_ = SlotRing(config.ring);
   backend_ = std::make_unique<Backend>(*this);
+  // The ring calls the session's hook, which a tentative decode_all holds back.
+  ring_.set_eviction_hook([this](const EvictionEvent& e) {
+    if (hook_live_ && hook_) hook_(e);
+  });
+}
+
+void RingSession::set_eviction_hook(EvictionHook hook) {
+  settle(0);
+  hook_ = std::move(hook);
 }
 
 RingSession::~RingSession() = default;
@@ -138,40 +154,47 @@ void RingSession::check_tokens(std::span<const int32_t> tokens) const {
     throw_error("session: clock would pass 2^31 tokens");
 }
 
-// A chunk never crosses an eviction: each query sees the window as it is after the chunk.
-void RingSession::run(std::span<const int32_t> tokens) {
+// Each query's runs are taken right after its own token is appended, so it sees the window
+// as plain one-token decoding would. A later token of the chunk writes the slot of the clock
+// window_size before it, which no earlier query of the chunk sees while the chunk spans at
+// most probe_reserve + 1 tokens, or no eviction (the free room of the window).
+void RingSession::run(std::span<const int32_t> tokens, float* all) {
+  const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
   size_t done = 0;
   while (done < tokens.size()) {
     size_t n = std::min<size_t>(tokens.size() - done, config_.n_batch);
     if (ring_.sealed() && !ring_.probing()) {
       const uint32_t room = ring_.window_capacity() - ring_.window_live();
-      n = std::min<size_t>(n, std::max<uint32_t>(room, 1));
+      n = std::min<size_t>(n, std::max<uint32_t>(room, config_.ring.probe_reserve + 1));
     }
-    run_chunk(tokens.subspan(done, n));
+    run_chunk(tokens.subspan(done, n), all ? all + done * n_vocab : nullptr, done);
+    if (!hook_live_)  // a tentative decode_all keeps each query's distance for truncate_last
+      std::copy_n(distances_.begin(), n, tentative_distances_.begin() + done);
     done += n;
   }
 }
 
-void RingSession::run_chunk(std::span<const int32_t> tokens) {
+void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t offset) {
   const int n = static_cast<int>(tokens.size());
   const uint32_t n_rot = rope_global_.n_rot;
   for (int t = 0; t < n; ++t) {
     clocks_[t] = ring_.clock();
     global_slots_[t] = ring_.append_token();
-    if (local_) local_slots_[t] = local_->slot_of(clocks_[t]);
-    rope_cos_sin(rope_global_, static_cast<double>(clocks_[t]), &cs_global_[t * n_rot]);
-    if (local_)
-      rope_cos_sin(rope_sliding_, static_cast<double>(clocks_[t]), &cs_sliding_[t * n_rot]);
-  }
-  for (int t = 0; t < n; ++t) {
     const QueryView view = global_runs(ring_, clocks_[t], runs_[t]);
+    distances_[t] = view.max_distance;
     max_distance_ = std::max(max_distance_, view.max_distance);
-    if (local_) local_runs_[t] = local_->run(clocks_[t]);
+    if (local_) {
+      local_slots_[t] = local_->slot_of(clocks_[t]);
+      local_runs_[t] = local_->run(clocks_[t]);
+      rope_cos_sin(rope_sliding_, static_cast<double>(clocks_[t]), &cs_sliding_[t * n_rot]);
+    }
+    rope_cos_sin(rope_global_, static_cast<double>(clocks_[t]), &cs_global_[t * n_rot]);
   }
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.attention = backend_.get();
-  forward(*model_, bounded_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
+  forward(*model_, bounded_, batch, all ? LogitsFor::all : LogitsFor::last, scratch_, pool_,
+          all ? all : logits_.data());
   if (tap_) {
     // forward() leaves every token's last residual in scratch.x; the final norm of each
     // row is what the LM head reads (it normed only the last row itself).
@@ -180,6 +203,14 @@ void RingSession::run_chunk(std::span<const int32_t> tokens) {
     for (int t = 0; t < n; ++t)
       rms_norm(scratch_.x.data() + t * E, model_->weights().output_norm.data(),
                static_cast<int64_t>(E), model_->hparams().rms_eps, hidden_.data() + t * E);
+    if (!hook_live_) {  // a tentative decode_all: the kept tokens reach the tap when settled
+      std::copy(tokens.begin(), tokens.end(), tentative_tokens_.begin() + offset);
+      std::copy_n(clocks_.begin(), n, tentative_clocks_.begin() + offset);
+      std::copy_n(global_slots_.begin(), n, tentative_slots_.begin() + offset);
+      tentative_hidden_.resize(tentative_tokens_.size() * E);
+      std::copy_n(hidden_.begin(), n * E, tentative_hidden_.begin() + offset * E);
+      return;
+    }
     tap_(TokenBatch{tokens, std::span<const uint64_t>(clocks_.data(), tokens.size()),
                     std::span<const uint32_t>(global_slots_.data(), tokens.size()),
                     std::span<const float>(hidden_.data(), tokens.size() * E), ring_.probing()});
@@ -188,6 +219,7 @@ void RingSession::run_chunk(std::span<const int32_t> tokens) {
 
 uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
                                     std::span<const float> k, std::span<const float> v) {
+  settle(0);
   const ModelHparams& hp = model_->hparams();
   const size_t hd = static_cast<size_t>(hp.head_dim), nkv = static_cast<size_t>(hp.n_head_kv);
   const size_t want = global_layers_.size() * n_tokens * nkv * hd;
@@ -212,6 +244,7 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
 }
 
 std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {
+  settle(0);
   check_tokens(tokens);
   ring_.begin_span(type);
   run(tokens);
@@ -219,12 +252,79 @@ std::span<const float> RingSession::append(SpanType type, std::span<const int32_
 }
 
 std::span<const float> RingSession::decode(std::span<const int32_t> tokens) {
+  settle(0);
   check_tokens(tokens);
   run(tokens);
   return logits_;
 }
 
+std::span<const float> RingSession::decode_all(std::span<const int32_t> tokens) {
+  settle(0);
+  check_tokens(tokens);
+  const size_t n_vocab = logits_.size();
+  if (all_logits_.size() < tokens.size() * n_vocab) all_logits_.resize(tokens.size() * n_vocab);
+  const bool tentative = tokens.size() <= max_truncate();
+  if (tentative) {  // what truncate_last goes back to; the hook waits for it
+    saved_ring_.copy_state_from(ring_);
+    saved_max_distance_ = max_distance_;
+    std::copy(logits_.begin(), logits_.end(), saved_logits_.begin());
+    hook_live_ = false;
+  }
+  run(tokens, all_logits_.data());
+  hook_live_ = true;
+  tentative_ = tentative ? static_cast<uint32_t>(tokens.size()) : 0;
+  const auto last =
+      all_logits_.begin() + static_cast<std::ptrdiff_t>((tokens.size() - 1) * n_vocab);
+  std::copy(last, last + static_cast<std::ptrdiff_t>(n_vocab), logits_.begin());
+  return {all_logits_.data(), tokens.size() * n_vocab};
+}
+
+void RingSession::truncate_last(int k) {
+  settle(k);
+}
+
+// Ends the tentative decode_all (if any), keeping all but its last k tokens.
+void RingSession::settle(int k) {
+  if (k < 0 || static_cast<uint32_t>(k) > tentative_)
+    throw_error(
+        "session: cannot drop the last {} tokens: {} tokens can be dropped now (only "
+        "those of the decode_all just made, of at most {} tokens)",
+        k, tentative_, max_truncate());
+  if (tentative_ == 0) return;
+  const ModelHparams& hp = model_->hparams();
+  for (int il = 0; il < hp.n_layer; ++il)  // check every layer before changing any
+    if (hp.is_bounded(il) && bounded_.bounded(il).undo_available() < k)
+      throw_error("session: cannot drop {} tokens: bounded layer {} keeps undo history for {}", k,
+                  il, bounded_.bounded(il).undo_available());
+  const uint32_t keep = tentative_ - static_cast<uint32_t>(k);
+  tentative_ = 0;
+  // append_token() is deterministic: from the saved state the kept tokens get their slots
+  // back and evict exactly what plain decoding evicts, now with the hook live.
+  ring_.copy_state_from(saved_ring_);
+  max_distance_ = saved_max_distance_;
+  for (uint32_t i = 0; i < keep; ++i) {
+    ring_.append_token();
+    max_distance_ = std::max(max_distance_, tentative_distances_[i]);
+  }
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (hp.is_bounded(il)) bounded_.bounded(il).truncate_last(k);
+  if (tap_ && keep > 0) {
+    const size_t E = static_cast<size_t>(hp.n_embd);
+    tap_(TokenBatch{std::span<const int32_t>(tentative_tokens_.data(), keep),
+                    std::span<const uint64_t>(tentative_clocks_.data(), keep),
+                    std::span<const uint32_t>(tentative_slots_.data(), keep),
+                    std::span<const float>(tentative_hidden_.data(), keep * E), false});
+  }
+  if (keep == 0) {
+    std::copy(saved_logits_.begin(), saved_logits_.end(), logits_.begin());
+  } else {
+    const auto row = all_logits_.begin() + static_cast<std::ptrdiff_t>((keep - 1) * logits_.size());
+    std::copy(row, row + static_cast<std::ptrdiff_t>(logits_.size()), logits_.begin());
+  }
+}
+
 void RingSession::seal() {
+  settle(0);
   ring_.seal();
 }
 
@@ -252,6 +352,7 @@ uint32_t RingSession::max_probe() const {
 std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType type) {
   check_tokens(tokens);
   if (!ring_.sealed()) throw_error("session: probe before the anchors are sealed");
+  settle(0);
   if (tokens.size() > max_probe())
     throw_error("session: probe of {} tokens is longer than the free window ({} tokens)",
                 tokens.size(), max_probe());

@@ -56,6 +56,21 @@ class RingSession {
   std::span<const float> append(SpanType type, std::span<const int32_t> tokens);
   // Appends to the current span (e.g. one generated token); an error when none was begun.
   std::span<const float> decode(std::span<const int32_t> tokens);
+  // decode() returning the logits of every token: [n_tokens][n_vocab], valid until the next
+  // call. A call of at most max_truncate() tokens is tentative: truncate_last() may follow and
+  // drop its last tokens (a rejected speculative draft). Its evictions reach the eviction hook
+  // when it is settled: by truncate_last(), or first thing in the next call that changes the
+  // session; ring() already shows them.
+  std::span<const float> decode_all(std::span<const int32_t> tokens);
+  // Drops the last k tokens of the tentative decode_all just made (k = 0 keeps all): the ring
+  // goes back to its state before that call and appends the kept tokens again, so they get the
+  // same slots (where their K/V already is) and evictions and hook events are those of plain
+  // decoding; bounded layers undo k insertions. Throws channel::Error, state unchanged, when
+  // k < 0, k exceeds that call's tokens, or k > 0 with no tentative call to cut.
+  void truncate_last(int k);
+  // The longest tentative decode_all: probe_reserve. Its tokens then write only slots whose
+  // tokens were evicted before it, so every span it evicts keeps its K/V until the hook runs.
+  uint32_t max_truncate() const { return config_.ring.probe_reserve; }
   // Ends the cold boot: the tokens so far become the immutable anchors.
   void seal();
 
@@ -66,9 +81,15 @@ class RingSession {
   uint32_t max_probe() const;
 
   const SlotRing& ring() const { return ring_; }
-  void set_eviction_hook(EvictionHook hook) { ring_.set_eviction_hook(std::move(hook)); }
-  // Called after every forward chunk (episodic memory stages evicted tokens from it).
-  void set_token_tap(TokenTap tap) { tap_ = std::move(tap); }
+  // Called with every eviction while the evicted slots' K/V is intact (settles a tentative
+  // decode_all first, so its events go to the previous hook).
+  void set_eviction_hook(EvictionHook hook);
+  // Called after every forward chunk (episodic memory stages evicted tokens from it). The
+  // tokens of a tentative decode_all reach it when settled, only those kept.
+  void set_token_tap(TokenTap tap) {
+    settle(0);
+    tap_ = std::move(tap);
+  }
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
   const Model& model() const { return *model_; }
@@ -93,7 +114,10 @@ class RingSession {
   // the state unchanged, when the sizes are wrong or the recall tier has no room.
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
                          std::span<const float> k, std::span<const float> v);
-  void release_recall(uint64_t id) { ring_.deactivate_recall(id); }
+  void release_recall(uint64_t id) {
+    settle(0);
+    ring_.deactivate_recall(id);
+  }
 
  private:
   class Backend;
@@ -104,8 +128,10 @@ class RingSession {
     std::vector<float> k, v;  // [n_head_kv][n_slots][head_dim]
   };
   void check_tokens(std::span<const int32_t> tokens) const;
-  void run(std::span<const int32_t> tokens);
-  void run_chunk(std::span<const int32_t> tokens);
+  // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].
+  void run(std::span<const int32_t> tokens, float* all = nullptr);
+  void run_chunk(std::span<const int32_t> tokens, float* all, size_t offset);
+  void settle(int k);
   void save_bounded();
   void restore_bounded();
 
@@ -128,11 +154,26 @@ class RingSession {
   std::vector<SlotRun> local_runs_;            // [n_batch]
   std::vector<float> cs_global_, cs_sliding_;  // [n_batch][n_rot] key rotation cos/sin
   std::vector<SlotAttnScratch> attn_scratch_;  // [n_threads]
+  std::vector<uint64_t> distances_;            // [n_batch] max distance of each query
   std::vector<float> logits_;                  // [n_vocab]
   std::vector<int> global_layers_;             // layer indices
   TokenTap tap_;
   std::vector<float> hidden_;  // [n_batch][n_embd] final-norm rows for the tap
   uint64_t max_distance_ = 0;
+  EvictionHook hook_;
+  bool hook_live_ = true;  // false while a tentative decode_all runs
+  // The tentative decode_all: its token count (0: none), and the state before it.
+  uint32_t tentative_ = 0;
+  SlotRing saved_ring_;
+  uint64_t saved_max_distance_ = 0;
+  std::vector<uint64_t> tentative_distances_;  // [probe_reserve]
+  // What the token tap gets for them: [probe_reserve] each, hidden [probe_reserve][n_embd].
+  std::vector<int32_t> tentative_tokens_;
+  std::vector<uint64_t> tentative_clocks_;
+  std::vector<uint32_t> tentative_slots_;
+  std::vector<float> tentative_hidden_;
+  std::vector<float> saved_logits_;  // [n_vocab]
+  std::vector<float> all_logits_;    // [n_tokens][n_vocab] of decode_all
 };
 
 }  // namespace channel

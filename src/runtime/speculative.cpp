@@ -64,32 +64,51 @@ std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tok
   return out;
 }
 
-std::vector<int32_t> generate_greedy_speculative(Session& s, std::span<const int32_t> prompt,
-                                                 int n_predict, Drafter* drafter, int draft_max,
+std::span<const float> SessionTarget::prefill(std::span<const int32_t> prompt) {
+  return s_.decode(prompt);
+}
+
+std::span<const float> SessionTarget::decode_all(std::span<const int32_t> tokens) {
+  all_ = s_.decode_all(tokens);
+  return all_;
+}
+
+int SessionTarget::max_verify() const {
+  return std::min(s_.n_ctx() - s_.n_past(), UNDO_DEPTH + 1);
+}
+
+std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
+                                                 std::span<const int32_t> prompt, int n_predict,
+                                                 Drafter* drafter, int draft_max,
                                                  const std::function<bool(int32_t)>& is_end,
                                                  SpeculativeStats* stats) {
   if (draft_max < 0 || draft_max > UNDO_DEPTH)
     throw_error("speculative: --draft-max {} must be in [0, {}]", draft_max, UNDO_DEPTH);
+  if (drafter != nullptr && draft_max > 0 && draft_max + 1 > s.verify_capacity())
+    throw_error(
+        "speculative: --draft-max {} needs {} tokens per verify, this session takes at most {} "
+        "({})",
+        draft_max, draft_max + 1, s.verify_capacity(), s.capacity_hint());
   SpeculativeStats local;
   SpeculativeStats& st = stats ? *stats : local;
   const size_t n_vocab = static_cast<size_t>(s.model().hparams().n_vocab);
   std::vector<int32_t> history(prompt.begin(), prompt.end());
   std::vector<int32_t> out;
-  const std::span<const float> first = s.decode(prompt);
+  const std::span<const float> first = s.prefill(prompt);
   int32_t next = argmax(first.data(), n_vocab);  // predicted, not yet decoded
   while (static_cast<int>(out.size()) < n_predict) {
     if (is_end && is_end(next)) break;
     out.push_back(next);
     history.push_back(next);
-    if (static_cast<int>(out.size()) == n_predict || s.n_past() >= s.n_ctx()) break;
-    // Room for `next` plus the draft in the context; no more than what is still wanted.
-    const int room = std::min(s.n_ctx() - s.n_past() - 1, n_predict - static_cast<int>(out.size()));
+    const int capacity = s.max_verify();  // `next` plus the draft must fit
+    if (static_cast<int>(out.size()) == n_predict || capacity <= 0) break;
+    const int room = std::min(capacity - 1, n_predict - static_cast<int>(out.size()));
     std::vector<int32_t> draft;
     if (drafter != nullptr && draft_max > 0 && room > 0)
       draft = drafter->draft(history, std::min(draft_max, room));
     std::vector<int32_t> batch = {next};
     batch.insert(batch.end(), draft.begin(), draft.end());
-    const std::vector<float> logits = s.decode_all(batch);  // [1 + d][n_vocab]
+    const std::span<const float> logits = s.decode_all(batch);  // [1 + d][n_vocab]
     ++st.verify_steps;
     st.drafted += static_cast<int>(draft.size());
     size_t accepted = 0;
@@ -107,6 +126,14 @@ std::vector<int32_t> generate_greedy_speculative(Session& s, std::span<const int
     next = pred;
   }
   return out;
+}
+
+std::vector<int32_t> generate_greedy_speculative(Session& session, std::span<const int32_t> prompt,
+                                                 int n_predict, Drafter* drafter, int draft_max,
+                                                 const std::function<bool(int32_t)>& is_end,
+                                                 SpeculativeStats* stats) {
+  SessionTarget target(session);
+  return generate_greedy_speculative(target, prompt, n_predict, drafter, draft_max, is_end, stats);
 }
 
 }  // namespace channel
