@@ -2,6 +2,8 @@
 #include "runtime/speculative.h"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
 #include "bounded/bounded_state.h"
 #include "util/error.h"
@@ -81,7 +83,9 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
                                                  std::span<const int32_t> prompt, int n_predict,
                                                  Drafter* drafter, int draft_max,
                                                  const std::function<bool(int32_t)>& is_end,
-                                                 SpeculativeStats* stats) {
+                                                 SpeculativeStats* stats,
+                                                 const std::function<bool(int32_t)>& on_token) {
+  using Clock = std::chrono::steady_clock;
   if (draft_max < 0 || draft_max > UNDO_DEPTH)
     throw_error("speculative: --draft-max {} must be in [0, {}]", draft_max, UNDO_DEPTH);
   if (drafter != nullptr && draft_max > 0 && draft_max + 1 > s.verify_capacity())
@@ -89,19 +93,38 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
         "speculative: --draft-max {} needs {} tokens per verify, this session takes at most {} "
         "({})",
         draft_max, draft_max + 1, s.verify_capacity(), s.capacity_hint());
+  if (n_predict < 0) n_predict = std::numeric_limits<int>::max();
   SpeculativeStats local;
   SpeculativeStats& st = stats ? *stats : local;
   const size_t n_vocab = static_cast<size_t>(s.model().hparams().n_vocab);
   std::vector<int32_t> history(prompt.begin(), prompt.end());
   std::vector<int32_t> out;
+  const auto t0 = Clock::now();
   const std::span<const float> first = s.prefill(prompt);
+  const auto t1 = Clock::now();
+  st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
+  st.stop = StopReason::MaxTokens;
+  // Takes one output token; false when generation ends with it or before it.
+  const auto emit = [&](int32_t t) {
+    if (is_end && is_end(t)) {
+      st.stop = StopReason::EndOfGeneration;
+      return false;
+    }
+    out.push_back(t);
+    history.push_back(t);
+    if (on_token && !on_token(t)) {
+      st.stop = StopReason::Cancelled;
+      return false;
+    }
+    return static_cast<int>(out.size()) < n_predict;
+  };
   int32_t next = argmax(first.data(), n_vocab);  // predicted, not yet decoded
-  while (static_cast<int>(out.size()) < n_predict) {
-    if (is_end && is_end(next)) break;
-    out.push_back(next);
-    history.push_back(next);
+  while (n_predict > 0 && emit(next)) {
     const int capacity = s.max_verify();  // `next` plus the draft must fit
-    if (static_cast<int>(out.size()) == n_predict || capacity <= 0) break;
+    if (capacity <= 0) {
+      st.stop = StopReason::ContextFull;
+      break;
+    }
     const int room = std::min(capacity - 1, n_predict - static_cast<int>(out.size()));
     std::vector<int32_t> draft;
     if (drafter != nullptr && draft_max > 0 && room > 0)
@@ -113,27 +136,32 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
     st.drafted += static_cast<int>(draft.size());
     size_t accepted = 0;
     int32_t pred = argmax(logits.data(), n_vocab);
+    bool go_on = true;
     while (accepted < draft.size() && pred == draft[accepted]) {
-      if (is_end && is_end(pred)) break;
-      out.push_back(pred);
-      history.push_back(pred);
       ++accepted;
+      go_on = emit(pred);
+      if (!go_on) break;
       pred = argmax(logits.data() + accepted * n_vocab, n_vocab);
-      if (static_cast<int>(out.size()) == n_predict) break;
     }
+    if (!go_on && st.stop == StopReason::EndOfGeneration) --accepted;  // the end token: not kept
     st.accepted += static_cast<int>(accepted);
     s.truncate_last(static_cast<int>(draft.size() - accepted));  // rejected drafts
+    if (!go_on) break;
     next = pred;
   }
+  st.generated = static_cast<int>(out.size());
+  st.generate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return out;
 }
 
 std::vector<int32_t> generate_greedy_speculative(Session& session, std::span<const int32_t> prompt,
                                                  int n_predict, Drafter* drafter, int draft_max,
                                                  const std::function<bool(int32_t)>& is_end,
-                                                 SpeculativeStats* stats) {
+                                                 SpeculativeStats* stats,
+                                                 const std::function<bool(int32_t)>& on_token) {
   SessionTarget target(session);
-  return generate_greedy_speculative(target, prompt, n_predict, drafter, draft_max, is_end, stats);
+  return generate_greedy_speculative(target, prompt, n_predict, drafter, draft_max, is_end, stats,
+                                     on_token);
 }
 
 }  // namespace channel

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/generate.h"
 #include "runtime/ring_session.h"
 #include "runtime/session.h"
 
@@ -108,10 +109,15 @@ class RingTarget final : public SpeculativeTarget {
 };
 
 struct SpeculativeStats {
-  int verify_steps = 0;  // batched target forwards after the prompt
-  int drafted = 0;       // draft tokens proposed
-  int accepted = 0;      // draft tokens the target agreed with
+  int verify_steps = 0;         // batched target forwards after the prompt
+  int drafted = 0;              // draft tokens proposed
+  int accepted = 0;             // draft tokens the target agreed with
+  int generated = 0;            // output tokens
+  double prompt_seconds = 0;    // the prompt's forward
+  double generate_seconds = 0;  // everything after it (drafting included)
+  StopReason stop = StopReason::MaxTokens;
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0; }
+  double tok_per_s() const { return generate_seconds > 0 ? generated / generate_seconds : 0; }
 };
 
 // Greedy generation of up to n_predict tokens after `prompt` (the session must be fresh or
@@ -119,17 +125,21 @@ struct SpeculativeStats {
 // forward. Stops early at a token for which is_end returns true (not included). Throws
 // channel::Error when draft_max is outside [0, UNDO_DEPTH] or draft_max + 1 exceeds the
 // target's verify_capacity(); each draft is also capped by the room left (max_verify).
+// n_predict < 0: until an end token or a full session. on_token receives each output token
+// as soon as it is known; returning false stops (StopReason::Cancelled).
 // The session ends holding the prompt and the output; the last output token is decoded only
 // when it was an accepted draft (prompt + output tokens held, or one less).
 std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& target,
                                                  std::span<const int32_t> prompt, int n_predict,
                                                  Drafter* drafter, int draft_max,
                                                  const std::function<bool(int32_t)>& is_end = {},
-                                                 SpeculativeStats* stats = nullptr);
+                                                 SpeculativeStats* stats = nullptr,
+                                                 const std::function<bool(int32_t)>& on_token = {});
 // The same on a plain Session (through SessionTarget).
 std::vector<int32_t> generate_greedy_speculative(Session& session, std::span<const int32_t> prompt,
                                                  int n_predict, Drafter* drafter, int draft_max,
                                                  const std::function<bool(int32_t)>& is_end = {},
-                                                 SpeculativeStats* stats = nullptr);
+                                                 SpeculativeStats* stats = nullptr,
+                                                 const std::function<bool(int32_t)>& on_token = {});
 
 }  // namespace channel

@@ -13,6 +13,7 @@
 #include "memory/memory_attachment.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
+#include "run_draft.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
@@ -37,6 +38,9 @@ struct RunArgs {
   std::string memory;  // --memory FILE: an episodic store attached to the session
   int64_t recall_k = 2;
   int64_t memory_capacity = 4096;
+  std::string draft;  // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
+  int draft_max = 8;
+  bool temp_given = false, penalty_given = false;
 };
 
 constexpr int kDefaultMaxCtx = 4096;
@@ -163,6 +167,17 @@ int run_session(const RunArgs& args) {
 int run_run(const RunArgs& args) {
   validate(args.sampling);  // bad sampling flags fail before the model loads
   std::signal(SIGPIPE, SIG_IGN);
+  if (!args.draft.empty()) {
+    if (!args.session.empty() || !args.memory.empty())
+      throw Error("--draft does not apply with --session or --memory");
+    if (args.temp_given && args.sampling.temperature > 0)
+      throw_error("--draft needs greedy decoding (--temp 0), got --temp {}",
+                  args.sampling.temperature);
+    if (args.penalty_given && args.sampling.repeat_penalty != 1.0f)
+      throw Error("--draft needs greedy decoding without --repeat-penalty");
+    return run_with_draft({args.model, args.draft, args.draft_max, args.prompt, args.n_predict,
+                           args.n_ctx, kDefaultMaxCtx, args.threads, args.no_echo});
+  }
   if (!args.session.empty() || !args.memory.empty()) return run_session(args);
 
   const LoadedModel loaded = load_model(args.model);
@@ -210,9 +225,9 @@ const CommandRegistrar registrar{
                      "Tokens to generate (-1: until end of text or a full context)")
           ->check(integer_in(-1, 1 << 30))
           ->capture_default_str();
-      sub.add_option("--temp", s.temperature, "Temperature (0: greedy)")
-          ->check(number_in(0.0, 1e6))
-          ->capture_default_str();
+      CLI::Option* temp = sub.add_option("--temp", s.temperature, "Temperature (0: greedy)")
+                              ->check(number_in(0.0, 1e6))
+                              ->capture_default_str();
       sub.add_option("--top-k", s.top_k, "Keep the K most likely tokens (0: off)")
           ->check(integer_in(0, 1 << 30))
           ->capture_default_str();
@@ -222,10 +237,10 @@ const CommandRegistrar registrar{
       sub.add_option("--min-p", s.min_p, "Drop tokens below P x the top probability (0: off)")
           ->check(number_in(0.0, 1.0))
           ->capture_default_str();
-      sub.add_option("--repeat-penalty", s.repeat_penalty,
-                     "Penalise the last --repeat-last-n tokens (1: off)")
-          ->check(number_in(1e-6, 1e6))
-          ->capture_default_str();
+      CLI::Option* penalty = sub.add_option("--repeat-penalty", s.repeat_penalty,
+                                            "Penalise the last --repeat-last-n tokens (1: off)")
+                                 ->check(number_in(1e-6, 1e6))
+                                 ->capture_default_str();
       sub.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repeat penalty looks at")
           ->check(integer_in(0, 1 << 30))
           ->capture_default_str();
@@ -258,7 +273,18 @@ const CommandRegistrar registrar{
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))
           ->capture_default_str();
-      return [args] { return run_run(*args); };
+      sub.add_option("--draft", args->draft,
+                     "Speculative decoding, greedy only (--temp 0, the default with --draft): "
+                     "draft with prompt lookup ('ngram') or a smaller GGUF model with the same "
+                     "vocabulary; the output equals plain greedy decoding");
+      sub.add_option("--draft-max", args->draft_max, "With --draft: draft tokens per verify")
+          ->check(integer_in(1, 32))
+          ->capture_default_str();
+      return [args, temp, penalty] {
+        args->temp_given = temp->count() > 0;
+        args->penalty_given = penalty->count() > 0;
+        return run_run(*args);
+      };
     }};
 
 }  // namespace
