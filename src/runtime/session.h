@@ -48,6 +48,8 @@ class Session {
 
   const Model& model() const { return *model_; }
   ThreadPool& threads() { return pool_; }
+  // Ring state of bounded layer il (bounded architecture).
+  const BoundedState& bounded_state(int il) const { return kv_.bounded(il); }
 
  private:
   void check(std::span<const int32_t> tokens) const;

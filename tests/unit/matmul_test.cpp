@@ -189,6 +189,36 @@ TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
   }
 }
 
+// Float weights too (F32, F16, BF16): the GEMM tile and the decode loop give every output
+// the same FMA chain and horizontal sum, so a token's outputs are the same bits whatever the
+// batch: awkward row and column counts, every batch size up to 17 and 33, several threads.
+TEST(Matmul, FloatOutputsDoNotDependOnBatchOrThreads) {
+  ThreadPool one(1), three(3);
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1},
+                                     {3, 7},
+                                     {5, 15},
+                                     {7, 17},
+                                     {31, 33},
+                                     {33, 63},
+                                     {70, 65},
+                                     {17, 256}}) {
+      const auto o = make_random_weight(type, rows, cols, static_cast<uint32_t>(rows * cols));
+      const auto x = random_activations(33 * cols, 41);
+      std::vector<float> alone(static_cast<size_t>(33 * rows));  // [33][rows]
+      for (int64_t t = 0; t < 33; ++t)
+        matmul(o.w, x.data() + t * cols, 1, alone.data() + t * rows, one);
+      for (int64_t n : {2, 3, 4, 5, 7, 8, 9, 16, 17, 33}) {
+        std::vector<float> batched(static_cast<size_t>(n * rows));
+        matmul(o.w, x.data(), n, batched.data(), n % 2 ? one : three);
+        ASSERT_EQ(std::memcmp(alone.data(), batched.data(), batched.size() * sizeof(float)), 0)
+            << ggml_type_name(static_cast<uint32_t>(type)) << " rows " << rows << " cols " << cols
+            << " n " << n;
+      }
+    }
+  }
+}
+
 TEST(Matmul, DequantizeRowMatchesReference) {
   for (GgmlType type : kTypes) {
     const auto o = make_random_weight(type, 5, 96, 11);

@@ -1,10 +1,12 @@
 // AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
-// load and stream straight from the mapping. Prompt (many tokens): 32-row panels are
-// repacked once into a lanes-are-rows layout, then a register tile of 32 rows x T tokens
-// runs over the whole reduction with no horizontal sums:
-//   Q8_0/Q4_0: per 32-element block, 8 steps of vpdpbusd(u8 weights + zero point, broadcast
-//              4 int8 activations), then one f32 FMA with d_w * d_x;
-//   F32/F16/BF16: weights converted to f32 once per panel, FMA with broadcast activations.
+// load and stream straight from the mapping. Prompt (many tokens):
+//   Q8_0/Q4_0: 32-row panels are repacked once into a lanes-are-rows layout, then a register
+//              tile of 32 rows x T tokens: per 32-element block, 8 steps of vpdpbusd(u8
+//              weights + zero point, broadcast 4 int8 activations), then one f32 FMA with
+//              d_w * d_x;
+//   F32/F16/BF16: a register tile of 4 rows x 4 tokens in which every output is the decode
+//              loop's 16-lane FMA chain over the columns and the same horizontal sum.
+// Either way a token's outputs are the same bits alone, in a small batch or in a prompt.
 #include "backend/cpu/matmul_kernels.h"
 
 #if defined(CHANNEL_CPU_AVX512_MATMUL)
@@ -29,14 +31,14 @@
 namespace channel::cpu::avx512 {
 namespace {
 
-// Fewer tokens than this: the streaming matvec loops. Repacking a panel costs about as much
-// as 4 (int8) or 8 (f32) row-dot passes over it.
+// Fewer tokens than this: the streaming matvec loops. Repacking a quantized panel costs
+// about as much as 4 row-dot passes over it; the float tile repacks nothing.
 constexpr int64_t kQuantGemmMinTokens = 4;
-constexpr int64_t kFloatGemmMinTokens = 8;
+constexpr int64_t kFloatGemmMinTokens = 2;
 constexpr int kPanelRows = 32;                   // rows of a repacked panel (two 16-lane halves)
 constexpr size_t kQuantBlockBytes = 8 * 2 * 64;  // packed block: [group 8][half 2][16 rows][4]
 constexpr int kQuantTileTokens = 4;
-constexpr int kFloatTileTokens = 8;
+constexpr int kFloatTileTokens = 4;
 
 bool is_quant(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
@@ -116,8 +118,11 @@ __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, int64_t nb) {
   return acc;
 }
 
+// Rows rows[0..3] (pointers may repeat) times one token x [n]: out[r] = the 16-lane FMA
+// chain over the columns (masked tail) then _mm512_reduce_add_ps. float_tile does exactly
+// this per (row, token), so float outputs do not depend on the batch either.
 template <typename W, typename Load, typename LoadMasked>
-void dot4_float(const W* w, int64_t stride, const float* x, int64_t n, float* out, Load load,
+void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, Load load,
                 LoadMasked load_masked) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                    _mm512_setzero_ps()};
@@ -126,16 +131,14 @@ void dot4_float(const W* w, int64_t stride, const float* x, int64_t n, float* ou
   for (; i + 16 <= n; i += 16) {
     const __m512 xv = _mm512_loadu_ps(x + i);
     for (int r = 0; r < 4; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * stride + i + kAhead), _MM_HINT_T0);
-      acc[r] = _mm512_fmadd_ps(load(w + r * stride + i), xv, acc[r]);
+      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + kAhead), _MM_HINT_T0);
+      acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
     }
   }
   if (i < n) {
     const __mmask16 m = lane_mask(n - i);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
-    for (int r = 0; r < 4; ++r) {
-      acc[r] = _mm512_fmadd_ps(load_masked(w + r * stride + i, m), xv, acc[r]);
-    }
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load_masked(rows[r] + i, m), xv, acc[r]);
   }
   for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
@@ -156,68 +159,51 @@ __m512 load_bf16_masked(const uint16_t* p, __mmask16 m) {
   return bf16_to_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
-// y[t][r] for rows [r0, r1) of one token: 4-row groups, then single rows.
+__m512 load_f32(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+__m512 load_f32_masked(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+
+// y[t][r] for rows [r0, r1) of one token, 4 rows at a time; the last 1-3 rows repeat the
+// last one in the spare lanes, so every row gets the same arithmetic wherever it falls.
 void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64_t r0, int64_t r1,
                   float* y) {
   const int64_t nb = w.cols / kQK;
   const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
   const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
-  const auto row = [&](int64_t r) { return w.data + static_cast<size_t>(r) * w.row_bytes; };
-  const int64_t stride16 = static_cast<int64_t>(w.row_bytes / 2);
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    switch (w.type) {
-      case GgmlType::Q8_0:
-      case GgmlType::Q4_0: {
-        const uint8_t* rows[4] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
-        _mm_storeu_ps(y + r, w.type == GgmlType::Q4_0 ? dot4_quant<true>(rows, xq, nb)
-                                                      : dot4_quant<false>(rows, xq, nb));
-        break;
-      }
-      case GgmlType::F16:
-        dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r, load_f16,
-                   load_f16_masked);
-        break;
-      case GgmlType::BF16:
-        dot4_float(reinterpret_cast<const uint16_t*>(row(r)), stride16, xf, w.cols, y + r,
-                   load_bf16, load_bf16_masked);
-        break;
-      case GgmlType::F32:
-        dot4_float(
-            reinterpret_cast<const float*>(row(r)), static_cast<int64_t>(w.row_bytes / 4), xf,
-            w.cols, y + r, [](const float* p) { return _mm512_loadu_ps(p); },
-            [](const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); });
-        break;
-    }
-  }
-  if (r < r1 && is_quant(w.type)) {  // 1-3 rows left: repeat the last one in the spare lanes
+  for (int64_t r = r0; r < r1; r += 4) {
     const uint8_t* rows[4];
-    for (int i = 0; i < 4; ++i) rows[i] = row(std::min(r + i, r1 - 1));
+    for (int i = 0; i < 4; ++i)
+      rows[i] = w.data + static_cast<size_t>(std::min(r + i, r1 - 1)) * w.row_bytes;
     alignas(16) float out[4];
-    _mm_store_ps(out, w.type == GgmlType::Q4_0 ? dot4_quant<true>(rows, xq, nb)
-                                               : dot4_quant<false>(rows, xq, nb));
-    for (int i = 0; r + i < r1; ++i) y[r + i] = out[i];
-    return;
-  }
-  for (; r < r1; ++r) {
-    const auto* w16 = reinterpret_cast<const uint16_t*>(row(r));
     switch (w.type) {
       case GgmlType::Q8_0:
-        y[r] = dot_q8_0(row(r), xq, nb);
+        _mm_store_ps(out, dot4_quant<false>(rows, xq, nb));
         break;
       case GgmlType::Q4_0:
-        y[r] = dot_q4_0(row(r), xq, nb);
+        _mm_store_ps(out, dot4_quant<true>(rows, xq, nb));
         break;
       case GgmlType::F16:
-        y[r] = dot_f16(w16, xf, w.cols);
+      case GgmlType::BF16: {
+        const uint16_t* r16[4];
+        for (int i = 0; i < 4; ++i) r16[i] = reinterpret_cast<const uint16_t*>(rows[i]);
+        if (w.type == GgmlType::F16) {
+          dot4_float(r16, xf, w.cols, out, load_f16, load_f16_masked);
+        } else {
+          dot4_float(r16, xf, w.cols, out, load_bf16, load_bf16_masked);
+        }
         break;
-      case GgmlType::BF16:
-        y[r] = dot_bf16(w16, xf, w.cols);
+      }
+      case GgmlType::F32: {
+        const float* r32[4];
+        for (int i = 0; i < 4; ++i) r32[i] = reinterpret_cast<const float*>(rows[i]);
+        dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked);
         break;
-      case GgmlType::F32:
-        y[r] = dot_f32(reinterpret_cast<const float*>(row(r)), xf, w.cols);
-        break;
+      }
     }
+    for (int i = 0; i < 4 && r + i < r1; ++i) y[r + i] = out[i];
   }
 }
 
@@ -408,114 +394,90 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   }
 }
 
-// ---- prompt: f32 GEMM on panels converted from F32 / F16 / BF16 -----------------------------
+// ---- prompt: f32 GEMM with the decode loop's arithmetic ------------------------------------
 
-// Packs `valid` rows from row0 as f32 [cols][32 rows] (missing rows zero).
-void pack_float_panel(const MatmulWeights& w, int64_t row0, int valid, float* packed) {
-  const int64_t k_end = w.cols;
-  const __m512i index =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(w.row_bytes)));
-  for (int h = 0; h < 2; ++h) {
-    const __mmask16 m = lane_mask(valid - 16 * h);
-    float* out = packed + 16 * h;
-    if (m == 0) {
-      for (int64_t k = 0; k < k_end; ++k) _mm512_store_ps(out + k * 32, _mm512_setzero_ps());
-      continue;
-    }
-    const uint8_t* base = w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes;
-    int64_t k = 0;
-    if (w.type == GgmlType::F32) {
-      for (; k < k_end; ++k) {
-        _mm512_store_ps(out + k * 32,
-                        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, index, base + 4 * k, 1));
-      }
-      continue;
-    }
-    // 16-bit types: one 32-bit gather fetches elements k and k + 1 of each row.
-    const bool f16 = w.type == GgmlType::F16;
-    for (; k + 2 <= k_end; k += 2) {
-      const __m512i v =
-          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, base + 2 * k, 1);
-      __m512 lo, hi;
-      if (f16) {
-        lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-        hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-      } else {
-        lo = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-        hi = _mm512_castsi512_ps(
-            _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-      }
-      _mm512_store_ps(out + k * 32, lo);
-      _mm512_store_ps(out + (k + 1) * 32, hi);
-    }
-    if (k < k_end) {  // odd column count: the last element row by row
-      alignas(64) float last[16] = {};
-      for (int r = 0; r < 16 && r < valid - 16 * h; ++r) {
-        uint16_t e;
-        std::memcpy(&e, base + static_cast<size_t>(r) * w.row_bytes + 2 * k, 2);
-        last[r] = f16 ? fp16_to_fp32(e) : bf16_to_fp32(e);
-      }
-      _mm512_store_ps(out + k * 32, _mm512_load_ps(last));
+// Rows rows[0..3] (pointers may repeat) times tokens x[0..T-1]: output (r, t) is the FMA chain
+// of dot4_float, masked tail included, and the same horizontal sum. Writes rows < n_rows.
+template <int T, typename W, typename Load, typename LoadMasked>
+void float_tile(const W* const rows[4], const float* const x[T], int64_t cols, float* const y[T],
+                int n_rows, Load load, LoadMasked load_masked) {
+  __m512 acc[4][T];
+  for (int r = 0; r < 4; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= cols; i += 16) {
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x[t] + i);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 wv = load(rows[r] + i);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
+  if (i < cols) {
+    const __mmask16 m = lane_mask(cols - i);
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + i);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 wv = load_masked(rows[r] + i, m);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < n_rows; ++r)
+    for (int t = 0; t < T; ++t) y[t][r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
-template <int T>
-void float_tile(const float* packed, int64_t cols, const float* xf, int64_t t0, float* y,
-                int64_t y_stride, int64_t row0, int valid) {
-  const float* xr[T];
-  __m512 acc[2][T];
-  for (int t = 0; t < T; ++t) {
-    xr[t] = xf + (t0 + t) * cols;
-    acc[0][t] = acc[1][t] = _mm512_setzero_ps();
-  }
-  for (int64_t k = 0; k < cols; ++k) {
-    const __m512 w0 = _mm512_load_ps(packed + k * 32), w1 = _mm512_load_ps(packed + k * 32 + 16);
-    for (int t = 0; t < T; ++t) {
-      const __m512 xv = _mm512_set1_ps(xr[t][k]);
-      acc[0][t] = _mm512_fmadd_ps(w0, xv, acc[0][t]);
-      acc[1][t] = _mm512_fmadd_ps(w1, xv, acc[1][t]);
+// 4 rows at a time stay in L1 while the tokens pass over them, kFloatTileTokens at a time.
+template <typename W, typename Load, typename LoadMasked>
+void float_gemm_typed(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1,
+                      float* y, int64_t y_stride, Load load, LoadMasked load_masked) {
+  for (int64_t row0 = r0; row0 < r1; row0 += 4) {
+    const int n_rows = static_cast<int>(std::min<int64_t>(4, r1 - row0));
+    const W* rows[4];
+    for (int i = 0; i < 4; ++i)
+      rows[i] = reinterpret_cast<const W*>(
+          w.data + static_cast<size_t>(std::min<int64_t>(row0 + i, r1 - 1)) * w.row_bytes);
+    for (int64_t t0 = 0; t0 < x.n; t0 += kFloatTileTokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(kFloatTileTokens, x.n - t0));
+      const float* xs[kFloatTileTokens];
+      float* ys[kFloatTileTokens];
+      for (int t = 0; t < nt; ++t) {
+        xs[t] = x.xf + (t0 + t) * w.cols;
+        ys[t] = y + (t0 + t) * y_stride + row0;
+      }
+      switch (nt) {
+        case 4:
+          float_tile<4>(rows, xs, w.cols, ys, n_rows, load, load_masked);
+          break;
+        case 3:
+          float_tile<3>(rows, xs, w.cols, ys, n_rows, load, load_masked);
+          break;
+        case 2:
+          float_tile<2>(rows, xs, w.cols, ys, n_rows, load, load_masked);
+          break;
+        default:
+          float_tile<1>(rows, xs, w.cols, ys, n_rows, load, load_masked);
+          break;
+      }
     }
-  }
-  for (int h = 0; h < 2; ++h) {
-    const __mmask16 m = lane_mask(valid - 16 * h);
-    if (m == 0) continue;
-    for (int t = 0; t < T; ++t) {
-      _mm512_mask_storeu_ps(y + (t0 + t) * y_stride + row0 + 16 * h, m, acc[h][t]);
-    }
-  }
-}
-
-// The last tile, of `rem` < kFloatTileTokens tokens (none when rem == 0).
-template <int T>
-void float_tile_tail(int64_t rem, const float* packed, int64_t cols, const float* xf, int64_t t0,
-                     float* y, int64_t y_stride, int64_t row0, int valid) {
-  if constexpr (T > 0) {
-    if (rem == T) return float_tile<T>(packed, cols, xf, t0, y, y_stride, row0, valid);
-    float_tile_tail<T - 1>(rem, packed, cols, xf, t0, y, y_stride, row0, valid);
   }
 }
 
 void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                      int64_t y_stride) {
-  float* packed = reinterpret_cast<float*>(thread_scratch(static_cast<size_t>(w.cols) * 32 * 4));
-  for (int64_t row0 = r0; row0 < r1; row0 += kPanelRows) {
-    const int valid = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - row0));
-    pack_float_panel(w, row0, valid, packed);
-    int64_t t0 = 0;
-    for (; t0 + kFloatTileTokens <= x.n; t0 += kFloatTileTokens) {
-      float_tile<kFloatTileTokens>(packed, w.cols, x.xf, t0, y, y_stride, row0, valid);
-    }
-    float_tile_tail<kFloatTileTokens - 1>(x.n - t0, packed, w.cols, x.xf, t0, y, y_stride, row0,
-                                          valid);
+  switch (w.type) {
+    case GgmlType::F16:
+      return float_gemm_typed<uint16_t>(w, x, r0, r1, y, y_stride, load_f16, load_f16_masked);
+    case GgmlType::BF16:
+      return float_gemm_typed<uint16_t>(w, x, r0, r1, y, y_stride, load_bf16, load_bf16_masked);
+    default:
+      return float_gemm_typed<float>(w, x, r0, r1, y, y_stride, load_f32, load_f32_masked);
   }
 }
 
 }  // namespace
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
-  return use_gemm(type, n) ? kPanelRows : 16;
+  return use_gemm(type, n) && is_quant(type) ? kPanelRows : 16;
 }
 
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
