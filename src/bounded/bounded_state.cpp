@@ -73,6 +73,19 @@ void BoundedState::clear() {
   undo_len_ = 0;
 }
 
+void BoundedState::load_ring(uint64_t seen, const std::vector<float>& k,
+                             const std::vector<float>& v) {
+  if (k.size() != ring_k_.size() || v.size() != ring_v_.size())
+    throw_error("bounded: a ring of {} + {} floats does not fit the state's {} + {}", k.size(),
+                v.size(), ring_k_.size(), ring_v_.size());
+  ring_k_ = k;
+  ring_v_ = v;
+  std::fill(undo_k_.begin(), undo_k_.end(), 0.0f);
+  std::fill(undo_v_.begin(), undo_v_.end(), 0.0f);
+  seen_ = seen;
+  undo_len_ = 0;
+}
+
 BoundedSnapshot BoundedState::snapshot() const {
   return BoundedSnapshot{*this};
 }

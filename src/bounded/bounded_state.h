@@ -59,6 +59,10 @@ class BoundedState {
   // Back to the empty state (seen = 0, zero ring, no history); the size is unchanged.
   void clear();
 
+  // Session files: replaces seen and the ring (k, v: [kvh][W][hd] each, as ring_k/ring_v);
+  // the undo history empties. Throws channel::Error (state unchanged) on a size mismatch.
+  void load_ring(uint64_t seen, const std::vector<float>& k, const std::vector<float>& v);
+
   BoundedSnapshot snapshot() const;
   // Throws channel::Error (state unchanged) when the snapshot has another geometry.
   void restore(const BoundedSnapshot& snap);

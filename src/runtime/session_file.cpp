@@ -25,6 +25,8 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kHeaderBytes = 64;
 constexpr uint32_t kTrailerBytes = 8;         // u32 crc32c, u32 0
 constexpr int32_t kMaxRepeatLastN = 1 << 20;  // the sampler reserves this many ids
+constexpr uint32_t kSlotLayer = 0;            // KVAR layer kind: K/V rows of slots
+constexpr uint32_t kBoundedLayer = 1;         // KVAR layer kind: a bounded layer's ring
 
 constexpr uint32_t tag(const char (&s)[5]) {
   return uint32_t(uint8_t(s[0])) | uint32_t(uint8_t(s[1])) << 8 | uint32_t(uint8_t(s[2])) << 16 |
@@ -124,9 +126,17 @@ struct RingSessionFile {
     w.put(s.max_distance_);
     std::vector<uint32_t> slots;
     for (int il = 0; il < hp.n_layer; ++il) {
+      if (hp.is_bounded(il)) {  // the whole ring of the last W raw keys/values
+        const BoundedState& b = s.bounded_.bounded(il);
+        w.put(static_cast<uint32_t>(b.window())), w.put<uint32_t>(kBoundedLayer);
+        w.put(b.seen());
+        w.bytes(b.ring_k().data(), b.ring_k().size() * sizeof(float));
+        w.bytes(b.ring_v().data(), b.ring_v().size() * sizeof(float));
+        continue;
+      }
       const RingSession::Layer& L = s.layers_[il];
       saved_slots(s, s.ring_, il, slots);
-      w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(0);
+      w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(kSlotLayer);
       for (const std::vector<float>* arena : {&L.k, &L.v})
         for (int h = 0; h < hp.n_head_kv; ++h)
           for (uint32_t slot : slots)
@@ -141,25 +151,51 @@ struct RingSessionFile {
     const auto max_distance = r.get<uint64_t>("max_distance");
     if (max_distance >= ring.config().n_slots)
       r.fail(r.at - 8, fmt::format("max_distance {} is not below n_slots", max_distance));
+    // Pass 1 checks every layer's header; pass 2 copies. Nothing changes before pass 2.
     std::vector<uint32_t> slots;
-    for (int il = 0; il < hp.n_layer; ++il) {
-      RingSession::Layer& L = s.layers_[il];
-      saved_slots(s, ring, il, slots);
-      const size_t at = r.at;
-      const auto n = r.get<uint32_t>("layer row count");
-      if (n != slots.size() || r.get<uint32_t>("layer padding") != 0)
-        r.fail(at,
-               fmt::format("layer {} holds {} rows, the ring state needs {}", il, n, slots.size()));
-      const size_t bytes = slots.size() * hd * sizeof(float);
-      for (std::vector<float>* arena : {&L.k, &L.v})
-        for (int h = 0; h < hp.n_head_kv; ++h) {
-          const auto rows = r.take(bytes, "K/V rows");
-          for (size_t i = 0; i < slots.size(); ++i)
-            std::memcpy(arena->data() + (size_t(h) * L.n_slots + slots[i]) * hd,
-                        rows.data() + i * hd * sizeof(float), hd * sizeof(float));
+    const size_t rows_at = r.at;
+    for (int pass = 0; pass < 2; ++pass) {
+      r.at = rows_at;
+      for (int il = 0; il < hp.n_layer; ++il) {
+        const size_t at = r.at;
+        const auto n = r.get<uint32_t>("layer row count");
+        const auto kind = r.get<uint32_t>("layer kind");
+        if (hp.is_bounded(il)) {
+          BoundedState& b = s.bounded_.bounded(il);
+          if (kind != kBoundedLayer || n != static_cast<uint32_t>(b.window()))
+            r.fail(at, fmt::format("layer {} is not a bounded ring of {} rows", il, b.window()));
+          const auto seen = r.get<uint64_t>("bounded seen");
+          if (seen != ring.clock())
+            r.fail(r.at - 8, fmt::format("bounded layer {} has seen {} tokens, the clock is {}", il,
+                                         seen, ring.clock()));
+          const auto k = r.take(b.ring_k().size() * sizeof(float), "bounded ring K");
+          const auto v = r.take(b.ring_v().size() * sizeof(float), "bounded ring V");
+          if (pass == 1) {
+            std::vector<float> kf(b.ring_k().size()), vf(b.ring_v().size());
+            std::memcpy(kf.data(), k.data(), k.size());
+            std::memcpy(vf.data(), v.data(), v.size());
+            b.load_ring(seen, kf, vf);
+          }
+          continue;
         }
+        RingSession::Layer& L = s.layers_[il];
+        saved_slots(s, ring, il, slots);
+        if (kind != kSlotLayer || n != slots.size())
+          r.fail(at, fmt::format("layer {} holds {} rows of kind {}, the ring state needs {} of "
+                                 "kind {}",
+                                 il, n, kind, slots.size(), kSlotLayer));
+        const size_t bytes = slots.size() * hd * sizeof(float);
+        for (std::vector<float>* arena : {&L.k, &L.v})
+          for (int h = 0; h < hp.n_head_kv; ++h) {
+            const auto rows = r.take(bytes, "K/V rows");
+            if (pass == 0) continue;
+            for (size_t i = 0; i < slots.size(); ++i)
+              std::memcpy(arena->data() + (size_t(h) * L.n_slots + slots[i]) * hd,
+                          rows.data() + i * hd * sizeof(float), hd * sizeof(float));
+          }
+      }
+      r.expect_end("KVAR");
     }
-    r.expect_end("KVAR");
     s.ring_ = std::move(ring);
     s.max_distance_ = max_distance;
     std::copy(logits.begin(), logits.end(), s.logits_.begin());

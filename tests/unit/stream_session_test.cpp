@@ -189,6 +189,44 @@ TEST(SessionFile, RestoredSessionContinuesBitIdentically) {
   }
 }
 
+TEST(SessionFile, BoundedLayersRingsAreSavedAndResumeBitIdentically) {
+  static const std::vector<uint8_t> bytes = [] {
+    RandomModelSpec s;
+    s.arch = Arch::bounded;
+    s.hidden = 32;
+    s.layers = 3;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.head_dim = 8;
+    s.ffn = 48;
+    s.window = 8;
+    s.rope_dims = 4;
+    s.sinks = 2;
+    s.global_every = 3;  // layers 0, 1 bounded (W = 8), 2 global
+    s.vocab = 300;
+    s.seed = 5;
+    ThreadPool pool(1);
+    GgufWriter w;
+    write_random_model(s, w, pool);
+    return w.to_bytes();
+  }();
+  const auto model = Model::load_from_memory(bytes, "bounded.gguf");
+  StreamSession a(model, session_fuzz_config(), noisy_sampler());
+  const std::vector<int32_t> sys = {2, 40, 41};
+  a.append(SpanType::system, sys);
+  a.seal();
+  for (int i = 0; i < 77; ++i) a.next(EogPolicy::turn_end);
+  const auto saved = session_to_bytes(a);
+  auto b = session_from_bytes(saved, "b", model, session_fuzz_config());
+  EXPECT_TRUE(a.ring_session().bounded_state(0).same_ring(b->ring_session().bounded_state(0)));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(a.next(EogPolicy::turn_end).token, b->next(EogPolicy::turn_end).token) << i;
+    ASSERT_EQ(std::memcmp(a.logits().data(), b->logits().data(), a.logits().size_bytes()), 0) << i;
+  }
+  EXPECT_GT(a.ring_session().ring().evicted_spans(), 0u);
+  EXPECT_THROW(session_from_bytes(saved, "b", session_fuzz_model(), session_fuzz_config()), Error);
+}
+
 TEST(SessionFile, UnsealedAndEmptySessionsRoundTrip) {
   for (int n_anchor : {0, 3}) {
     StreamSession a(session_fuzz_model(), session_fuzz_config(), noisy_sampler());
