@@ -4,7 +4,7 @@
 //              tile of 32 rows x T tokens: per 32-element block, 8 steps of vpdpbusd(u8
 //              weights + zero point, broadcast 4 int8 activations), then one f32 FMA with
 //              d_w * d_x;
-//   F32/F16/BF16: a register tile of 4 rows x 4 tokens in which every output is the decode
+//   F32/F16/BF16: a register tile of 8 rows x 3 tokens in which every output is the decode
 //              loop's 16-lane FMA chain over the columns and the same horizontal sum.
 // Either way a token's outputs are the same bits alone, in a small batch or in a prompt.
 #include "backend/cpu/matmul_kernels.h"
@@ -38,7 +38,8 @@ constexpr int64_t kFloatGemmMinTokens = 2;
 constexpr int kPanelRows = 32;                   // rows of a repacked panel (two 16-lane halves)
 constexpr size_t kQuantBlockBytes = 8 * 2 * 64;  // packed block: [group 8][half 2][16 rows][4]
 constexpr int kQuantTileTokens = 4;
-constexpr int kFloatTileTokens = 4;
+constexpr int kFloatTileRows = 8;  // float GEMM tile: 8 rows x 3 tokens, 24 accumulators
+constexpr int kFloatTileTokens = 3;
 
 bool is_quant(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
@@ -396,19 +397,20 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 
 // ---- prompt: f32 GEMM with the decode loop's arithmetic ------------------------------------
 
-// Rows rows[0..3] (pointers may repeat) times tokens x[0..T-1]: output (r, t) is the FMA chain
-// of dot4_float, masked tail included, and the same horizontal sum. Writes rows < n_rows.
+// Rows rows[0..kFloatTileRows-1] (pointers may repeat) times tokens x[0..T-1]: output (r, t)
+// is the FMA chain of dot4_float, masked tail included, and the same horizontal sum. Writes
+// rows < n_rows.
 template <int T, typename W, typename Load, typename LoadMasked>
-void float_tile(const W* const rows[4], const float* const x[T], int64_t cols, float* const y[T],
-                int n_rows, Load load, LoadMasked load_masked) {
-  __m512 acc[4][T];
-  for (int r = 0; r < 4; ++r)
+void float_tile(const W* const rows[kFloatTileRows], const float* const x[T], int64_t cols,
+                float* const y[T], int n_rows, Load load, LoadMasked load_masked) {
+  __m512 acc[kFloatTileRows][T];
+  for (int r = 0; r < kFloatTileRows; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= cols; i += 16) {
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x[t] + i);
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < kFloatTileRows; ++r) {
       const __m512 wv = load(rows[r] + i);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
     }
@@ -417,7 +419,7 @@ void float_tile(const W* const rows[4], const float* const x[T], int64_t cols, f
     const __mmask16 m = lane_mask(cols - i);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + i);
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < kFloatTileRows; ++r) {
       const __m512 wv = load_masked(rows[r] + i, m);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
     }
@@ -426,14 +428,15 @@ void float_tile(const W* const rows[4], const float* const x[T], int64_t cols, f
     for (int t = 0; t < T; ++t) y[t][r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
-// 4 rows at a time stay in L1 while the tokens pass over them, kFloatTileTokens at a time.
+// kFloatTileRows rows stay in L1 while the tokens pass over them, kFloatTileTokens at a time
+// (the activations are re-read once per row group, so taller groups read them less often).
 template <typename W, typename Load, typename LoadMasked>
 void float_gemm_typed(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1,
                       float* y, int64_t y_stride, Load load, LoadMasked load_masked) {
-  for (int64_t row0 = r0; row0 < r1; row0 += 4) {
-    const int n_rows = static_cast<int>(std::min<int64_t>(4, r1 - row0));
-    const W* rows[4];
-    for (int i = 0; i < 4; ++i)
+  for (int64_t row0 = r0; row0 < r1; row0 += kFloatTileRows) {
+    const int n_rows = static_cast<int>(std::min<int64_t>(kFloatTileRows, r1 - row0));
+    const W* rows[kFloatTileRows];
+    for (int i = 0; i < kFloatTileRows; ++i)
       rows[i] = reinterpret_cast<const W*>(
           w.data + static_cast<size_t>(std::min<int64_t>(row0 + i, r1 - 1)) * w.row_bytes);
     for (int64_t t0 = 0; t0 < x.n; t0 += kFloatTileTokens) {
@@ -445,9 +448,6 @@ void float_gemm_typed(const MatmulWeights& w, const MatmulInput& x, int64_t r0, 
         ys[t] = y + (t0 + t) * y_stride + row0;
       }
       switch (nt) {
-        case 4:
-          float_tile<4>(rows, xs, w.cols, ys, n_rows, load, load_masked);
-          break;
         case 3:
           float_tile<3>(rows, xs, w.cols, ys, n_rows, load, load_masked);
           break;
@@ -464,13 +464,27 @@ void float_gemm_typed(const MatmulWeights& w, const MatmulInput& x, int64_t r0, 
 
 void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                      int64_t y_stride) {
-  switch (w.type) {
-    case GgmlType::F16:
-      return float_gemm_typed<uint16_t>(w, x, r0, r1, y, y_stride, load_f16, load_f16_masked);
-    case GgmlType::BF16:
-      return float_gemm_typed<uint16_t>(w, x, r0, r1, y, y_stride, load_bf16, load_bf16_masked);
-    default:
-      return float_gemm_typed<float>(w, x, r0, r1, y, y_stride, load_f32, load_f32_masked);
+  if (w.type == GgmlType::F32)
+    return float_gemm_typed<float>(w, x, r0, r1, y, y_stride, load_f32, load_f32_masked);
+  // F16/BF16: each group of rows is converted to f32 once (exactly), not once per token group.
+  const int64_t cols = w.cols;
+  float* rows32 = reinterpret_cast<float*>(
+      thread_scratch(static_cast<size_t>(kFloatTileRows) * static_cast<size_t>(cols) * 4));
+  for (int64_t row0 = r0; row0 < r1; row0 += kFloatTileRows) {
+    const int64_t row1 = std::min<int64_t>(row0 + kFloatTileRows, r1);
+    for (int64_t r = row0; r < row1; ++r) {
+      const auto* src =
+          reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(r) * w.row_bytes);
+      if (w.type == GgmlType::F16) {
+        dequantize_row_f16(src, rows32 + (r - row0) * cols, cols);
+      } else {
+        dequantize_row_bf16(src, rows32 + (r - row0) * cols, cols);
+      }
+    }
+    const MatmulWeights group{GgmlType::F32, reinterpret_cast<const uint8_t*>(rows32),
+                              static_cast<size_t>(cols) * 4, row1 - row0, cols};
+    float_gemm_typed<float>(group, x, 0, row1 - row0, y + row0, y_stride, load_f32,
+                            load_f32_masked);
   }
 }
 
