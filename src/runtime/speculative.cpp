@@ -45,14 +45,23 @@ ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft_model, const Model
 }
 
 std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tokens) {
-  if (h.size() < fed_.size() || !std::equal(fed_.begin(), fed_.end(), h.begin())) {
-    session_.reset();  // history rewritten: start again
+  const size_t n_ctx = static_cast<size_t>(session_.n_ctx());
+  max_tokens = std::min(max_tokens, UNDO_DEPTH);
+  if (max_tokens <= 0 || h.empty()) return {};
+  // The draft session holds h[from_, from_ + fed_.size()). Start again when the history was
+  // rewritten or the rest of it plus the drafts would overflow the context: from a suffix of
+  // half the context, so drafting goes on however long the stream runs.
+  const bool kept = from_ + fed_.size() <= h.size() &&
+                    std::equal(fed_.begin(), fed_.end(), h.begin() + static_cast<int64_t>(from_));
+  if (!kept || h.size() - from_ + static_cast<size_t>(max_tokens) - 1 > n_ctx) {
+    session_.reset();
     fed_.clear();
+    from_ = h.size() - std::min(h.size(), std::max<size_t>(1, n_ctx / 2));
   }
-  max_tokens =
-      std::min({max_tokens, UNDO_DEPTH, session_.n_ctx() - static_cast<int>(h.size()) - 1});
-  if (max_tokens <= 0 || h.size() == fed_.size()) return {};
-  const auto fresh = h.subspan(fed_.size());
+  max_tokens = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(max_tokens), n_ctx + 1 - (h.size() - from_)));
+  if (max_tokens <= 0 || h.size() == from_ + fed_.size()) return {};
+  const auto fresh = h.subspan(from_ + fed_.size());
   std::span<const float> logits = session_.decode(fresh);
   fed_.insert(fed_.end(), fresh.begin(), fresh.end());
   std::vector<int32_t> out;

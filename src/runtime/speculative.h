@@ -39,6 +39,8 @@ class NgramDrafter : public Drafter {
 
 // A smaller model with the same vocabulary drafts greedily in its own session, which keeps
 // exactly the accepted history (its draft tokens are truncated again after each proposal).
+// When the history outgrows that session's context, it restarts from the last half-context
+// of it, so a stream of any length keeps getting drafts.
 class ModelDrafter : public Drafter {
  public:
   // Throws channel::Error when the vocabularies differ in size.
@@ -47,7 +49,8 @@ class ModelDrafter : public Drafter {
 
  private:
   Session session_;
-  std::vector<int32_t> fed_;  // tokens the draft session holds (a prefix of the history)
+  size_t from_ = 0;           // history index of the draft session's first token
+  std::vector<int32_t> fed_;  // tokens the draft session holds: history[from_, from_ + size)
 };
 
 // What the verify loop needs from a session; SessionTarget and RingTarget below.
