@@ -107,7 +107,8 @@ typedef enum channel_span_type {
   CHANNEL_SPAN_TOOL_CALL = 3,
   CHANNEL_SPAN_TOOL_RESULT = 4,
   CHANNEL_SPAN_RESPONSE_SENTENCE = 5,
-  CHANNEL_SPAN_TURN_END = 6
+  CHANNEL_SPAN_TURN_END = 6,
+  CHANNEL_SPAN_MAX_ENUM_ = 0x7fffffff /* not a type: makes any int32 a representable value */
 } channel_span_type;
 
 typedef struct channel_session_params {
@@ -173,8 +174,9 @@ channel_status channel_session_sample(channel_session* session, int32_t* token);
 /* Generation. Each token is sampled, recorded and fed back at once (so the session can be
  * saved or continued after any token), into response_sentence spans cut at sentence ends. */
 typedef enum channel_eog_policy {
-  CHANNEL_EOG_STOP = 0,    /* an end-of-generation token ends the call and is not fed */
-  CHANNEL_EOG_TURN_END = 1 /* it is fed as a turn_end span and generation goes on */
+  CHANNEL_EOG_STOP = 0,              /* an end-of-generation token ends the call and is not fed */
+  CHANNEL_EOG_TURN_END = 1,          /* it is fed as a turn_end span and generation goes on */
+  CHANNEL_EOG_MAX_ENUM_ = 0x7fffffff /* not a policy (see CHANNEL_SPAN_MAX_ENUM_) */
 } channel_eog_policy;
 typedef enum channel_stop_reason {
   CHANNEL_STOP_MAX_TOKENS = 0,
