@@ -121,6 +121,11 @@ struct RingSessionFile {
   }
 
   static void write(const RingSession& s, Writer& w) {
+    if (s.tentative_ != 0)
+      throw_error(
+          "session file: cannot save while a tentative decode_all of {} tokens awaits "
+          "truncate_last",
+          s.tentative_);
     const ModelHparams& hp = s.model_->hparams();
     const size_t hd = hp.head_dim;
     w.put(s.max_distance_);

@@ -15,7 +15,8 @@
 
 namespace channel {
 
-// The file's bytes. Throws channel::Error during a probe.
+// The file's bytes. Throws channel::Error during a probe, or while a tentative
+// RingSession::decode_all (speculation) is not yet settled by truncate_last.
 std::vector<uint8_t> session_to_bytes(const StreamSession& session);
 
 // Rebuilds a session from `bytes` (`what` names them in errors). `config` gives the threads

@@ -227,6 +227,18 @@ TEST(SessionFile, BoundedLayersRingsAreSavedAndResumeBitIdentically) {
   EXPECT_THROW(session_from_bytes(saved, "b", session_fuzz_model(), session_fuzz_config()), Error);
 }
 
+TEST(SessionFile, ATentativeDecodeAllIsNotSavedUntilSettled) {
+  auto s = booted();
+  s->feed(SpanType::user, encode("hi."));
+  const std::vector<int32_t> draft = {70, 71};  // probe reserve 2: tentative
+  s->ring_session().decode_all(draft);
+  EXPECT_THROW(session_to_bytes(*s), Error);
+  s->ring_session().truncate_last(1);
+  const auto bytes = session_to_bytes(*s);
+  EXPECT_EQ(session_from_bytes(bytes, "t", session_fuzz_model(), session_fuzz_config())->clock(),
+            s->clock());
+}
+
 TEST(SessionFile, UnsealedAndEmptySessionsRoundTrip) {
   for (int n_anchor : {0, 3}) {
     StreamSession a(session_fuzz_model(), session_fuzz_config(), noisy_sampler());
