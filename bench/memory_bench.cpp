@@ -2,8 +2,9 @@
 //  - the cosine top-k scan over 16,384 FP16 centroids of hidden 3840 (kernel alone, scalar
 //    reference, and EpisodicStore::query end to end, on 1 thread and on a pool);
 //  - rehydration of an episode (read + f16 -> f32 + Givens re-rotation of every layer's keys)
-//    against a raw sequential pread of the same bytes from the same file, per episode size,
-//    with a warm page cache. Geometry: 48 layers x kv_dim 1024 (spec 003's 12B model).
+//    against a raw sequential pread of the same bytes from the same file, per episode size
+//    (16, 64, 256 tokens), with a warm and a cold page cache, for spec 003's 12B geometry
+//    (48 layers x kv_dim 1024) and Channel's default model (2 global layers x kv_dim 128).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -69,7 +70,8 @@ void BM_CentroidScanRef(benchmark::State& state) {
   const auto q = random_query(kHidden, 2);
   std::vector<float> dots(kEpisodes), n2(kEpisodes);
   for (auto _ : state) {
-    centroid_dots_ref(rows.data() + 64, kStride, kEpisodes, q.data(), kHidden, dots.data(), n2.data());
+    centroid_dots_ref(rows.data() + 64, kStride, kEpisodes, q.data(), kHidden, dots.data(),
+                      n2.data());
     benchmark::DoNotOptimize(dots.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kEpisodes * kHidden * 2));
@@ -135,22 +137,31 @@ BENCHMARK(BM_StoreQueryTop8)
     ->UseRealTime();
 
 // --- rehydration -----------------------------------------------------------------------------
-constexpr uint32_t kLayers = 48, kKvDim = 1024, kHeads = 8, kHeadDim = 128;
-constexpr int kSizes[] = {8, 16, 32, 64};
+// Two geometries: the spec's 12B model (48 layers x kv_dim 1024) and Channel's default model as
+// a session stores it (its 2 global layers x kv_dim 128). Episodes of 16, 64 and 256 tokens.
+// Warm: the page cache holds the file. Cold: before each iteration the store is closed, the
+// file's pages are dropped (fdatasync + posix_fadvise DONTNEED) and the store is reopened, all
+// outside the timing (on tmpfs nothing can be dropped: point TMPDIR at a disk).
+struct Geometry {
+  uint32_t layers, kv_dim, heads, head_dim;
+};
+constexpr Geometry kGeometries[] = {{48, 1024, 8, 128}, {2, 128, 2, 64}};
+constexpr int kSizes[] = {16, 64, 256};
 
 struct RehydrateFixture {
   std::string path;
   std::unique_ptr<EpisodicStore> store;
   int fd = -1;
-  RehydrateFixture() {
-    path = bench_path("rehydrate.mem");
+  Geometry geo;
+  explicit RehydrateFixture(int gi) : geo(kGeometries[gi]) {
+    path = bench_path(("rehydrate" + std::to_string(gi) + ".mem").c_str());
     std::filesystem::remove(path);
     StoreGeometry g;
-    g.num_layers = kLayers;
+    g.num_layers = geo.layers;
     g.hidden_size = 64;
-    g.kv_dim = kKvDim;
+    g.kv_dim = geo.kv_dim;
     g.max_episodes = 4;
-    g.max_tokens = 64;
+    g.max_tokens = 256;
     StoreOptions o;
     o.durable = false;
     store = std::make_unique<EpisodicStore>(EpisodicStore::create(path, g, 1, o));
@@ -159,15 +170,26 @@ struct RehydrateFixture {
     std::vector<float> c(64, 1.0f);
     for (int n : kSizes) {
       std::vector<int32_t> tok(static_cast<size_t>(n), 7);
-      std::vector<float> kv(2ull * kLayers * static_cast<size_t>(n) * kKvDim);
+      std::vector<float> kv(2ull * geo.layers * static_cast<size_t>(n) * geo.kv_dim);
       for (auto& x : kv) x = nd(rng);
       EpisodeRecord r;
       r.tokens = tok;
       r.centroid = c;
       r.kv = kv;
-      store->append(r);  // ids 0..3 = sizes 8, 16, 32, 64
+      store->append(r);  // ids 0..2 = sizes 16, 64, 256
     }
+    store->sync();
     fd = ::open(path.c_str(), O_RDONLY);
+  }
+  // Closes the store, drops the file from the page cache, reopens it.
+  void drop_cache() {
+    store.reset();
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    StoreOptions o;
+    o.read_only = true;
+    store = std::make_unique<EpisodicStore>(EpisodicStore::open(path, o));
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // the slabs, not the index: open reads it
   }
   ~RehydrateFixture() {
     ::close(fd);
@@ -175,20 +197,29 @@ struct RehydrateFixture {
   }
 };
 
-RehydrateFixture& rehydrate_fixture() {
-  static RehydrateFixture f;
-  return f;
+RehydrateFixture& rehydrate_fixture(int gi) {
+  static RehydrateFixture f0(0), f1(1);
+  return gi == 0 ? f0 : f1;
 }
 
-uint64_t id_of(int n) { return n == 8 ? 0 : n == 16 ? 1 : n == 32 ? 2 : 3; }
+uint64_t id_of(int n) {
+  return n == 16 ? 0 : n == 64 ? 1 : 2;
+}
 
+// Args: geometry index, tokens, cold (0/1).
 void BM_RawRead(benchmark::State& state) {
-  RehydrateFixture& f = rehydrate_fixture();
-  const int n = static_cast<int>(state.range(0));
+  RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
+  const int n = static_cast<int>(state.range(1));
+  const bool cold = state.range(2) != 0;
   const StoreLayout& L = f.store->layout();
   const uint64_t slot = id_of(n);  // episode i sits in slot i
   std::vector<uint8_t> buf(L.kv_bytes(static_cast<uint64_t>(n)));
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+      state.ResumeTiming();
+    }
     const ssize_t got = ::pread(f.fd, buf.data(), buf.size(),
                                 static_cast<off_t>(L.block_offset(slot) + L.block_kv));
     if (got != static_cast<ssize_t>(buf.size())) state.SkipWithError("short read");
@@ -198,23 +229,41 @@ void BM_RawRead(benchmark::State& state) {
 }
 
 void rehydrate_bench(benchmark::State& state, bool verify) {
-  RehydrateFixture& f = rehydrate_fixture();
-  const int n = static_cast<int>(state.range(0));
-  const RotaryDims rope = RotaryDims::make(RotaryStyle::neox, kHeads, kHeadDim, kHeadDim, 1e6);
-  std::vector<float> k(static_cast<size_t>(kLayers) * n * kKvDim), v(k.size());
+  RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
+  const int n = static_cast<int>(state.range(1));
+  const bool cold = state.range(2) != 0;
+  const RotaryDims rope =
+      RotaryDims::make(RotaryStyle::neox, f.geo.heads, f.geo.head_dim, f.geo.head_dim, 1e6);
+  std::vector<float> k(static_cast<size_t>(f.geo.layers) * n * f.geo.kv_dim), v(k.size());
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      f.drop_cache();
+      state.ResumeTiming();
+    }
     f.store->rehydrate(id_of(n), {&rope, 1}, -123456.0, k.data(), v.data(), verify);
     benchmark::DoNotOptimize(k.data());
   }
-  state.SetBytesProcessed(
-      static_cast<int64_t>(state.iterations() * f.store->layout().kv_bytes(static_cast<uint64_t>(n))));
+  state.SetBytesProcessed(static_cast<int64_t>(
+      state.iterations() * f.store->layout().kv_bytes(static_cast<uint64_t>(n))));
 }
-void BM_Rehydrate(benchmark::State& state) { rehydrate_bench(state, false); }
-void BM_RehydrateVerified(benchmark::State& state) { rehydrate_bench(state, true); }
+void BM_Rehydrate(benchmark::State& state) {
+  rehydrate_bench(state, false);
+}
+void BM_RehydrateVerified(benchmark::State& state) {
+  rehydrate_bench(state, true);
+}
 
-BENCHMARK(BM_RawRead)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Rehydrate)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_RehydrateVerified)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
+void rehydrate_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"geometry", "tokens", "cold"});
+  for (int g : {0, 1})
+    for (int n : kSizes)
+      for (int cold : {0, 1}) b->Args({g, n, cold});
+  b->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_RawRead)->Apply(rehydrate_args);
+BENCHMARK(BM_Rehydrate)->Apply(rehydrate_args);
+BENCHMARK(BM_RehydrateVerified)->Apply(rehydrate_args);
 
 }  // namespace
 }  // namespace channel

@@ -4,12 +4,14 @@
 // many times; everything evicted is consolidated into a store. Then, for each fact, a cue
 // that paraphrases it as a question ("Question: What is the access code of Vera Okafor?")
 // is encoded and the store queried: recall@1 and recall@3 of the episode that holds the
-// fact. Finally the model is asked the question (greedy, through probes) with no recall,
+// fact (each fact is told as a user turn of its own, so it is cut into an episode of its own).
+// Finally the model is asked the question (greedy, through probes) with no recall,
 // with the top 3 episodes recalled into tier 3, and with the right episode recalled.
 //
 // Runs once per model: models/channel-default.gguf and models/channel-bounded.gguf (skipped
 // with a message while the session cannot run it). Filler text: the files named in
 // CHANNEL_E2E_TEXT (colon-separated), else this repository's docs and sources.
+// CHANNEL_E2E_TOKENS overrides the stream length (at least 3 x 4096 + a few hundred).
 // A per-fact table goes to stderr; the counters carry the totals.
 #include <algorithm>
 #include <chrono>
@@ -169,7 +171,9 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
   fs::remove(store_path);
   const auto spans = filler_spans(tok, filler_text());
   auto facts = make_facts(24);
-  const uint64_t total = static_cast<uint64_t>(state.range(1));
+  const char* tokens_env = std::getenv("CHANNEL_E2E_TOKENS");  // a shorter run, for a check
+  const uint64_t total =
+      tokens_env ? std::strtoull(tokens_env, nullptr, 10) : static_cast<uint64_t>(state.range(1));
   for (auto _ : state) {
     EpisodicStore store = open_or_create_store(store_path, *model, 16384, 64);
     MemoryConfig mc;
@@ -184,14 +188,19 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
     // Facts every `gap` tokens, the last one at least two windows before the end.
     const uint64_t gap = (total - 3 * cfg.ring.n_slots) / facts.size();
     size_t next_fact = 0, span_i = 0;
+    const std::vector<int32_t> newline = tok.encode("\n", false, false);
     const auto t0 = std::chrono::steady_clock::now();
     while (s.ring().clock() < total) {
       if (next_fact < facts.size() && s.ring().clock() >= 2000 + next_fact * gap) {
+        // The fact is a user turn of its own: turn_end spans around it, so that the staging
+        // buffer cuts the episode at its boundaries (trigger A).
         Fact& f = facts[next_fact++];
         const auto ids = tok.encode(f.text, false, false);
+        s.append(SpanType::turn_end, newline);
         f.clock_begin = s.ring().clock();
         s.append(SpanType::user, ids);
         f.clock_end = s.ring().clock();
+        s.append(SpanType::turn_end, newline);
         continue;
       }
       s.append(SpanType::user, spans[span_i++ % spans.size()]);
@@ -203,6 +212,12 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
     // The episodes that hold each fact's tokens.
     const auto eps = store.list();
     int at1 = 0, at3 = 0, ctx_at1 = 0, ctx_at3 = 0, said_none = 0, said_top3 = 0, said_right = 0;
+    int hits_on_facts = 0;  // of the 3 x facts top-3 hits, how many are some fact's episode
+    std::set<uint64_t> fact_episodes;
+    for (const Fact& f : facts)
+      for (const auto& h : eps)
+        if (h.start_clock < f.clock_end && f.clock_begin < h.start_clock + h.token_count)
+          fact_episodes.insert(h.episode_id);
     std::fprintf(stderr,
                  "\n%s: %llu tokens in %.1f s (%.0f tok/s), %llu evicted spans, %llu "
                  "episodes written, %llu dropped\n",
@@ -226,6 +241,7 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
       const std::vector<float> cue = text_cue(*model, f.cue, cfg.n_threads);
       const auto hits = mem.query(cue, 3);
       const int rank = rank_of(hits);
+      for (const RecallHit& h : hits) hits_on_facts += fact_episodes.count(h.episode_id) ? 1 : 0;
       at1 += rank == 1;
       at3 += rank >= 1 && rank <= 3;
       const auto cue_ids = tok.encode(f.cue, false, false);
@@ -257,6 +273,7 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
     state.counters["episodes"] = static_cast<double>(st.worker.written);
     state.counters["dropped"] = static_cast<double>(st.worker.dropped);
     state.counters["recall_at_1"] = at1 / n;
+    state.counters["top3_hits_on_fact_episodes"] = hits_on_facts / (3 * n);
     state.counters["recall_at_3"] = at3 / n;
     state.counters["ctx_recall_at_1"] = ctx_at1 / n;
     state.counters["ctx_recall_at_3"] = ctx_at3 / n;
@@ -268,11 +285,11 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
 }
 
 BENCHMARK_CAPTURE(BM_EpisodicEndToEnd, default_model, "channel-default.gguf")
-    ->Args({2, 100000})
+    ->Args({4, 100000})
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_EpisodicEndToEnd, bounded_model, "channel-bounded.gguf")
-    ->Args({2, 100000})
+    ->Args({4, 100000})
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 

@@ -174,7 +174,9 @@ BENCHMARK(BM_RecallEpisode)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicros
 void BM_RePrefill(benchmark::State& state) {
   const auto model = bench_model();
   const int threads = static_cast<int>(state.range(1));
-  RingSession s(model, bench_geometry(threads));
+  RingSessionConfig c = bench_geometry(threads);
+  c.ring.probe_reserve = 256;  // a sliding layer holds a probe of at most this many tokens
+  RingSession s(model, c);
   const auto sys = stream_tokens(32, model->hparams().n_vocab, 1);
   s.append(SpanType::system, sys);
   s.seal();

@@ -423,6 +423,14 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   if (verify) m.check_record(slot);
   const size_t n = m.header_of(slot).token_count;
   const uint8_t* b = m.block(slot);
+  {
+    // One readahead for the whole K/V range: from a cold page cache the reads below would
+    // otherwise fault in the record a few pages at a time. Advisory: errors are ignored.
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (L.block_offset(slot) + L.block_kv) & ~(page - 1);
+    const uint64_t end = L.block_offset(slot) + L.block_kv + L.kv_bytes(n);
+    ::madvise(m.map + begin, end - begin, MADV_WILLNEED);
+  }
   std::vector<float> cs;  // [n_rot] of the current rotary description
   const RotaryDims* cs_of = nullptr;
   for (uint32_t l = 0; l < L.num_layers; ++l) {
