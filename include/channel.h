@@ -240,6 +240,25 @@ channel_status channel_session_save(const channel_session* session, const char* 
 channel_status channel_session_load(channel_model* model, const char* path,
                                     const channel_session_params* params, channel_session** out);
 
+/* ---- episodic memory (docs/formats.md, ".episodic.mem") ------------------------------- */
+
+/* Attaches the episodic store PATH to the session, creating it for the session's model when
+ * it does not exist (room for max_episodes episodes of up to 64 tokens). From then on what
+ * leaves the window is consolidated into it by a background thread; channel_session_free
+ * writes what is still staged. CHANNEL_ERR_FORMAT for a store of another model or a damaged
+ * one (the file is left untouched), CHANNEL_ERR_STATE when one is already attached. */
+channel_status channel_session_attach_memory(channel_session* session, const char* path,
+                                             uint32_t max_episodes);
+/* Recalls into the recall slots the k stored episodes closest to a text cue (encoded as the
+ * episodes' centroids are); *n_recalled (may be NULL) gets how many. The least recently
+ * recalled episodes make room. CHANNEL_ERR_STATE without an attached store. */
+channel_status channel_session_recall_text(channel_session* session, const char* text,
+                                           size_t text_len, size_t k, size_t* n_recalled);
+/* Writes what is staged and waits for the writer. With include_window != 0 the tokens still
+ * in the window are stored too: for a session that ends without being saved (a saved and
+ * resumed session would store them twice). */
+channel_status channel_session_memory_flush(channel_session* session, int include_window);
+
 #ifdef __cplusplus
 }
 #endif

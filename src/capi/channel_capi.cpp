@@ -16,7 +16,9 @@
 #include "backend/cpu/thread_pool.h"
 #include "capi/capi_error.h"
 #include "gguf/gguf_writer.h"
+#include "memory/memory_attachment.h"
 #include "memory/model_signature.h"
+#include "memory/text_cue.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "runtime/session_file.h"
@@ -31,6 +33,9 @@ struct channel_model {
 struct channel_session {
   std::shared_ptr<const channel::Model> model;
   std::unique_ptr<channel::StreamSession> stream;
+  // Destroyed first (reverse order): the attachment uses the session and the store.
+  std::unique_ptr<channel::EpisodicStore> store;
+  std::unique_ptr<channel::MemoryAttachment> memory;
 };
 
 namespace channel::capi {
@@ -566,6 +571,55 @@ channel_status channel_session_load(channel_model* model, const char* path,
     s->model = model->model;
     s->stream = load_session_file(path, s->model, config);
     *out = s.release();
+  });
+}
+
+channel_status channel_session_attach_memory(channel_session* session, const char* path,
+                                             uint32_t max_episodes) {
+  return guarded(CHANNEL_ERR_FORMAT, [&] {
+    require_session(session);
+    require(path, "path");
+    if (session->memory) fail(CHANNEL_ERR_STATE, "a memory store is already attached");
+    if (max_episodes == 0) fail(CHANNEL_ERR_ARGUMENT, "max_episodes must be at least 1");
+    auto store = std::make_unique<EpisodicStore>(
+        open_or_create_store(path, *session->model, max_episodes, 64));
+    const Tokenizer& tok = session->model->tokenizer();
+    MemoryConfig mc;
+    mc.summarize = [&tok](std::span<const int32_t> t) { return tok.decode(t); };
+    session->memory =
+        std::make_unique<MemoryAttachment>(session->stream->ring_session(), *store, mc);
+    session->store = std::move(store);
+  });
+}
+
+channel_status channel_session_recall_text(channel_session* session, const char* text,
+                                           size_t text_len, size_t k, size_t* n_recalled) {
+  return guarded(CHANNEL_ERR_STATE, [&] {
+    require_session(session);
+    require(text, "text");
+    if (!session->memory) fail(CHANNEL_ERR_STATE, "no memory store is attached");
+    size_t n = 0;
+    if (k > 0 && session->store->live_count() > 0) {
+      const std::vector<float> cue = text_cue(*session->model, std::string_view(text, text_len), 1);
+      n = session->memory->recall_top(cue, k).size();
+    }
+    if (n_recalled) *n_recalled = n;
+  });
+}
+
+channel_status channel_session_memory_flush(channel_session* session, int include_window) {
+  return guarded(CHANNEL_ERR_IO, [&] {
+    require_session(session);
+    if (!session->memory) fail(CHANNEL_ERR_STATE, "no memory store is attached");
+    if (include_window) {
+      session->memory->consolidate_window();
+    } else {
+      session->memory->flush();
+    }
+    const WorkerStats st = session->memory->stats().worker;
+    if (st.failed > 0)
+      fail(CHANNEL_ERR_IO, "{}: {} episodes could not be written: {}", session->store->path(),
+           st.failed, st.last_error);
   });
 }
 

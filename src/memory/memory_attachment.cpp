@@ -25,6 +25,10 @@ StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
   const ModelHparams& hp = model.hparams();
   StoreGeometry g;
   g.num_layers = static_cast<uint32_t>(recall_layers(hp).size());
+  if (g.num_layers == 0)
+    throw Error(
+        "episodic: the model has no global layer (every layer is sliding-window or bounded), so "
+        "nothing it holds can be stored or recalled");
   g.hidden_size = static_cast<uint32_t>(hp.n_embd);
   g.kv_dim = static_cast<uint32_t>(hp.n_head_kv * hp.head_dim);
   g.max_episodes = max_episodes;

@@ -1,7 +1,8 @@
 // `channel stream`: one session that never ends, through the C API (include/channel.h). It
 // feeds a text file (user spans cut at sentence ends) or the model's own generation through
 // the KV slot geometry and prints one JSON line of geometry stats every K tokens on stdout.
-// Generated text goes to stderr with --show-text; --session FILE resumes and saves.
+// Generated text goes to stderr with --show-text; --session FILE resumes and saves;
+// --memory FILE consolidates what leaves the window into an episodic store.
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ struct StreamArgs {
   int64_t stats_every = 256;
   std::string text_file;
   std::string session_file;
+  std::string memory_file;
+  int64_t memory_capacity = 16384;
   bool show_text = false;
   int threads = 1;
   channel_sampler_params sampling = channel_sampler_default_params();
@@ -171,6 +174,11 @@ int run_stream(const StreamArgs& args) {
       check(channel_session_append(h.session, CHANNEL_SPAN_SYSTEM, anchors.data(), anchors.size()));
     check(channel_session_seal(h.session));
   }
+  // Before the first output line: a refused store is the only line on stderr.
+  if (!args.memory_file.empty()) {
+    check(channel_session_attach_memory(h.session, args.memory_file.c_str(),
+                                        static_cast<uint32_t>(args.memory_capacity)));
+  }
   std::fprintf(stderr, "channel: loaded %s: %s, %d layers, vocab %d in %.2f s; %s\n",
                args.model.empty() ? "(built-in model)" : args.model.c_str(), info.arch,
                info.n_layer, info.n_vocab,
@@ -206,6 +214,11 @@ int run_stream(const StreamArgs& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (!args.session_file.empty()) check(channel_session_save(h.session, args.session_file.c_str()));
+  if (!args.memory_file.empty()) {
+    // Without a session file the window ends here: it is consolidated too.
+    check(channel_session_memory_flush(h.session, args.session_file.empty() ? 1 : 0));
+    std::fprintf(stderr, "channel: memory %s: consolidated\n", args.memory_file.c_str());
+  }
   channel_geometry g;
   check(channel_session_get_geometry(h.session, &g));
   std::fprintf(stderr, "channel: streamed %lld tokens in %.2f s (%.1f tok/s), clock %llu%s%s\n",
@@ -240,6 +253,13 @@ const CommandRegistrar registrar{
       sub.add_option("--session", args->session_file,
                      "Resume from FILE if it exists; save the session to FILE at the end");
       sub.add_flag("--show-text", args->show_text, "Write the generated text to stderr");
+      sub.add_option("--memory", args->memory_file,
+                     "Consolidate what leaves the window into the episodic store FILE (created "
+                     "for the model if missing)");
+      sub.add_option("--memory-capacity", args->memory_capacity,
+                     "With --memory: episodes a new store holds")
+          ->check(integer_in(1, 1 << 24))
+          ->capture_default_str();
       sub.add_option("--temp", s.temperature, "Temperature (0: greedy)")
           ->check(number_in(0.0, 1e6))
           ->capture_default_str();
