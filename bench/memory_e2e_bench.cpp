@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -153,7 +154,9 @@ void BM_EpisodicEndToEnd(benchmark::State& state, const char* model_file) {
   cfg.ring.n_slots = 4096;
   cfg.ring.n_recall = 192;
   cfg.ring.probe_reserve = 64;
-  cfg.n_threads = static_cast<int>(state.range(0));
+  // At most one thread per core: the pool's workers spin.
+  cfg.n_threads = std::min(static_cast<int>(state.range(0)),
+                           static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   cfg.n_batch = 64;
   std::unique_ptr<RingSession> session;
   try {
