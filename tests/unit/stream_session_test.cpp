@@ -332,8 +332,9 @@ TEST(SessionFile, SaveIsAtomicAndAFailedSaveKeepsThePreviousFile) {
   std::filesystem::remove_all(dir);
 }
 
-// CHANNEL_WRITE_FUZZ_SEEDS=tests/fuzz/corpus/session_file_fuzz rewrites the fuzz seeds.
-TEST(SessionFile, FuzzSeeds) {
+// Not a test: with CHANNEL_WRITE_FUZZ_SEEDS=tests/fuzz/corpus/session_file_fuzz and
+// --gtest_also_run_disabled_tests it rewrites the fuzz seeds.
+TEST(SessionFile, DISABLED_WriteFuzzSeeds) {
   const char* dir = std::getenv("CHANNEL_WRITE_FUZZ_SEEDS");
   if (dir == nullptr) GTEST_SKIP() << "set CHANNEL_WRITE_FUZZ_SEEDS=DIR to write the seeds";
   auto write = [&](const char* name, const StreamSession& s) {
