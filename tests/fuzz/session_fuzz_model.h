@@ -14,9 +14,16 @@
 
 namespace channel::fuzz {
 
-// gemma3, 3 layers (two sliding, window 8), 2 KV heads of 8 dims, vocab 300.
-inline std::shared_ptr<const Model> session_fuzz_model() {
-  static const std::vector<uint8_t> bytes = [] {
+// gemma3, 3 layers (two sliding, window 8), 2 KV heads of 8 dims, vocab 300; the weights
+// come from `seed`.
+inline std::shared_ptr<const Model> make_session_fuzz_model(uint64_t seed) {
+  // The model reads the bytes in place: one holder keeps both alive.
+  struct Holder {
+    std::vector<uint8_t> bytes;
+    std::shared_ptr<const Model> model;
+  };
+  auto h = std::make_shared<Holder>();
+  h->bytes = [seed] {
     RandomModelSpec s;
     s.arch = Arch::gemma3;
     s.hidden = 32;
@@ -28,13 +35,18 @@ inline std::shared_ptr<const Model> session_fuzz_model() {
     s.window = 8;
     s.window_pattern = 3;
     s.vocab = 300;
-    s.seed = 11;
+    s.seed = seed;
     ThreadPool pool(1);
     GgufWriter w;
     write_random_model(s, w, pool);
     return w.to_bytes();
   }();
-  static const std::shared_ptr<const Model> model = Model::load_from_memory(bytes, "fuzz.gguf");
+  h->model = Model::load_from_memory(h->bytes, "fuzz.gguf");
+  return std::shared_ptr<const Model>(h, h->model.get());
+}
+
+inline std::shared_ptr<const Model> session_fuzz_model() {
+  static const std::shared_ptr<const Model> model = make_session_fuzz_model(11);
   return model;
 }
 

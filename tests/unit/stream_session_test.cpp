@@ -27,26 +27,9 @@ namespace {
 using fuzz::session_fuzz_config;
 using fuzz::session_fuzz_model;
 
+// Differs from the fuzz model only in its weights.
 std::shared_ptr<const Model> other_model() {
-  static const std::vector<uint8_t> bytes = [] {
-    RandomModelSpec s;
-    s.arch = Arch::gemma3;
-    s.hidden = 32;
-    s.layers = 3;
-    s.heads = 4;
-    s.kv_heads = 2;
-    s.head_dim = 8;
-    s.ffn = 48;
-    s.window = 8;
-    s.window_pattern = 3;
-    s.vocab = 300;
-    s.seed = 12;  // differs from the fuzz model only in its weights
-    ThreadPool pool(1);
-    GgufWriter w;
-    write_random_model(s, w, pool);
-    return w.to_bytes();
-  }();
-  static const auto model = Model::load_from_memory(bytes, "other.gguf");
+  static const std::shared_ptr<const Model> model = fuzz::make_session_fuzz_model(12);
   return model;
 }
 
