@@ -28,6 +28,25 @@ grep -Eq "memory .*: opened, [1-9][0-9]* episodes; recalled: [0-9]+ \(" "$TMP/er
 expect_ok "mem stats" "$CHANNEL" mem stats "$store"
 grep -Eq "^recalls +[1-9]" "$TMP/out" || fail "no access recorded: $(cat "$TMP/out")"
 
+# --recall-only: the run recalls but stores nothing, so the store's bytes stay as they were
+# except the access counts; its episode count is unchanged.
+before=$("$CHANNEL" mem stats "$store" | grep -E "^live episodes")
+expect_ok "recall-only run" "$CHANNEL" run "${flags[@]}" -n 40 --recall-only \
+  -p "Which door opens at noon? Tell me about the old tower and the code."
+grep -Eq "recalled: [0-9]+ \(" "$TMP/err" || fail "recall-only: nothing recalled: $(cat "$TMP/err")"
+grep -q "recall only, nothing stored" "$TMP/err" || fail "recall-only: $(cat "$TMP/err")"
+[[ $("$CHANNEL" mem stats "$store" | grep -E "^live episodes") == "$before" ]] ||
+  fail "recall-only stored episodes: $before -> $("$CHANNEL" mem stats "$store" | grep -E "^live episodes")"
+expect_ok "mem query --json" "$CHANNEL" mem query -m "$model" --json -k 2 "$store" \
+  --text "Which door opens at noon?"
+python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; assert [x["rank"] for x in r]==[1,2] and -1<=r[0]["cosine"]<=1, r' \
+  "$TMP/out" || fail "mem query --json: $(cat "$TMP/out")"
+expect_error "recall-only without --memory" "needs --memory" "$CHANNEL" run -m "$model" -p hi \
+  --recall-only
+expect_error "recall-only, no store" "does not exist" "$CHANNEL" run -m "$model" -p hi \
+  --memory "$TMP/missing.mem" --recall-only
+[[ ! -e "$TMP/missing.mem" ]] || fail "--recall-only created a store"
+
 sum=$(md5sum <"$store")
 expect_error "another model" "another model" "$CHANNEL" run -m "$other" -t 1 -n 2 -p hi \
   --memory "$store"

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/cpu/thread_pool.h"
 #include "cli_common.h"
 #include "command.h"
@@ -39,7 +41,13 @@ struct MemArgs {
   uint32_t capacity = 1024;
   uint32_t max_tokens = 64;
   bool q8_0 = false;
+  bool json = false;  // ls, query: one JSON object per line
 };
+
+// One JSON line; invalid UTF-8 in a summary (a cut multi-byte character) becomes U+FFFD.
+void print_json_line(const nlohmann::ordered_json& j) {
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
 
 std::string one_line(std::string_view s, size_t max_bytes);
 
@@ -101,15 +109,24 @@ int run_query(const MemArgs& a) {
   const EncodedText e = encode_text(*model, a.text, a.threads);
   const std::vector<float> q = centroid_of(e.hidden, static_cast<size_t>(model->hparams().n_embd));
   ThreadPool pool(a.threads);
-  std::printf("%4s %8s %8s  %s\n", "rank", "id", "cosine", "summary");
+  if (!a.json) std::printf("%4s %8s %8s  %s\n", "rank", "id", "cosine", "summary");
   int rank = 1;
   for (const RecallHit& h : s.query(q, a.k, &pool)) {
     std::string summary;
+    bool damaged = false;
     try {
       summary = s.read(h.episode_id).summary;
     } catch (const Error&) {
-      summary = "(damaged record: run 'channel mem verify')";
+      damaged = true;
     }
+    if (a.json) {
+      nlohmann::ordered_json j = {{"rank", rank++}, {"id", h.episode_id}, {"cosine", h.score}};
+      if (damaged) j["damaged"] = true;
+      j["summary"] = summary;
+      print_json_line(j);
+      continue;
+    }
+    if (damaged) summary = "(damaged record: run 'channel mem verify')";
     std::printf("%4d %8llu %8.4f  %s\n", rank++, static_cast<unsigned long long>(h.episode_id),
                 h.score, one_line(summary, 60).c_str());
   }
@@ -146,15 +163,34 @@ std::string parent_text(uint64_t p) {
 
 int run_ls(const MemArgs& a) {
   const EpisodicStore s = open_ro(a.file);
-  std::printf("%8s %12s %6s %9s %8s %5s  %s\n", "id", "start_clock", "tokens", "salience",
-              "accesses", "flags", "summary");
+  if (!a.json)
+    std::printf("%8s %12s %6s %9s %8s %5s  %s\n", "id", "start_clock", "tokens", "salience",
+                "accesses", "flags", "summary");
   for (const EpisodeHeader& h : s.list()) {
     std::string summary;
+    bool damaged = false;
     try {
       summary = s.read(h.episode_id).summary;
     } catch (const Error&) {
-      summary = "(damaged record: run 'channel mem verify')";
+      damaged = true;
     }
+    if (a.json) {
+      nlohmann::ordered_json j = {{"id", h.episode_id},
+                                  {"parent", h.parent_episode_id == kNoEpisode
+                                                 ? nlohmann::ordered_json(nullptr)
+                                                 : nlohmann::ordered_json(h.parent_episode_id)},
+                                  {"start_clock", h.start_clock},
+                                  {"tokens", h.token_count},
+                                  {"salience", h.salience_norm},
+                                  {"accesses", h.access_count},
+                                  {"last_accessed_ms", h.last_accessed},
+                                  {"flags", flag_letters(h.flags)}};
+      if (damaged) j["damaged"] = true;
+      j["summary"] = summary;
+      print_json_line(j);
+      continue;
+    }
+    if (damaged) summary = "(damaged record: run 'channel mem verify')";
     std::printf("%8llu %12llu %6u %9.3f %8u %5s  %s\n",
                 static_cast<unsigned long long>(h.episode_id),
                 static_cast<unsigned long long>(h.start_clock), h.token_count, h.salience_norm,
@@ -298,6 +334,8 @@ const CommandRegistrar registrar{
         add_threads_option(*c, args->threads);
         c->add_option("--text", args->text, "The text")->required();
       }
+      for (CLI::App* c : {ls, query})
+        c->add_flag("--json", args->json, "One JSON object per episode, one per line");
       query->add_option("-k", args->k, "How many episodes")->check(CLI::Range(1, 1000000));
       create->add_option("--capacity", args->capacity, "Episodes the store holds (default 1024)")
           ->check(CLI::Range(1u, 1u << 24));

@@ -38,7 +38,8 @@ struct RunArgs {
   std::string memory;  // --memory FILE: an episodic store attached to the session
   int64_t recall_k = 2;
   int64_t memory_capacity = 4096;
-  std::string draft;  // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
+  bool recall_only = false;  // --recall-only: recall from the store, store nothing
+  std::string draft;         // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
   int draft_max = 8;
   bool temp_given = false, penalty_given = false;
 };
@@ -67,6 +68,8 @@ int run_session(const RunArgs& args) {
   std::unique_ptr<EpisodicStore> store;
   bool created = false;
   if (!args.memory.empty()) {
+    if (args.recall_only && !std::filesystem::exists(args.memory))
+      throw_error("--recall-only: the store {} does not exist", args.memory);
     store = std::make_unique<EpisodicStore>(open_or_create_store(
         args.memory, *loaded.model, static_cast<uint32_t>(args.memory_capacity), 64, &created));
   }
@@ -94,6 +97,7 @@ int run_session(const RunArgs& args) {
     MemoryConfig mc;
     mc.summarize = [&tokenizer](std::span<const int32_t> t) { return tokenizer.decode(t); };
     mc.query_threads = args.threads;
+    mc.consolidate = !args.recall_only;
     mem = std::make_unique<MemoryAttachment>(s->ring_session(), *store, mc);
     std::string recalled;
     if (!prompt.empty() && store->live_count() > 0 && args.recall_k > 0 &&
@@ -136,7 +140,9 @@ int run_session(const RunArgs& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   if (output_ok) write_out("\n");
   if (!args.session.empty()) save_session_file(args.session, *s);
-  if (mem) {
+  if (mem && args.recall_only) {
+    std::fprintf(stderr, "channel: memory %s: recall only, nothing stored\n", args.memory.c_str());
+  } else if (mem) {
     // Without a session file the window ends with this run: it is consolidated too.
     if (args.session.empty()) {
       mem->consolidate_window();
@@ -178,6 +184,7 @@ int run_run(const RunArgs& args) {
     return run_with_draft({args.model, args.draft, args.draft_max, args.prompt, args.n_predict,
                            args.n_ctx, kDefaultMaxCtx, args.threads, args.no_echo});
   }
+  if (args.recall_only && args.memory.empty()) throw Error("--recall-only needs --memory FILE");
   if (!args.session.empty() || !args.memory.empty()) return run_session(args);
 
   const LoadedModel loaded = load_model(args.model);
@@ -273,6 +280,9 @@ const CommandRegistrar registrar{
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))
           ->capture_default_str();
+      sub.add_flag("--recall-only", args->recall_only,
+                   "With --memory: recall from the store but store nothing of this run (a "
+                   "question to the memory that does not become a memory)");
       sub.add_option("--draft", args->draft,
                      "Speculative decoding, greedy only (--temp 0, the default with --draft): "
                      "draft with prompt lookup ('ngram') or a smaller GGUF model with the same "

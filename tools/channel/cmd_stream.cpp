@@ -35,6 +35,7 @@ struct StreamArgs {
   std::string memory_file;
   int64_t memory_capacity = 16384;
   bool show_text = false;
+  bool turns = false;  // -f: blank lines end turns
   int threads = 1;
   channel_sampler_params sampling = channel_sampler_default_params();
 };
@@ -71,6 +72,45 @@ std::vector<int32_t> tokenize(const channel_model* model, const std::string& tex
   check(st);
   ids.resize(n);
   return ids;
+}
+
+// A piece of a -f text: user text, or the blank lines that end a turn.
+struct TextPiece {
+  std::string text;
+  bool turn_end = false;
+};
+
+// --turns: paragraphs (user text) and the runs of blank lines between them (turn ends). A
+// blank line is a newline followed by optional spaces/tabs and another newline; the turn end
+// is every newline and blank from the first newline on, so the pieces concatenate back to the
+// text exactly.
+std::vector<TextPiece> split_turns(const std::string& text) {
+  std::vector<TextPiece> out;
+  size_t start = 0, i = 0;
+  while (i < text.size()) {
+    if (text[i] != '\n') {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1, newlines = 1;
+    while (j < text.size() &&
+           (text[j] == '\n' || text[j] == ' ' || text[j] == '\t' || text[j] == '\r')) {
+      newlines += text[j] == '\n';
+      ++j;
+    }
+    if (newlines < 2) {
+      i = j;
+      continue;
+    }
+    // Trailing blanks of the last line before the next paragraph belong to that paragraph.
+    size_t end = j;
+    while (end > i && text[end - 1] != '\n') --end;
+    if (i > start) out.push_back({text.substr(start, i - start), false});
+    out.push_back({text.substr(i, end - i), true});
+    start = i = end;
+  }
+  if (start < text.size()) out.push_back({text.substr(start), false});
+  return out;
 }
 
 uint64_t rss_bytes() {
@@ -145,6 +185,7 @@ int on_token(int32_t, const char* text, size_t len, void* user) {
 
 int run_stream(const StreamArgs& args) {
   // Input files are checked before the model loads, so that bad input costs nothing.
+  if (args.turns && args.text_file.empty()) throw Error("--turns needs a text file (-f)");
   const std::string text = args.text_file.empty() ? "" : read_text("-f", args.text_file);
   const std::string system =
       args.system_file.empty() ? "" : read_text("--system", args.system_file);
@@ -192,15 +233,24 @@ int run_stream(const StreamArgs& args) {
   Stats stats(h.session, args.stats_every);
   const auto t0 = std::chrono::steady_clock::now();
   if (!args.text_file.empty()) {
-    const std::vector<int32_t> ids = tokenize(h.model, text, 0);
-    const size_t total =
-        args.tokens < 0 ? ids.size() : std::min(ids.size(), static_cast<size_t>(args.tokens));
-    size_t done = 0;
-    while (done < total && !g_interrupted) {
-      const size_t n = std::min(total - done, static_cast<size_t>(stats.to_next()));
-      check(channel_session_feed(h.session, CHANNEL_SPAN_USER, ids.data() + done, n));
-      done += n;
-      stats.add(static_cast<int64_t>(n));
+    const int64_t limit = args.tokens < 0 ? INT64_MAX : args.tokens;
+    // Each piece is fed as user text, or (--turns) its blank lines as a turn_end span.
+    for (const TextPiece& piece : args.turns ? split_turns(text) : std::vector<TextPiece>{{text}}) {
+      if (g_interrupted || stats.count() >= limit) break;
+      const std::vector<int32_t> ids = tokenize(h.model, piece.text, 0);
+      const size_t total = std::min(ids.size(), static_cast<size_t>(limit - stats.count()));
+      if (piece.turn_end && total > 0) {
+        check(channel_session_append(h.session, CHANNEL_SPAN_TURN_END, ids.data(), total));
+        stats.add(static_cast<int64_t>(total));
+        continue;
+      }
+      size_t done = 0;
+      while (done < total && !g_interrupted) {
+        const size_t n = std::min(total - done, static_cast<size_t>(stats.to_next()));
+        check(channel_session_feed(h.session, CHANNEL_SPAN_USER, ids.data() + done, n));
+        done += n;
+        stats.add(static_cast<int64_t>(n));
+      }
     }
   } else {
     const int64_t n = args.tokens < 0 ? kDefaultGenerate : args.tokens;
@@ -250,6 +300,9 @@ const CommandRegistrar registrar{
           ->capture_default_str();
       sub.add_option("-f,--file", args->text_file,
                      "Feed this text file (user spans cut at sentence ends) instead of generating");
+      sub.add_flag("--turns", args->turns,
+                   "With -f: blank lines end turns (fed as turn_end spans), so that each "
+                   "paragraph of the file is a turn and episodes end at paragraph ends");
       sub.add_option("--session", args->session_file,
                      "Resume from FILE if it exists; save the session to FILE at the end");
       sub.add_flag("--show-text", args->show_text, "Write the generated text to stderr");
