@@ -168,6 +168,14 @@ uint32_t channel_session_max_probe(const channel_session* session);
 /* Replaces the sampler: the RNG restarts from params->seed and the history empties. */
 channel_status channel_session_set_sampler(channel_session* session,
                                            const channel_sampler_params* params);
+/* The sampler's current settings (a resumed session's are the saved ones). */
+channel_status channel_session_get_sampler(const channel_session* session,
+                                           channel_sampler_params* out);
+/* Changes the sampler's settings and goes on from its state: the RNG stream continues while
+ * params->seed is unchanged (a new seed starts that seed's stream), and the repetition
+ * history keeps its newest repeat_last_n tokens. */
+channel_status channel_session_update_sampler(channel_session* session,
+                                              const channel_sampler_params* params);
 /* Samples a token from the current logits without feeding it (nor recording it). */
 channel_status channel_session_sample(channel_session* session, int32_t* token);
 

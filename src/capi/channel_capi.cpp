@@ -454,6 +454,26 @@ channel_status channel_session_set_sampler(channel_session* session,
   });
 }
 
+channel_status channel_session_get_sampler(const channel_session* session,
+                                           channel_sampler_params* out) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require_session(session);
+    require(out, "out");
+    const SamplerConfig& c = session->stream->sampler().config();
+    *out = {c.temperature, c.top_k, c.top_p, c.min_p, c.repeat_penalty, c.repeat_last_n, c.seed};
+  });
+}
+
+channel_status channel_session_update_sampler(channel_session* session,
+                                              const channel_sampler_params* params) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require_session(session);
+    require(params, "params");
+    Sampler& s = session->stream->sampler();
+    s = s.reconfigured(sampler_config(params));
+  });
+}
+
 channel_status channel_session_sample(channel_session* session, int32_t* token) {
   return guarded(CHANNEL_ERR_STATE, [&] {
     require_session(session);

@@ -217,6 +217,16 @@ void Sampler::restore(const std::array<uint64_t, 4>& rng_state, std::span<const 
   history_next_ = 0;
 }
 
+Sampler Sampler::reconfigured(const SamplerConfig& config) const {
+  Sampler out(config);
+  std::vector<int32_t> recent = recent_tokens();
+  const size_t keep =
+      std::min(recent.size(), static_cast<size_t>(std::max(0, config.repeat_last_n)));
+  recent.erase(recent.begin(), recent.end() - static_cast<std::ptrdiff_t>(keep));
+  out.restore(config.seed == config_.seed ? rng_.state() : out.rng_.state(), recent);
+  return out;
+}
+
 void Sampler::reset() {
   history_.clear();
   history_next_ = 0;

@@ -92,6 +92,12 @@ class Sampler {
   const Rng& rng() const { return rng_; }
   void restore(const std::array<uint64_t, 4>& rng_state, std::span<const int32_t> recent);
 
+  // A sampler with another configuration that goes on from this one (a resumed session run
+  // with new sampling flags): the same RNG stream when `config.seed` is this one's seed, else
+  // a fresh one from `config.seed`, and the newest history tokens that fit its repeat_last_n.
+  // Throws channel::Error for an invalid configuration.
+  Sampler reconfigured(const SamplerConfig& config) const;
+
  private:
   int32_t sample_greedy(std::span<const float> logits);
 

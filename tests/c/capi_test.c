@@ -226,6 +226,25 @@ int main(void) {
   CHECK(g.window_capacity == 64 - 8 - 5 - 4);
   CHECK(g.window_used <= g.window_capacity);
   CHECK(g.kv_bytes > 0);
+  /* The sampler's settings, read and changed in place. */
+  {
+    channel_sampler_params sp, sp2;
+    const channel_sampler_params defaults = channel_sampler_default_params();
+    CHECK_OK(channel_session_get_sampler(s, &sp));
+    CHECK(sp.temperature == defaults.temperature && sp.top_k == defaults.top_k &&
+          sp.seed == defaults.seed && sp.repeat_last_n == defaults.repeat_last_n);
+    sp.temperature = 0.0f;
+    sp.repeat_last_n = 4;
+    CHECK_OK(channel_session_update_sampler(s, &sp));
+    CHECK_OK(channel_session_get_sampler(s, &sp2));
+    CHECK(sp2.temperature == 0.0f && sp2.repeat_last_n == 4 && sp2.seed == defaults.seed);
+    sp2.temperature = -1.0f;
+    CHECK_ERR(CHANNEL_ERR_ARGUMENT, "temperature", channel_session_update_sampler(s, &sp2));
+    CHECK_ERR(CHANNEL_ERR_ARGUMENT, "out", channel_session_get_sampler(s, NULL));
+    CHECK_OK(channel_session_get_sampler(s, &sp2));
+    CHECK(sp2.temperature == 0.0f); /* a refused update changes nothing */
+    CHECK_OK(channel_session_update_sampler(s, &defaults));
+  }
   counter.count = 0;
   counter.stop_after = 3;
   CHECK_OK(

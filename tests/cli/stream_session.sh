@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `channel stream --session FILE`: 100 + 100 tokens through a saved and resumed session
-# end in the same file, byte for byte, as 200 tokens in one run; corrupt, truncated and
-# mismatched files are one-line errors and stay as they were.
+# end in the same file, byte for byte, as 200 tokens in one run; sampling flags given on
+# resume apply; corrupt, truncated and mismatched files are one-line errors and stay as they
+# were.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 require_command stream
 model="$TMP/micro.gguf"
@@ -20,6 +21,22 @@ grep -q "resumed" "$TMP/err" || fail "second run did not resume: $(cat "$TMP/err
 [[ $(head -c 12 "$TMP/out") == '{"clock":151' ]] || fail "resumed clock: $(head -1 "$TMP/out")"
 cmp -s "$TMP/one.session" "$TMP/two.session" || fail "200 tokens != 100 + 100 resumed tokens"
 [[ ! -e "$TMP/two.session.tmp" ]] || fail "the temporary file was left behind"
+# Sampling flags given to a resumed session replace the saved ones: two seeds, two texts at
+# the saved temperature; one text at --temp 0.
+text_of() { sed -n '/^channel: loaded/,$p' "$TMP/err" | grep -av '^channel: '; }
+for v in s1 s2 g1 g2; do cp "$TMP/one.session" "$TMP/$v.session"; done
+expect_ok "resume, seed 1" "$CHANNEL" stream "${flags[@]}" --tokens 40 --show-text --seed 1 \
+  --session "$TMP/s1.session"
+t1=$(text_of)
+expect_ok "resume, seed 2" "$CHANNEL" stream "${flags[@]}" --tokens 40 --show-text --seed 2 \
+  --session "$TMP/s2.session"
+[[ "$(text_of)" != "$t1" ]] || fail "--seed on a resumed stream was ignored"
+expect_ok "resume, greedy 1" "$CHANNEL" stream "${flags[@]}" --tokens 40 --show-text --temp 0 \
+  --seed 1 --session "$TMP/g1.session"
+g1=$(text_of)
+expect_ok "resume, greedy 2" "$CHANNEL" stream "${flags[@]}" --tokens 40 --show-text --temp 0 \
+  --seed 2 --session "$TMP/g2.session"
+[[ "$(text_of)" == "$g1" && -n "$g1" ]] || fail "--temp 0 on a resumed stream was ignored"
 
 good="$TMP/two.session"
 sum=$(md5sum <"$good")

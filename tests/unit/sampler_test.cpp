@@ -226,6 +226,44 @@ TEST(Sampler, SameSeedSameTokensDifferentSeedDifferent) {
   EXPECT_EQ(s.sample(logits), b);
 }
 
+// reconfigured(): a resumed session given new flags goes on from the saved sampler.
+TEST(Sampler, ReconfiguredKeepsTheStreamUnlessTheSeedChanges) {
+  std::vector<float> logits(50);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
+  SamplerConfig cfg = plain(1.0f, 9);
+  cfg.repeat_last_n = 8;
+  Sampler a(cfg), b(cfg);
+  for (int i = 0; i < 20; ++i) {
+    const int32_t t = a.sample(logits);
+    a.accept(t);
+    b.accept(b.sample(logits));
+  }
+  // Same config and seed: it draws exactly what the original would have drawn next.
+  Sampler same = a.reconfigured(cfg);
+  EXPECT_EQ(same.recent_tokens(), a.recent_tokens());
+  for (int i = 0; i < 10; ++i) {
+    const int32_t t = a.sample(logits);
+    EXPECT_EQ(same.sample(logits), t);
+    a.accept(t);
+    same.accept(t);
+  }
+  // A shorter penalty window keeps the newest tokens; the new settings apply.
+  SamplerConfig shorter = cfg;
+  shorter.repeat_last_n = 3;
+  shorter.temperature = 0.0f;
+  const Sampler s3 = b.reconfigured(shorter);
+  const std::vector<int32_t> recent = b.recent_tokens();
+  EXPECT_EQ(s3.recent_tokens(), std::vector<int32_t>(recent.end() - 3, recent.end()));
+  EXPECT_EQ(s3.config().temperature, 0.0f);
+  // Another seed starts that seed's stream.
+  SamplerConfig seeded = cfg;
+  seeded.seed = 77;
+  EXPECT_EQ(b.reconfigured(seeded).rng().state(), Sampler(seeded).rng().state());
+  SamplerConfig bad = cfg;
+  bad.temperature = -1.0f;
+  EXPECT_THROW(b.reconfigured(bad), Error);
+}
+
 // Pearson chi-square of observed counts against expected probabilities.
 double chi_square(const std::vector<int>& counts, const std::vector<double>& probs, int n) {
   double chi = 0.0;

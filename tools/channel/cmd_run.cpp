@@ -42,7 +42,26 @@ struct RunArgs {
   std::string draft;         // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
   int draft_max = 8;
   bool temp_given = false, penalty_given = false;
+  std::vector<std::string> sampling_given;  // the sampling flags on the command line
 };
+
+constexpr const char* kSamplingFlags[] = {
+    "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed"};
+
+// A resumed session keeps its saved sampler, except for the flags given this time.
+SamplerConfig with_given_flags(SamplerConfig saved, const RunArgs& args) {
+  const SamplerConfig& f = args.sampling;
+  for (const std::string& flag : args.sampling_given) {
+    if (flag == "--temp") saved.temperature = f.temperature;
+    if (flag == "--top-k") saved.top_k = f.top_k;
+    if (flag == "--top-p") saved.top_p = f.top_p;
+    if (flag == "--min-p") saved.min_p = f.min_p;
+    if (flag == "--repeat-penalty") saved.repeat_penalty = f.repeat_penalty;
+    if (flag == "--repeat-last-n") saved.repeat_last_n = f.repeat_last_n;
+    if (flag == "--seed") saved.seed = f.seed;
+  }
+  return saved;
+}
 
 constexpr int kDefaultMaxCtx = 4096;
 
@@ -76,6 +95,8 @@ int run_session(const RunArgs& args) {
   std::unique_ptr<StreamSession> s;
   if (resume) {
     s = load_session_file(args.session, loaded.model, config);
+    if (!args.sampling_given.empty())
+      s->sampler() = s->sampler().reconfigured(with_given_flags(s->sampler().config(), args));
   } else {
     s = std::make_unique<StreamSession>(loaded.model, config, args.sampling);
     if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) {
@@ -261,7 +282,8 @@ const CommandRegistrar registrar{
       sub.add_flag("--no-echo", args->no_echo, "Print only the generated text, not the prompt");
       sub.add_option("--session", args->session,
                      "Keep the conversation in FILE: run on the KV slot geometry, resume from "
-                     "FILE if it exists, save it after the reply (--ctx does not apply)");
+                     "FILE if it exists (with its sampler, except the sampling flags given), "
+                     "save it after the reply (--ctx does not apply)");
       sub.add_option("--slots", args->slots,
                      "With --session or --memory: KV slots per global layer")
           ->check(integer_in(1, 1 << 30))
@@ -290,9 +312,12 @@ const CommandRegistrar registrar{
       sub.add_option("--draft-max", args->draft_max, "With --draft: draft tokens per verify")
           ->check(integer_in(1, 32))
           ->capture_default_str();
-      return [args, temp, penalty] {
+      CLI::App* app = &sub;
+      return [args, temp, penalty, app] {
         args->temp_given = temp->count() > 0;
         args->penalty_given = penalty->count() > 0;
+        for (const char* flag : kSamplingFlags)
+          if (app->get_option(flag)->count() > 0) args->sampling_given.push_back(flag);
         return run_run(*args);
       };
     }};

@@ -38,7 +38,26 @@ struct StreamArgs {
   bool turns = false;  // -f: blank lines end turns
   int threads = 1;
   channel_sampler_params sampling = channel_sampler_default_params();
+  std::vector<std::string> sampling_given;  // the sampling flags on the command line
 };
+
+constexpr const char* kSamplingFlags[] = {
+    "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed"};
+
+// A resumed session keeps its saved sampler, except for the flags given this time.
+channel_sampler_params with_given_flags(channel_sampler_params saved, const StreamArgs& args) {
+  const channel_sampler_params& f = args.sampling;
+  for (const std::string& flag : args.sampling_given) {
+    if (flag == "--temp") saved.temperature = f.temperature;
+    if (flag == "--top-k") saved.top_k = f.top_k;
+    if (flag == "--top-p") saved.top_p = f.top_p;
+    if (flag == "--min-p") saved.min_p = f.min_p;
+    if (flag == "--repeat-penalty") saved.repeat_penalty = f.repeat_penalty;
+    if (flag == "--repeat-last-n") saved.repeat_last_n = f.repeat_last_n;
+    if (flag == "--seed") saved.seed = f.seed;
+  }
+  return saved;
+}
 
 constexpr int64_t kDefaultGenerate = 1024;
 
@@ -207,6 +226,12 @@ int run_stream(const StreamArgs& args) {
   params.n_threads = args.threads;
   if (resume) {
     check(channel_session_load(h.model, args.session_file.c_str(), &params, &h.session));
+    if (!args.sampling_given.empty()) {
+      channel_sampler_params saved;
+      check(channel_session_get_sampler(h.session, &saved));
+      const channel_sampler_params merged = with_given_flags(saved, args);
+      check(channel_session_update_sampler(h.session, &merged));
+    }
   } else {
     check(channel_session_create(h.model, &params, &args.sampling, &h.session));
     // Cold boot: BOS (when the model wants one) and the system prompt become the anchors.
@@ -304,7 +329,8 @@ const CommandRegistrar registrar{
                    "With -f: blank lines end turns (fed as turn_end spans), so that each "
                    "paragraph of the file is a turn and episodes end at paragraph ends");
       sub.add_option("--session", args->session_file,
-                     "Resume from FILE if it exists; save the session to FILE at the end");
+                     "Resume from FILE if it exists (with its sampler, except the sampling flags "
+                     "given); save the session to FILE at the end");
       sub.add_flag("--show-text", args->show_text, "Write the generated text to stderr");
       sub.add_option("--memory", args->memory_file,
                      "Consolidate what leaves the window into the episodic store FILE (created "
@@ -336,7 +362,12 @@ const CommandRegistrar registrar{
           ->check(integer_in(0, INT64_MAX))
           ->capture_default_str();
       add_threads_option(sub, args->threads);
-      return [args] { return run_stream(*args); };
+      CLI::App* app = &sub;
+      return [args, app] {
+        for (const char* flag : kSamplingFlags)
+          if (app->get_option(flag)->count() > 0) args->sampling_given.push_back(flag);
+        return run_stream(*args);
+      };
     }};
 
 }  // namespace
