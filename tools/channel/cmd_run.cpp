@@ -18,6 +18,7 @@
 #include "runtime/session.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
+#include "sampling_flags.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -31,7 +32,7 @@ struct RunArgs {
   int n_ctx = 0;  // 0: the model's training context, at most kDefaultMaxCtx
   int threads = 1;
   bool no_echo = false;
-  SamplerConfig sampling;
+  SamplingFlags sampling;
   std::string session;  // --session FILE: run on the slot geometry, resume and save
   int64_t slots = SlotGeometry::kDefaultSlots;
   int64_t recall = SlotGeometry::kDefaultRecall;
@@ -41,27 +42,7 @@ struct RunArgs {
   bool recall_only = false;  // --recall-only: recall from the store, store nothing
   std::string draft;         // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
   int draft_max = 8;
-  bool temp_given = false, penalty_given = false;
-  std::vector<std::string> sampling_given;  // the sampling flags on the command line
 };
-
-constexpr const char* kSamplingFlags[] = {
-    "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed"};
-
-// A resumed session keeps its saved sampler, except for the flags given this time.
-SamplerConfig with_given_flags(SamplerConfig saved, const RunArgs& args) {
-  const SamplerConfig& f = args.sampling;
-  for (const std::string& flag : args.sampling_given) {
-    if (flag == "--temp") saved.temperature = f.temperature;
-    if (flag == "--top-k") saved.top_k = f.top_k;
-    if (flag == "--top-p") saved.top_p = f.top_p;
-    if (flag == "--min-p") saved.min_p = f.min_p;
-    if (flag == "--repeat-penalty") saved.repeat_penalty = f.repeat_penalty;
-    if (flag == "--repeat-last-n") saved.repeat_last_n = f.repeat_last_n;
-    if (flag == "--seed") saved.seed = f.seed;
-  }
-  return saved;
-}
 
 constexpr int kDefaultMaxCtx = 4096;
 
@@ -95,10 +76,10 @@ int run_session(const RunArgs& args) {
   std::unique_ptr<StreamSession> s;
   if (resume) {
     s = load_session_file(args.session, loaded.model, config);
-    if (!args.sampling_given.empty())
-      s->sampler() = s->sampler().reconfigured(with_given_flags(s->sampler().config(), args));
+    if (!args.sampling.given.empty())
+      s->sampler() = s->sampler().reconfigured(args.sampling.over(s->sampler().config()));
   } else {
-    s = std::make_unique<StreamSession>(loaded.model, config, args.sampling);
+    s = std::make_unique<StreamSession>(loaded.model, config, args.sampling.config);
     if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) {
       const int32_t bos = tokenizer.bos_id();
       s->append(SpanType::system, {&bos, 1});
@@ -192,15 +173,15 @@ int run_session(const RunArgs& args) {
 }
 
 int run_run(const RunArgs& args) {
-  validate(args.sampling);  // bad sampling flags fail before the model loads
+  validate(args.sampling.config);  // bad sampling flags fail before the model loads
   std::signal(SIGPIPE, SIG_IGN);
   if (!args.draft.empty()) {
     if (!args.session.empty() || !args.memory.empty())
       throw Error("--draft does not apply with --session or --memory");
-    if (args.temp_given && args.sampling.temperature > 0)
+    if (args.sampling.was_given("--temp") && args.sampling.config.temperature > 0)
       throw_error("--draft needs greedy decoding (--temp 0), got --temp {}",
-                  args.sampling.temperature);
-    if (args.penalty_given && args.sampling.repeat_penalty != 1.0f)
+                  args.sampling.config.temperature);
+    if (args.sampling.was_given("--repeat-penalty") && args.sampling.config.repeat_penalty != 1.0f)
       throw Error("--draft needs greedy decoding without --repeat-penalty");
     return run_with_draft({args.model, args.draft, args.draft_max, args.prompt, args.n_predict,
                            args.n_ctx, kDefaultMaxCtx, args.threads, args.no_echo});
@@ -226,7 +207,7 @@ int run_run(const RunArgs& args) {
 
   Session session(model, SessionConfig{.n_ctx = n_ctx, .n_threads = args.threads});
   SessionLogits source(session);
-  Sampler sampler(args.sampling);
+  Sampler sampler(args.sampling.config);
   print_loaded(loaded);
 
   bool output_ok = args.no_echo || write_out(args.prompt);
@@ -246,35 +227,13 @@ int run_run(const RunArgs& args) {
 const CommandRegistrar registrar{
     "run", "Generate text from a prompt", [](CLI::App& sub) {
       auto args = std::make_shared<RunArgs>();
-      SamplerConfig& s = args->sampling;
       add_model_option(sub, args->model);
       sub.add_option("-p,--prompt", args->prompt, "Prompt text");
       sub.add_option("-n,--n-predict", args->n_predict,
                      "Tokens to generate (-1: until end of text or a full context)")
           ->check(integer_in(-1, 1 << 30))
           ->capture_default_str();
-      CLI::Option* temp = sub.add_option("--temp", s.temperature, "Temperature (0: greedy)")
-                              ->check(number_in(0.0, 1e6))
-                              ->capture_default_str();
-      sub.add_option("--top-k", s.top_k, "Keep the K most likely tokens (0: off)")
-          ->check(integer_in(0, 1 << 30))
-          ->capture_default_str();
-      sub.add_option("--top-p", s.top_p, "Keep the smallest set with probability mass P (1: off)")
-          ->check(number_in(0.0, 1.0))
-          ->capture_default_str();
-      sub.add_option("--min-p", s.min_p, "Drop tokens below P x the top probability (0: off)")
-          ->check(number_in(0.0, 1.0))
-          ->capture_default_str();
-      CLI::Option* penalty = sub.add_option("--repeat-penalty", s.repeat_penalty,
-                                            "Penalise the last --repeat-last-n tokens (1: off)")
-                                 ->check(number_in(1e-6, 1e6))
-                                 ->capture_default_str();
-      sub.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repeat penalty looks at")
-          ->check(integer_in(0, 1 << 30))
-          ->capture_default_str();
-      sub.add_option("--seed", s.seed, "Random seed (the same seed gives the same text)")
-          ->check(integer_in(0, INT64_MAX))
-          ->capture_default_str();
+      add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);
       sub.add_option("--ctx", args->n_ctx,
                      "Context size in tokens (default: the model's, at most 4096)")
@@ -313,11 +272,8 @@ const CommandRegistrar registrar{
           ->check(integer_in(1, 32))
           ->capture_default_str();
       CLI::App* app = &sub;
-      return [args, temp, penalty, app] {
-        args->temp_given = temp->count() > 0;
-        args->penalty_given = penalty->count() > 0;
-        for (const char* flag : kSamplingFlags)
-          if (app->get_option(flag)->count() > 0) args->sampling_given.push_back(flag);
+      return [args, app] {
+        note_given(*app, args->sampling);
         return run_run(*args);
       };
     }};

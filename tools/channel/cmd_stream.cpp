@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "cli_common.h"
 #include "command.h"
+#include "sampling_flags.h"
 #include "util/error.h"
 
 namespace channel::cli {
@@ -37,26 +38,22 @@ struct StreamArgs {
   bool show_text = false;
   bool turns = false;  // -f: blank lines end turns
   int threads = 1;
-  channel_sampler_params sampling = channel_sampler_default_params();
-  std::vector<std::string> sampling_given;  // the sampling flags on the command line
+  SamplingFlags sampling;
 };
 
-constexpr const char* kSamplingFlags[] = {
-    "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed"};
-
-// A resumed session keeps its saved sampler, except for the flags given this time.
-channel_sampler_params with_given_flags(channel_sampler_params saved, const StreamArgs& args) {
-  const channel_sampler_params& f = args.sampling;
-  for (const std::string& flag : args.sampling_given) {
-    if (flag == "--temp") saved.temperature = f.temperature;
-    if (flag == "--top-k") saved.top_k = f.top_k;
-    if (flag == "--top-p") saved.top_p = f.top_p;
-    if (flag == "--min-p") saved.min_p = f.min_p;
-    if (flag == "--repeat-penalty") saved.repeat_penalty = f.repeat_penalty;
-    if (flag == "--repeat-last-n") saved.repeat_last_n = f.repeat_last_n;
-    if (flag == "--seed") saved.seed = f.seed;
-  }
-  return saved;
+channel_sampler_params to_c(const SamplerConfig& c) {
+  return {c.temperature, c.top_k, c.top_p, c.min_p, c.repeat_penalty, c.repeat_last_n, c.seed};
+}
+SamplerConfig from_c(const channel_sampler_params& p) {
+  SamplerConfig c;
+  c.temperature = p.temperature;
+  c.top_k = p.top_k;
+  c.top_p = p.top_p;
+  c.min_p = p.min_p;
+  c.repeat_penalty = p.repeat_penalty;
+  c.repeat_last_n = p.repeat_last_n;
+  c.seed = p.seed;
+  return c;
 }
 
 constexpr int64_t kDefaultGenerate = 1024;
@@ -226,14 +223,15 @@ int run_stream(const StreamArgs& args) {
   params.n_threads = args.threads;
   if (resume) {
     check(channel_session_load(h.model, args.session_file.c_str(), &params, &h.session));
-    if (!args.sampling_given.empty()) {
+    if (!args.sampling.given.empty()) {
       channel_sampler_params saved;
       check(channel_session_get_sampler(h.session, &saved));
-      const channel_sampler_params merged = with_given_flags(saved, args);
+      const channel_sampler_params merged = to_c(args.sampling.over(from_c(saved)));
       check(channel_session_update_sampler(h.session, &merged));
     }
   } else {
-    check(channel_session_create(h.model, &params, &args.sampling, &h.session));
+    const channel_sampler_params sampling = to_c(args.sampling.config);
+    check(channel_session_create(h.model, &params, &sampling, &h.session));
     // Cold boot: BOS (when the model wants one) and the system prompt become the anchors.
     const std::vector<int32_t> anchors = tokenize(h.model, system, CHANNEL_ADD_BOS_DEFAULT);
     if (!anchors.empty())
@@ -308,7 +306,6 @@ const CommandRegistrar registrar{
     "stream", "Stream a text file or the model's own generation through one never-ending session",
     [](CLI::App& sub) {
       auto args = std::make_shared<StreamArgs>();
-      channel_sampler_params& s = args->sampling;
       add_model_option(sub, args->model);
       sub.add_option("--tokens", args->tokens,
                      "Tokens to stream (default: all of -f, or 1024 generated)")
@@ -339,33 +336,11 @@ const CommandRegistrar registrar{
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))
           ->capture_default_str();
-      sub.add_option("--temp", s.temperature, "Temperature (0: greedy)")
-          ->check(number_in(0.0, 1e6))
-          ->capture_default_str();
-      sub.add_option("--top-k", s.top_k, "Keep the K most likely tokens (0: off)")
-          ->check(integer_in(0, 1 << 30))
-          ->capture_default_str();
-      sub.add_option("--top-p", s.top_p, "Keep the smallest set with probability mass P (1: off)")
-          ->check(number_in(0.0, 1.0))
-          ->capture_default_str();
-      sub.add_option("--min-p", s.min_p, "Drop tokens below P x the top probability (0: off)")
-          ->check(number_in(0.0, 1.0))
-          ->capture_default_str();
-      sub.add_option("--repeat-penalty", s.repeat_penalty,
-                     "Penalise the last --repeat-last-n tokens (1: off)")
-          ->check(number_in(1e-6, 1e6))
-          ->capture_default_str();
-      sub.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repeat penalty looks at")
-          ->check(integer_in(0, 1 << 20))
-          ->capture_default_str();
-      sub.add_option("--seed", s.seed, "Random seed")
-          ->check(integer_in(0, INT64_MAX))
-          ->capture_default_str();
+      add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);
       CLI::App* app = &sub;
       return [args, app] {
-        for (const char* flag : kSamplingFlags)
-          if (app->get_option(flag)->count() > 0) args->sampling_given.push_back(flag);
+        note_given(*app, args->sampling);
         return run_stream(*args);
       };
     }};
