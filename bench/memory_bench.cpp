@@ -1,6 +1,8 @@
 // Episodic memory benchmarks:
-//  - the cosine top-k scan over 16,384 FP16 centroids of hidden 3840 (kernel alone, scalar
-//    reference, and EpisodicStore::query end to end, on 1 thread and on a pool);
+//  - the cosine top-k over 16,384 FP16 centroids of hidden 3840: the f16 and int8 scan kernels
+//    alone, the scalar f16 reference, building the int8 sketch, and EpisodicStore::query end
+//    to end (sketch scan + exact rescoring) against query_full_scan (the plain f16 scan), on
+//    1 thread and on a pool;
 //  - rehydration of an episode (read + f16 -> f32 + Givens re-rotation of every layer's keys)
 //    against a raw sequential pread of the same bytes from the same file, per episode size
 //    (16, 64, 256 tokens), with a warm and a cold page cache, for spec 003's 12B geometry
@@ -18,6 +20,7 @@
 #include <benchmark/benchmark.h>
 
 #include "backend/cpu/thread_pool.h"
+#include "memory/centroid_sketch.h"
 #include "memory/episodic_store.h"
 #include "memory/memory_kernels.h"
 #include "ops/fp16.h"
@@ -78,6 +81,40 @@ void BM_CentroidScanRef(benchmark::State& state) {
 }
 BENCHMARK(BM_CentroidScanRef)->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// The int8 scan of 16,384 sketch rows (63 MB), the inner loop of the sketch query.
+void BM_Int8ScanKernel(benchmark::State& state) {
+  const auto& rows = index_rows();
+  CentroidSketch sketch(kEpisodes, kHidden);
+  for (size_t e = 0; e < kEpisodes; ++e) {
+    sketch.quantize_into(e, reinterpret_cast<const uint16_t*>(rows.data() + e * kStride + 64));
+  }
+  const auto q = quantize_query(random_query(kHidden, 2));
+  std::vector<double> upper(kEpisodes);  // [kEpisodes]
+  for (auto _ : state) {
+    sketch.upper_bounds(*q, 0, kEpisodes, upper.data());
+    benchmark::DoNotOptimize(upper.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kEpisodes * kHidden));
+  const Int8DotsVariant* v = nullptr;
+  int8_dots_variants(&v);
+  state.SetLabel(v[0].isa);
+}
+BENCHMARK(BM_Int8ScanKernel)->Unit(benchmark::kMillisecond);
+
+// Quantizing every index row into a sketch: what the first query adds to its f16 scan.
+void BM_SketchBuild(benchmark::State& state) {
+  const auto& rows = index_rows();
+  CentroidSketch sketch(kEpisodes, kHidden);
+  for (auto _ : state) {
+    for (size_t e = 0; e < kEpisodes; ++e) {
+      sketch.quantize_into(e, reinterpret_cast<const uint16_t*>(rows.data() + e * kStride + 64));
+    }
+    benchmark::DoNotOptimize(sketch.row(0));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kEpisodes * kHidden * 2));
+}
+BENCHMARK(BM_SketchBuild)->Unit(benchmark::kMillisecond);
+
 std::string bench_path(const char* name) {
   return (std::filesystem::temp_directory_path() /
           (std::string("channel_memory_bench_") + std::to_string(::getpid()) + "_" + name))
@@ -118,19 +155,43 @@ EpisodicStore& query_store() {
   return *store;
 }
 
+// Top-8 through the sketch (built by a first query outside the timing; each iteration uses
+// another query vector, so no run reuses a cached answer).
 void BM_StoreQueryTop8(benchmark::State& state) {
+  EpisodicStore& s = query_store();
+  const int threads = static_cast<int>(state.range(0));
+  ThreadPool pool(threads);
+  std::vector<std::vector<float>> qs;
+  for (int i = 0; i < 16; ++i) qs.push_back(random_query(kHidden, 4 + i));
+  s.query(qs[0], 8, &pool);  // builds the sketch
+  size_t i = 0;
+  for (auto _ : state) {
+    auto hits = s.query(qs[i++ % qs.size()], 8, threads > 1 ? &pool : nullptr);
+    benchmark::DoNotOptimize(hits.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kEpisodes * kHidden));
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_StoreQueryTop8)
+    ->Arg(1)
+    ->Arg(static_cast<int>(std::max(2u, std::thread::hardware_concurrency())))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The same top-8 from the plain f16 scan of every centroid, for comparison.
+void BM_StoreQueryFullScanTop8(benchmark::State& state) {
   EpisodicStore& s = query_store();
   const int threads = static_cast<int>(state.range(0));
   ThreadPool pool(threads);
   const auto q = random_query(kHidden, 4);
   for (auto _ : state) {
-    auto hits = s.query(q, 8, threads > 1 ? &pool : nullptr);
+    auto hits = s.query_full_scan(q, 8, threads > 1 ? &pool : nullptr);
     benchmark::DoNotOptimize(hits.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kEpisodes * kHidden * 2));
   state.counters["threads"] = threads;
 }
-BENCHMARK(BM_StoreQueryTop8)
+BENCHMARK(BM_StoreQueryFullScanTop8)
     ->Arg(1)
     ->Arg(static_cast<int>(std::max(2u, std::thread::hardware_concurrency())))
     ->Unit(benchmark::kMillisecond)

@@ -8,17 +8,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec_kernels.h"
+#include "memory/centroid_sketch.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_kernels.h"
 #include "ops/fp16.h"
@@ -59,6 +62,18 @@ struct EpisodicStore::Impl {
 
   std::mutex append_mu;  // one append at a time
   std::mutex meta_mu;    // read-modify-write of the mutable entry fields
+
+  // The int8 sketch of the centroids, built by the first query (under a shared state_mu
+  // lock and sketch_mu) and then kept current by append, which sets a slot's row under the
+  // exclusive lock when it publishes the slot. Rows of slots that are not live are stale.
+  mutable std::unique_ptr<CentroidSketch> sketch;
+  mutable std::atomic<bool> sketch_ready{false};
+  mutable std::mutex sketch_mu;
+
+  // The FP16 scan of every live centroid (the caller holds state_mu shared). With `build`,
+  // each row is also quantized into it (the caller holds sketch_mu).
+  std::vector<RecallHit> full_scan(std::span<const float> q, float q_norm, size_t k,
+                                   ThreadPool* pool, CentroidSketch* build) const;
 
   ~Impl() {
     if (map) munmap(map, map_size);
@@ -353,6 +368,13 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
   std::vector<uint8_t> entry(L.entry_bytes, 0);  // [64 header][hidden f16][pad]
   std::memcpy(entry.data(), &eh, sizeof eh);
   f32_to_f16_row(r.centroid.data(), reinterpret_cast<uint16_t*>(entry.data() + 64), L.hidden_size);
+  // The sketch row of the stored f16 centroid, made here so the exclusive lock only copies it.
+  const bool sketchable = L.hidden_size <= kInt8DotsMaxDim;
+  std::vector<int8_t> c8(sketchable ? L.hidden_size : 0);  // [hidden_size]
+  const SketchRow c8_row =
+      sketchable ? CentroidSketch::quantize(reinterpret_cast<const uint16_t*>(entry.data() + 64),
+                                            L.hidden_size, c8.data())
+                 : SketchRow{};
   std::vector<uint8_t> block = build_block(L, id, r, summary);
   const uint32_t crc = record_checksum(L, entry.data(), block.data());
   std::memcpy(block.data() + offsetof(SlabBlockHeader, crc), &crc, 4);
@@ -364,6 +386,7 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
   m.publish(id + 1, next_head);
   {
     std::unique_lock lock(m.state_mu);
+    if (m.sketch_ready.load(std::memory_order_relaxed)) m.sketch->set(slot, c8.data(), c8_row);
     m.states[slot] = SlotState::live;
     m.slot_of_id[id] = slot;
     m.total = id + 1;
@@ -451,54 +474,179 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   }
 }
 
-std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
-                                            ThreadPool* pool) const {
-  const Impl& m = *impl_;
-  const StoreLayout& L = m.L;
-  if (q.size() != L.hidden_size) {
-    throw_error("episodic: {}: query has {} values, hidden_size is {}", m.path, q.size(),
-                L.hidden_size);
-  }
-  double qn = 0.0;
-  for (float x : q) qn += static_cast<double>(x) * x;
-  const float q_norm = static_cast<float>(std::sqrt(qn));
-  std::shared_lock lock(m.state_mu);
-  const size_t n = L.max_episodes;
-  std::vector<float> dots(n), norms2(n);  // [max_episodes]
-  // Scans each run of consecutive live slots in [begin, end) with one kernel call.
-  auto scan = [&](int64_t begin, int64_t end, int) {
-    int64_t s = begin;
-    while (s < end) {
-      if (m.states[s] != SlotState::live) {
-        ++s;
-        continue;
-      }
-      int64_t e = s;
-      while (e < end && m.states[e] == SlotState::live) ++e;
-      centroid_dots(m.entry(static_cast<uint32_t>(s)) + 64, L.entry_bytes,
-                    static_cast<size_t>(e - s), q.data(), L.hidden_size, &dots[s], &norms2[s]);
-      s = e;
-    }
-  };
-  if (pool && pool->size() > 1) {
-    pool->parallel_for(static_cast<int64_t>(n), scan);
-  } else {
-    scan(0, static_cast<int64_t>(n), 0);
-  }
-  std::vector<RecallHit> hits;
-  hits.reserve(m.slot_of_id.size());
-  for (const auto& [id, slot] : m.slot_of_id) {
-    const float denom = q_norm * std::sqrt(norms2[slot]);
-    hits.push_back({id, slot, denom > 0.0f ? dots[slot] / denom : 0.0f});
-  }
-  auto better = [](const RecallHit& a, const RecallHit& b) {
-    return a.score != b.score ? a.score > b.score : a.episode_id < b.episode_id;
-  };
+namespace {
+
+// The exact score: both query paths compute it with this one expression, so they agree bit for
+// bit.
+inline float cosine(float dot, float norm2, float q_norm) {
+  const float denom = q_norm * std::sqrt(norm2);
+  return denom > 0.0f ? dot / denom : 0.0f;
+}
+
+// Best first: higher score, then lower id; NaN scores last. A strict total order on distinct
+// ids, so every selection over the same hits picks the same ones.
+bool better(const RecallHit& a, const RecallHit& b) {
+  const bool a_nan = std::isnan(a.score), b_nan = std::isnan(b.score);
+  if (a_nan != b_nan) return b_nan;
+  if (!a_nan && a.score != b.score) return a.score > b.score;
+  return a.episode_id < b.episode_id;
+}
+
+std::vector<RecallHit> best_k(std::vector<RecallHit> hits, size_t k) {
   k = std::min(k, hits.size());
   std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(),
                     better);
   hits.resize(k);
   return hits;
+}
+
+// Calls fn(begin, end) for each run of consecutive live slots in [begin, end).
+template <typename Fn>
+void for_live_runs(const std::vector<SlotState>& states, int64_t begin, int64_t end, Fn&& fn) {
+  int64_t s = begin;
+  while (s < end) {
+    if (states[static_cast<size_t>(s)] != SlotState::live) {
+      ++s;
+      continue;
+    }
+    int64_t e = s;
+    while (e < end && states[static_cast<size_t>(e)] == SlotState::live) ++e;
+    fn(static_cast<size_t>(s), static_cast<size_t>(e));
+    s = e;
+  }
+}
+
+void run_split(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
+  if (pool && pool->size() > 1) {
+    pool->parallel_for(n, fn);
+  } else {
+    fn(0, n, 0);
+  }
+}
+
+}  // namespace
+
+static float query_norm(const std::string& path, const StoreLayout& L, std::span<const float> q) {
+  if (q.size() != L.hidden_size) {
+    throw_error("episodic: {}: query has {} values, hidden_size is {}", path, q.size(),
+                L.hidden_size);
+  }
+  double qn = 0.0;
+  for (float x : q) qn += static_cast<double>(x) * x;
+  return static_cast<float>(std::sqrt(qn));
+}
+
+std::vector<RecallHit> EpisodicStore::query_full_scan(std::span<const float> q, size_t k,
+                                                      ThreadPool* pool) const {
+  const Impl& m = *impl_;
+  const float q_norm = query_norm(m.path, m.L, q);
+  std::shared_lock lock(m.state_mu);
+  return m.full_scan(q, q_norm, k, pool, nullptr);
+}
+
+std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
+                                            ThreadPool* pool) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  const float q_norm = query_norm(m.path, L, q);
+  const std::optional<SketchQuery> sq = quantize_query(q);
+  std::shared_lock lock(m.state_mu);
+  if (!sq || k == 0) return m.full_scan(q, q_norm, k, pool, nullptr);
+  if (!m.sketch_ready.load(std::memory_order_acquire)) {
+    std::lock_guard build_lock(m.sketch_mu);
+    if (!m.sketch_ready.load(std::memory_order_acquire)) {
+      // The first query scans the FP16 centroids anyway: quantize them on the way.
+      std::unique_ptr<CentroidSketch> sketch;
+      try {
+        sketch = std::make_unique<CentroidSketch>(L.max_episodes, L.hidden_size);
+      } catch (const std::bad_alloc&) {
+        return m.full_scan(q, q_norm, k, pool, nullptr);  // no room: try again next time
+      }
+      std::vector<RecallHit> hits = m.full_scan(q, q_norm, k, pool, sketch.get());
+      m.sketch = std::move(sketch);
+      m.sketch_ready.store(true, std::memory_order_release);
+      return hits;
+    }
+  }
+  const CentroidSketch& sketch = *m.sketch;
+  const size_t n = L.max_episodes;
+  // 1. Upper bounds of every live row's exact cosine, from the int8 scan.
+  std::vector<double> upper(n);  // [max_episodes], set for live slots
+  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
+    for_live_runs(m.states, begin, end,
+                  [&](size_t s, size_t e) { sketch.upper_bounds(*sq, s, e, upper.data()); });
+  });
+  std::vector<uint32_t> live;  // [live_count] slots
+  live.reserve(m.slot_of_id.size());
+  for (uint32_t s = 0; s < n; ++s) {
+    if (m.states[s] == SlotState::live) live.push_back(s);
+  }
+  if (live.empty()) return {};
+  k = std::min(k, live.size());
+  auto exact = [&](std::span<const uint32_t> slots, std::vector<RecallHit>& out) {
+    const size_t at = out.size();
+    out.resize(at + slots.size());
+    auto rescore = [&](int64_t begin, int64_t end, int) {
+      for (int64_t i = begin; i < end; ++i) {
+        const uint32_t slot = slots[static_cast<size_t>(i)];
+        float dot = 0.0f, norm2 = 0.0f;
+        centroid_dots(m.entry(slot) + 64, L.entry_bytes, 1, q.data(), L.hidden_size, &dot, &norm2);
+        out[at + static_cast<size_t>(i)] = {m.header_of(slot).episode_id, slot,
+                                            cosine(dot, norm2, q_norm)};
+      }
+    };
+    // A few rows are faster on this thread than a pool dispatch.
+    run_split(slots.size() >= 256 ? pool : nullptr, static_cast<int64_t>(slots.size()), rescore);
+  };
+  // 2. theta = the k-th best exact score among the rows with the highest bounds. Every row
+  // of the true top-k has an exact score >= theta, so its upper bound is >= theta too.
+  const size_t k0 = std::min(live.size(), k + std::max<size_t>(k, 8));
+  auto by_upper = [&](uint32_t a, uint32_t b) { return upper[a] > upper[b]; };
+  if (k0 < live.size()) {
+    std::nth_element(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(k0), live.end(),
+                     by_upper);
+  }
+  std::vector<RecallHit> hits;
+  exact({live.data(), k0}, hits);
+  std::vector<RecallHit> first = hits;
+  std::nth_element(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(k - 1), first.end(),
+                   better);
+  const float theta = first[k - 1].score;
+  // 3. Rescore every other row that could reach theta (all of them if theta is NaN).
+  std::vector<uint32_t> more;
+  for (size_t i = k0; i < live.size(); ++i) {
+    if (std::isnan(theta) || upper[live[i]] >= static_cast<double>(theta)) more.push_back(live[i]);
+  }
+  std::sort(more.begin(), more.end());  // file order
+  exact(more, hits);
+  return best_k(std::move(hits), k);
+}
+
+std::vector<RecallHit> EpisodicStore::Impl::full_scan(std::span<const float> q, float q_norm,
+                                                      size_t k, ThreadPool* pool,
+                                                      CentroidSketch* build) const {
+  const Impl& m = *this;
+  const StoreLayout& L = m.L;
+  const size_t n = L.max_episodes;
+  std::vector<float> dots(n), norms2(n);  // [max_episodes]
+  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
+    for_live_runs(m.states, begin, end, [&](size_t s, size_t e) {
+      const uint8_t* first = m.entry(static_cast<uint32_t>(s)) + 64;
+      centroid_dots(first, L.entry_bytes, e - s, q.data(), L.hidden_size, &dots[s], &norms2[s]);
+      if (build) {
+        for (size_t r = s; r < e; ++r) {
+          build->quantize_into(r,
+                               reinterpret_cast<const uint16_t*>(first + (r - s) * L.entry_bytes));
+        }
+      }
+    });
+  });
+  std::vector<RecallHit> hits;
+  hits.reserve(m.slot_of_id.size());
+  for (const auto& [id, slot] : m.slot_of_id) {
+    hits.push_back({id, slot, cosine(dots[slot], norms2[slot], q_norm)});
+  }
+  return best_k(std::move(hits), k);
 }
 
 void EpisodicStore::record_access(uint64_t id, uint64_t now) {

@@ -93,9 +93,16 @@ class EpisodicStore {
                  float* v_out, bool verify = true) const;
 
   // Cosine top-k of `query` ([hidden_size]) over the live centroids, best first (ties: lower
-  // id first). The scan is split over `pool` when given.
+  // id first; a NaN score, possible only for a centroid holding inf/NaN, ranks last). Scores
+  // are those of the FP16 scan below, bit for bit: the first query runs that scan and builds an
+  // int8 sketch of the centroids (centroid_sketch.h, held in RAM: max_episodes x hidden_size
+  // bytes); later ones scan the sketch and rescore exactly only the rows that could make the
+  // top-k. The scan is split over `pool` when given.
   std::vector<RecallHit> query(std::span<const float> query, size_t k,
                                ThreadPool* pool = nullptr) const;
+  // The same answer from a scan of every live FP16 centroid, without the sketch.
+  std::vector<RecallHit> query_full_scan(std::span<const float> query, size_t k,
+                                         ThreadPool* pool = nullptr) const;
 
   // access_count += 1 and last_accessed = now_ms (in place; synced with the next append).
   void record_access(uint64_t episode_id, uint64_t now_ms);

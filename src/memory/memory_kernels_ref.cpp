@@ -34,6 +34,16 @@ void centroid_dots_ref(const uint8_t* base, size_t stride_bytes, size_t n, const
   }
 }
 
+void int8_dots_ref(const int8_t* rows, size_t stride, size_t n, const int8_t* q, size_t dim,
+                   int32_t* dots) {
+  for (size_t r = 0; r < n; ++r) {
+    const int8_t* row = rows + r * stride;
+    int32_t sum = 0;
+    for (size_t i = 0; i < dim; ++i) sum += static_cast<int32_t>(row[i]) * q[i];
+    dots[r] = sum;
+  }
+}
+
 void f32_to_f16_row_ref(const float* x, uint16_t* y, size_t k) {
   for (size_t i = 0; i < k; ++i) y[i] = fp32_to_fp16(x[i]);
 }
