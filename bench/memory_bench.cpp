@@ -3,11 +3,13 @@
 //    alone, the scalar f16 reference, building the int8 sketch, and EpisodicStore::query end
 //    to end (sketch scan + exact rescoring) against query_full_scan (the plain f16 scan), on
 //    1 thread and on a pool;
-//  - rehydration of an episode (read + f16 -> f32 + Givens re-rotation of every layer's keys)
-//    against a raw sequential pread of the same bytes from the same file, per episode size
-//    (16, 64, 256 tokens), with a warm and a cold page cache, for spec 003's 12B geometry
-//    (48 layers x kv_dim 1024) and Channel's default model (2 global layers x kv_dim 128).
+//  - recall of an episode (read + f16 -> f32 + Givens re-rotation of every layer's keys +
+//    writing into a live session's recall slots) against a raw sequential pread of the same
+//    bytes from the same file, per episode size (16, 64, 256 tokens), with a warm and a cold
+//    page cache, for spec 003's 12B geometry (48 layers x kv_dim 1024) and Channel's default
+//    model (2 global layers x kv_dim 128).
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -20,10 +22,15 @@
 #include <benchmark/benchmark.h>
 
 #include "backend/cpu/thread_pool.h"
+#include "gguf/gguf_writer.h"
+#include "kv/kv_rows.h"
 #include "memory/centroid_sketch.h"
 #include "memory/episodic_store.h"
 #include "memory/memory_kernels.h"
+#include "model/model.h"
+#include "model/random_model.h"
 #include "ops/fp16.h"
+#include "runtime/ring_session.h"
 
 namespace channel {
 namespace {
@@ -198,22 +205,60 @@ BENCHMARK(BM_StoreQueryFullScanTop8)
     ->UseRealTime();
 
 // --- rehydration -----------------------------------------------------------------------------
-// Two geometries: the spec's 12B model (48 layers x kv_dim 1024) and Channel's default model as
-// a session stores it (its 2 global layers x kv_dim 128). Episodes of 16, 64 and 256 tokens.
-// Warm: the page cache holds the file. Cold: before each iteration the store is closed, the
-// file's pages are dropped (fdatasync + posix_fadvise DONTNEED) and the store is reopened, all
-// outside the timing (on tmpfs nothing can be dropped: point TMPDIR at a disk).
+// Issue 5, point 8: recalling an episode (read from the store + f16 -> f32 + re-rotation of the
+// keys + writing into the session's recall slots) against a raw sequential pread of the same
+// K/V bytes from the same file. Two geometries: the spec's 12B model (48 layers x kv_dim 1024,
+// 8 KV heads of 128) and Channel's default model as a session stores it (its 2 global layers x
+// kv_dim 128, 2 KV heads of 64); episodes of 16, 64 and 256 tokens.
+//  - BM_RawRead: one pread of the episode's K/V bytes into a reused buffer (1 thread).
+//  - BM_Recall: the whole recall path into a live RingSession (a random-weight model of that
+//    geometry, every layer global): RingSession::inject_recall activates the episode and the
+//    store writes its rows straight into the recall slots of the f32 arenas
+//    ([n_kv_heads][n_slots][head_dim] per layer), with MemoryAttachment::recall's options (the
+//    rotation table; `threads` > 1: the store splits episodes of >= 1 MiB over a pool of that
+//    many threads, the calling thread included). Each iteration also releases the episode
+//    again (counted in the time).
+//  - BM_Rehydrate: the store call alone into dense [L][n][kv_dim] buffers (1 thread).
+// Warm: the page cache holds the file. Cold: before each iteration (outside the timing) the
+// pages of the episode's K/V bytes, rounded out to whole pages, are dropped with
+// posix_fadvise(DONTNEED) on both sides alike; the index stays cached, as it is after the
+// query that picks the episode. `resident` counts pages still cached after the drop (mincore;
+// non-zero means the drop did not work, e.g. on tmpfs: point TMPDIR at a disk).
 struct Geometry {
   uint32_t layers, kv_dim, heads, head_dim;
 };
 constexpr Geometry kGeometries[] = {{48, 1024, 8, 128}, {2, 128, 2, 64}};
 constexpr int kSizes[] = {16, 64, 256};
 
+std::shared_ptr<const Model> geometry_model(const Geometry& g) {
+  RandomModelSpec s;
+  s.hidden = 64;
+  s.layers = static_cast<int>(g.layers);
+  s.heads = static_cast<int>(g.heads);
+  s.kv_heads = static_cast<int>(g.heads);
+  s.head_dim = static_cast<int>(g.head_dim);
+  s.ffn = 64;
+  s.vocab = 300;
+  ThreadPool pool(1);
+  GgufWriter w;
+  write_random_model(s, w, pool);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
+  auto m = Model::load_from_memory(*bytes, "bench.gguf");
+  return std::shared_ptr<const Model>(m.get(), [m, bytes](const Model*) {});
+}
+
 struct RehydrateFixture {
   std::string path;
   std::unique_ptr<EpisodicStore> store;
   int fd = -1;
+  uint8_t* map = nullptr;  // [map_size] for mincore
+  size_t map_size = 0;
   Geometry geo;
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<RingSession> session;
+  RotaryDims rope;  // the session's global rope, as MemoryAttachment builds it
+  std::unique_ptr<RotationTable> table;
+
   explicit RehydrateFixture(int gi) : geo(kGeometries[gi]) {
     path = bench_path(("rehydrate" + std::to_string(gi) + ".mem").c_str());
     std::filesystem::remove(path);
@@ -234,25 +279,57 @@ struct RehydrateFixture {
       std::vector<float> kv(2ull * geo.layers * static_cast<size_t>(n) * geo.kv_dim);
       for (auto& x : kv) x = nd(rng);
       EpisodeRecord r;
+      r.start_clock = 123456;
       r.tokens = tok;
       r.centroid = c;
       r.kv = kv;
-      store->append(r);  // ids 0..2 = sizes 16, 64, 256
+      store->append(r);  // ids 0..2 = sizes 16, 64, 256, in slots 0..2
     }
     store->sync();
     fd = ::open(path.c_str(), O_RDONLY);
+    map_size = store->layout().file_size;
+    void* p = ::mmap(nullptr, map_size, PROT_READ, MAP_SHARED, fd, 0);
+    map = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+
+    model = geometry_model(geo);
+    RingSessionConfig sc;
+    sc.ring.n_slots = 512;
+    sc.ring.n_recall = 256;
+    sc.n_threads = 1;
+    sc.n_batch = 8;
+    session = std::make_unique<RingSession>(model, sc);
+    const std::vector<int32_t> anchors = {2, 40, 41, 42};
+    session->append(SpanType::system, anchors);
+    session->seal();
+    const RopeFreqs& rf = session->rope_global();
+    rope.style = rf.layout == RopeLayout::neox ? RotaryStyle::neox : RotaryStyle::normal;
+    rope.head_dim = geo.head_dim;
+    rope.n_heads = geo.heads;
+    rope.n_rot = rf.n_rot;
+    rope.inv_freq = rf.inv_freq;
+    table = std::make_unique<RotationTable>(rope);
   }
-  // Closes the store, drops the file from the page cache, reopens it.
-  void drop_cache() {
-    store.reset();
-    ::fdatasync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    StoreOptions o;
-    o.read_only = true;
-    store = std::make_unique<EpisodicStore>(EpisodicStore::open(path, o));
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // the slabs, not the index: open reads it
+  // [begin, end) of the episode's K/V bytes, rounded out to whole pages.
+  std::pair<uint64_t, uint64_t> kv_pages(uint64_t slot, uint64_t n) const {
+    const StoreLayout& L = store->layout();
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t b = L.block_offset(slot) + L.block_kv, e = b + L.kv_bytes(n);
+    return {b & ~(page - 1), (e + page - 1) & ~(page - 1)};
+  }
+  // Drops the episode's K/V pages from the page cache; returns how many stayed resident.
+  size_t drop(uint64_t slot, uint64_t n) const {
+    const auto [b, e] = kv_pages(slot, n);
+    ::posix_fadvise(fd, static_cast<off_t>(b), static_cast<off_t>(e - b), POSIX_FADV_DONTNEED);
+    if (!map) return 0;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> vec((e - b) / page);
+    if (::mincore(map + b, e - b, vec.data()) != 0) return 0;
+    size_t resident = 0;
+    for (unsigned char v : vec) resident += v & 1;
+    return resident;
   }
   ~RehydrateFixture() {
+    if (map) ::munmap(map, map_size);
     ::close(fd);
     std::filesystem::remove(path);
   }
@@ -263,22 +340,23 @@ RehydrateFixture& rehydrate_fixture(int gi) {
   return gi == 0 ? f0 : f1;
 }
 
-uint64_t id_of(int n) {
+uint64_t id_of(int64_t n) {
   return n == 16 ? 0 : n == 64 ? 1 : 2;
 }
 
 // Args: geometry index, tokens, cold (0/1).
 void BM_RawRead(benchmark::State& state) {
   RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
-  const int n = static_cast<int>(state.range(1));
+  const int64_t n = state.range(1);
   const bool cold = state.range(2) != 0;
   const StoreLayout& L = f.store->layout();
   const uint64_t slot = id_of(n);  // episode i sits in slot i
   std::vector<uint8_t> buf(L.kv_bytes(static_cast<uint64_t>(n)));
+  size_t resident = 0;
   for (auto _ : state) {
     if (cold) {
       state.PauseTiming();
-      ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+      resident += f.drop(slot, static_cast<uint64_t>(n));
       state.ResumeTiming();
     }
     const ssize_t got = ::pread(f.fd, buf.data(), buf.size(),
@@ -287,26 +365,63 @@ void BM_RawRead(benchmark::State& state) {
     benchmark::DoNotOptimize(buf.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buf.size()));
+  state.counters["threads"] = 1;
+  state.counters["resident"] = static_cast<double>(resident);
+}
+
+// Args: geometry index, tokens, cold (0/1), threads.
+void BM_Recall(benchmark::State& state) {
+  RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
+  const int64_t n = state.range(1);
+  const bool cold = state.range(2) != 0;
+  const int threads = static_cast<int>(state.range(3));
+  ThreadPool pool(threads);
+  const uint64_t id = id_of(n);
+  RingSession& s = *f.session;
+  const uint64_t stored_pos = s.ring().n_sys();
+  const double delta = static_cast<double>(stored_pos) - 123456.0;
+  RehydrateOptions ro;
+  ro.verify = false;  // as the raw read: no checksum (BM_RehydrateVerified shows its cost)
+  ro.tables = {f.table.get(), 1};
+  ro.pool = threads > 1 ? &pool : nullptr;
+  size_t resident = 0;
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      resident += f.drop(id, static_cast<uint64_t>(n));
+      state.ResumeTiming();
+    }
+    s.inject_recall(id, static_cast<uint32_t>(n), stored_pos, [&](const KvRowTarget& out) {
+      f.store->rehydrate(id, {&f.rope, 1}, delta, out, ro);
+    });
+    s.release_recall(id);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(
+      state.iterations() * f.store->layout().kv_bytes(static_cast<uint64_t>(n))));
+  state.counters["threads"] = threads;
+  state.counters["resident"] = static_cast<double>(resident);
 }
 
 void rehydrate_bench(benchmark::State& state, bool verify) {
   RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
-  const int n = static_cast<int>(state.range(1));
+  const int64_t n = state.range(1);
   const bool cold = state.range(2) != 0;
-  const RotaryDims rope =
-      RotaryDims::make(RotaryStyle::neox, f.geo.heads, f.geo.head_dim, f.geo.head_dim, 1e6);
-  std::vector<float> k(static_cast<size_t>(f.geo.layers) * n * f.geo.kv_dim), v(k.size());
+  std::vector<float> k(static_cast<size_t>(f.geo.layers) * static_cast<size_t>(n) * f.geo.kv_dim),
+      v(k.size());
+  size_t resident = 0;
   for (auto _ : state) {
     if (cold) {
       state.PauseTiming();
-      f.drop_cache();
+      resident += f.drop(id_of(n), static_cast<uint64_t>(n));
       state.ResumeTiming();
     }
-    f.store->rehydrate(id_of(n), {&rope, 1}, -123456.0, k.data(), v.data(), verify);
+    f.store->rehydrate(id_of(n), {&f.rope, 1}, -123456.0, k.data(), v.data(), verify);
     benchmark::DoNotOptimize(k.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(
       state.iterations() * f.store->layout().kv_bytes(static_cast<uint64_t>(n))));
+  state.counters["threads"] = 1;
+  state.counters["resident"] = static_cast<double>(resident);
 }
 void BM_Rehydrate(benchmark::State& state) {
   rehydrate_bench(state, false);
@@ -320,9 +435,19 @@ void rehydrate_args(benchmark::internal::Benchmark* b) {
   for (int g : {0, 1})
     for (int n : kSizes)
       for (int cold : {0, 1}) b->Args({g, n, cold});
-  b->Unit(benchmark::kMicrosecond);
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+void recall_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"geometry", "tokens", "cold", "threads"});
+  const int most = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  for (int g : {0, 1})
+    for (int n : kSizes)
+      for (int cold : {0, 1})
+        for (int t : {1, most}) b->Args({g, n, cold, t});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 BENCHMARK(BM_RawRead)->Apply(rehydrate_args);
+BENCHMARK(BM_Recall)->Apply(recall_args);
 BENCHMARK(BM_Rehydrate)->Apply(rehydrate_args);
 BENCHMARK(BM_RehydrateVerified)->Apply(rehydrate_args);
 

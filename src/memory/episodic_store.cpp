@@ -24,6 +24,7 @@
 #include "memory/centroid_sketch.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_kernels.h"
+#include "memory/rehydrate_kernels.h"
 #include "ops/fp16.h"
 #include "util/error.h"
 
@@ -271,6 +272,10 @@ std::optional<EpisodeHeader> EpisodicStore::find(uint64_t id) const {
 
 namespace {
 
+// Below this many K/V bytes rehydrate() skips MADV_WILLNEED (the default readahead window:
+// a cold record that small comes in with the first fault's read-around).
+constexpr uint64_t kWillNeedBytes = 128 << 10;
+
 // The slab block image of a record: [block_kv + kv_bytes(n)] bytes.
 std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const EpisodeRecord& r,
                                  std::string_view summary) {
@@ -429,6 +434,18 @@ Episode EpisodicStore::read(uint64_t id) const {
 
 void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
                               float* k_out, float* v_out, bool verify) const {
+  const StoreLayout& L = impl_->L;
+  uint32_t n = 0;
+  if (auto h = find(id)) n = h->token_count;  // unknown: the call below says so
+  const uint32_t head_dim = rope.empty() ? 1 : std::max(1u, rope[0].head_dim);
+  DenseKvRows dense(k_out, v_out, L.num_layers, n, L.kv_dim, head_dim);
+  RehydrateOptions o;
+  o.verify = verify;
+  rehydrate(id, rope, delta, dense.target(), o);
+}
+
+void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
+                              const KvRowTarget& out, const RehydrateOptions& options) const {
   const Impl& m = *impl_;
   const StoreLayout& L = m.L;
   if (rope.size() != 1 && rope.size() != L.num_layers) {
@@ -436,41 +453,120 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
                 rope.size(), L.num_layers);
   }
   for (const RotaryDims& r : rope) {
-    if (r.row_dim() != L.kv_dim) {
-      throw_error("episodic: {}: rehydrate: rotary rows of {} x {} do not match kv_dim {}", m.path,
-                  r.n_heads, r.head_dim, L.kv_dim);
+    if (r.row_dim() != L.kv_dim || r.head_dim != rope[0].head_dim || r.n_rot > r.head_dim ||
+        r.n_rot % 2 != 0 || r.inv_freq.size() != r.n_rot / 2) {
+      throw_error(
+          "episodic: {}: rehydrate: rotary rows of {} x {} ({} rotated dims, {} frequencies) do "
+          "not match kv_dim {} (or the first layer's head split)",
+          m.path, r.n_heads, r.head_dim, r.n_rot, r.inv_freq.size(), L.kv_dim);
     }
   }
+  if (!options.tables.empty()) {
+    if (options.tables.size() != rope.size())
+      throw_error("episodic: {}: rehydrate: {} rotation tables for {} rotary descriptions", m.path,
+                  options.tables.size(), rope.size());
+    for (size_t i = 0; i < rope.size(); ++i)
+      if (!options.tables[i].matches(rope[i]))
+        throw_error("episodic: {}: rehydrate: rotation table {} was built for other frequencies",
+                    m.path, i);
+  }
+  if (out.k.size() != L.num_layers || out.v.size() != L.num_layers)
+    throw_error("episodic: {}: rehydrate: a target of {} K and {} V layers for {} layers", m.path,
+                out.k.size(), out.v.size(), L.num_layers);
+  for (uint32_t l = 0; l < L.num_layers; ++l)
+    if (!out.k[l] || !out.v[l])
+      throw_error("episodic: {}: rehydrate: the target of layer {} is null", m.path, l);
+
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
-  if (verify) m.check_record(slot);
+  if (options.verify) m.check_record(slot);
   const size_t n = m.header_of(slot).token_count;
+  if (n > out.max_tokens)
+    throw_error("episodic: {}: rehydrate: episode {} has {} tokens, the target holds {}", m.path,
+                id, n, out.max_tokens);
   const uint8_t* b = m.block(slot);
-  {
+  const uint64_t bytes = L.kv_bytes(n);
+  if (bytes >= kWillNeedBytes) {
     // One readahead for the whole K/V range: from a cold page cache the reads below would
-    // otherwise fault in the record a few pages at a time. Advisory: errors are ignored.
+    // otherwise fault in the record a few pages at a time. A smaller record comes in with
+    // the first fault's read-around, and the syscall would cost more than the copy. Advisory:
+    // errors are ignored.
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t begin = (L.block_offset(slot) + L.block_kv) & ~(page - 1);
-    const uint64_t end = L.block_offset(slot) + L.block_kv + L.kv_bytes(n);
+    const uint64_t end = L.block_offset(slot) + L.block_kv + bytes;
     ::madvise(m.map + begin, end - begin, MADV_WILLNEED);
   }
-  std::vector<float> cs;  // [n_rot] of the current rotary description
-  const RotaryDims* cs_of = nullptr;
+
+  // Angles, once per distinct rope (layers sharing one share them): c/s per rotated dim.
+  thread_local std::vector<double> cos_d, sin_d;  // [n_rot / 2]
+  thread_local std::vector<float> cs;             // [n_sets][2][n_rot]
+  thread_local std::vector<size_t> cs_at;         // [num_layers] offset of the layer's set
+  thread_local std::vector<HeadRotation> rot_of;  // [num_layers]
+  cs.clear();
+  cs_at.resize(L.num_layers);
+  size_t prev = 0;
   for (uint32_t l = 0; l < L.num_layers; ++l) {
-    const RotaryDims& r = rope.size() == 1 ? rope[0] : rope[l];
-    if (!cs_of || cs_of->inv_freq != r.inv_freq) {  // layers sharing a rope share the angles
-      cs.resize(r.n_rot);
-      rotation_cos_sin(r, delta, cs.data());
-      cs_of = &r;
+    const size_t ri = rope.size() == 1 ? 0 : l;
+    const RotaryDims& r = rope[ri];
+    if (l > 0 && (ri == prev || (rope[prev].inv_freq == r.inv_freq && rope[prev].style == r.style &&
+                                 rope[prev].n_rot == r.n_rot))) {
+      cs_at[l] = cs_at[l - 1];
+      continue;
     }
-    // One pass per key row: convert it into the output and rotate it while it is in L1.
-    float* k = k_out + static_cast<size_t>(l) * n * L.kv_dim;
-    const uint8_t* k_src = b + L.kv_plane(n, l, 0);
-    for (size_t t = 0; t < n; ++t) {
-      m.load_plane(k_src + t * L.row_bytes, 1, k + t * L.kv_dim);
-      rotate_rows(r, cs.data(), k + t * L.kv_dim, 1);
+    prev = ri;
+    const size_t half = r.n_rot / 2;
+    cos_d.resize(half);
+    sin_d.resize(half);
+    if (!options.tables.empty()) {
+      options.tables[ri].cos_sin(delta, cos_d.data(), sin_d.data());
+    } else {
+      for (size_t i = 0; i < half; ++i) {
+        cos_d[i] = std::cos(delta * r.inv_freq[i]);
+        sin_d[i] = std::sin(delta * r.inv_freq[i]);
+      }
     }
-    m.load_plane(b + L.kv_plane(n, l, 1), n, v_out + static_cast<size_t>(l) * n * L.kv_dim);
+    cs_at[l] = cs.size();
+    cs.resize(cs.size() + 2 * r.n_rot);
+    float* c = cs.data() + cs_at[l];
+    expand_rotation(r.style == RotaryStyle::neox, r.n_rot, cos_d.data(), sin_d.data(), c,
+                    c + r.n_rot);
+  }
+  rot_of.resize(L.num_layers);
+  for (uint32_t l = 0; l < L.num_layers; ++l) {
+    const RotaryDims& r = rope[rope.size() == 1 ? 0 : l];
+    rot_of[l] = {r.style == RotaryStyle::neox, r.n_rot, cs.data() + cs_at[l],
+                 cs.data() + cs_at[l] + r.n_rot};
+  }
+
+  // Plane i: layer i / 2, K (even) or V (odd), straight from the mapping into the target.
+  const HeadRotation* rots = rot_of.data();
+  auto planes = [&, rots](int64_t begin, int64_t end, int) {
+    thread_local std::vector<float> row;  // [kv_dim] a Q8_0 row dequantized
+    for (int64_t i = begin; i < end; ++i) {
+      const auto l = static_cast<uint32_t>(i / 2);
+      const int kv = static_cast<int>(i % 2);
+      const RotaryDims& r = rope[rope.size() == 1 ? 0 : l];
+      const RowLayout lay{r.n_heads, r.head_dim, out.token_stride, out.head_stride};
+      const HeadRotation* rot = kv == 0 ? &rots[l] : nullptr;
+      float* dst = (kv == 0 ? out.k[l] : out.v[l]) + out.offset;
+      const uint8_t* src = b + L.kv_plane(n, l, kv);
+      if (L.slab_type == SlabType::f16) {
+        // Planes are 2-byte aligned: blocks are 64-aligned and every offset in them is even.
+        f16_rows_to_f32(rot, reinterpret_cast<const uint16_t*>(src), n, lay, dst);
+      } else {
+        row.resize(L.kv_dim);
+        for (size_t t = 0; t < n; ++t) {
+          cpu::dequantize_row_q8_0(src + t * L.row_bytes, row.data(), L.kv_dim);
+          f32_rows_to_f32(rot, row.data(), 1, lay, dst + t * out.token_stride);
+        }
+      }
+    }
+  };
+  const auto n_planes = static_cast<int64_t>(2 * L.num_layers);
+  if (options.pool && options.pool->size() > 1 && bytes >= RehydrateOptions::kParallelBytes) {
+    options.pool->parallel_for(n_planes, planes);
+  } else {
+    planes(0, n_planes, 0);
   }
 }
 

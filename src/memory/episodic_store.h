@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_rows.h"
 #include "memory/episodic_format.h"
 #include "memory/rerotate.h"
 
@@ -47,6 +48,16 @@ struct Episode {
   std::vector<int32_t> tokens;  // [n]
   std::vector<float> centroid;  // [hidden_size]
   std::vector<float> kv;        // [num_layers][2][n][kv_dim]
+};
+
+struct RehydrateOptions {
+  bool verify = true;  // check the record checksum first
+  // Precomputed angles, one per RotaryDims given (built from it): no sin/cos per call.
+  // Empty: std::cos/sin of Δ·θ_i.
+  std::span<const RotationTable> tables;
+  // An episode of at least kParallelBytes of K/V is split over it by layer and K/V plane.
+  ThreadPool* pool = nullptr;
+  static constexpr uint64_t kParallelBytes = 1 << 20;
 };
 
 struct RecallHit {
@@ -86,9 +97,15 @@ class EpisodicStore {
   // Every field; checks the record checksum first (throws channel::Error on a mismatch).
   Episode read(uint64_t episode_id) const;
 
-  // Recall: the episode's K and V as f32, keys re-rotated by `delta` positions.
-  // rope: one RotaryDims for every layer, or one per layer. k_out, v_out: [num_layers][n][kv_dim]
-  // With verify, the checksum is checked first.
+  // Recall: the episode's K and V as f32, keys re-rotated by `delta` positions, written to
+  // `out` (kv/kv_rows.h: any strided layout, e.g. a session's recall slots) in one pass per
+  // row: read, convert, rotate, store. rope: one RotaryDims for every layer, or one per layer;
+  // its n_heads x head_dim split every row of K and V. Throws channel::Error (nothing written)
+  // for an unknown id, a checksum mismatch, or a target of the wrong shape or too few rows.
+  void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta,
+                 const KvRowTarget& out, const RehydrateOptions& options = {}) const;
+  // The same into dense k_out, v_out: [num_layers][n][kv_dim]. With verify, the checksum is
+  // checked first.
   void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta, float* k_out,
                  float* v_out, bool verify = true) const;
 

@@ -81,6 +81,7 @@ MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, M
   r.n_rot = rf.n_rot;
   r.inv_freq = rf.inv_freq;  // the very angles the session rotated the keys with
   rope_.push_back(std::move(r));
+  rope_table_.emplace_back(rope_[0]);
   if (config_.query_threads > 1) pool_ = std::make_unique<ThreadPool>(config_.query_threads);
 
   const uint32_t n_slots = session.ring().config().n_slots;
@@ -248,13 +249,14 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
   // there, so that at activation the query-side offset of its run is zero.
   r.stored_pos = uint64_t{ring.n_sys()} + ring.recall_used();
   const double delta = static_cast<double>(r.stored_pos) - static_cast<double>(header->start_clock);
-  const size_t values = session_.global_layers().size() * size_t{n} * kv_dim_;
-  k_buf_.resize(values);
-  v_buf_.resize(values);
-  store_.rehydrate(id, rope_, delta, k_buf_.data(), v_buf_.data());
-  r.slot_begin =
-      session_.inject_recall(id, n, r.stored_pos, std::span<const float>(k_buf_.data(), values),
-                             std::span<const float>(v_buf_.data(), values));
+  // Straight from the store's mapping into the recall slots: one pass per row, no staging
+  // copy. A damaged record throws from inside and the session deactivates the episode.
+  RehydrateOptions ro;
+  ro.tables = rope_table_;
+  ro.pool = pool_.get();
+  r.slot_begin = session_.inject_recall(id, n, r.stored_pos, [&](const KvRowTarget& out) {
+    store_.rehydrate(id, rope_, delta, out, ro);
+  });
   recalled_at_[id] = ++tick_;
   ++recalls_;
   store_.record_access(id, now_ms());

@@ -30,7 +30,7 @@ struct MemoryConfig {
   StagingConfig staging;        // cut triggers; staging.capacity = tokens per episode
   size_t queue_capacity = 256;  // episodes waiting for the writer; beyond it they are dropped
   bool consolidate = true;      // false: nothing is staged or written (benchmarks, read-only)
-  int query_threads = 1;        // threads of the top-k scan
+  int query_threads = 1;        // threads of the top-k scan and of large rehydrations
   // Summary text of an episode's tokens (normally the detokenizer); optional.
   std::function<std::string(std::span<const int32_t>)> summarize;
   // Sees each episode as it is cut, before it is queued (tests, statistics); optional.
@@ -125,7 +125,8 @@ class MemoryAttachment {
   MemoryConfig config_;
   size_t n_embd_ = 0, kv_dim_ = 0, head_dim_ = 0, n_kv_heads_ = 0;
   std::vector<RotaryDims> rope_;                 // [1] the global layers' rope
-  std::unique_ptr<ThreadPool> pool_;             // for the top-k scan
+  std::vector<RotationTable> rope_table_;        // [1] its precomputed angles
+  std::unique_ptr<ThreadPool> pool_;             // top-k scan and large rehydrations
   std::unique_ptr<ConsolidationWorker> worker_;  // declared before staging_: it is its sink
   std::unique_ptr<StagingBuffer> staging_;
   // Per global-layer slot, written by the token tap, read at eviction:
@@ -134,9 +135,8 @@ class MemoryAttachment {
   std::vector<float> kv_rows_;                 // [n_global][2][kv_dim] one token's rows, gathered
   std::vector<const float*> k_ptrs_, v_ptrs_;  // [n_global] into kv_rows_
   std::vector<float> last_hidden_;             // [n_embd] x of the last token run
-  bool capture_ = false;              // encode_in_context(): keep the probe's hidden states
-  std::vector<float> captured_;       // [n][n_embd]
-  std::vector<float> k_buf_, v_buf_;  // [n_global][n][kv_dim] rehydrated episode
+  bool capture_ = false;         // encode_in_context(): keep the probe's hidden states
+  std::vector<float> captured_;  // [n][n_embd]
   std::unordered_map<uint64_t, uint64_t> recalled_at_;  // active episode -> recall tick
   uint64_t tick_ = 0;
   uint64_t tokens_staged_ = 0, recalls_ = 0, recall_evictions_ = 0;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "memory/rehydrate_kernels.h"
 #include "util/error.h"
 
 namespace channel {
@@ -30,6 +31,40 @@ RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_d
     }
   }
   return r;
+}
+
+RotationTable::RotationTable(const RotaryDims& r) : inv_freq_(r.inv_freq) {
+  const size_t n = inv_freq_.size();
+  cos_.resize(kBits * n);
+  sin_.resize(kBits * n);
+  for (int j = 0; j < kBits; ++j) {
+    for (size_t i = 0; i < n; ++i) {
+      const double a = std::ldexp(inv_freq_[i], j);  // exact: a power-of-two scaling
+      cos_[j * n + i] = std::cos(a);
+      sin_[j * n + i] = std::sin(a);
+    }
+  }
+}
+
+void RotationTable::cos_sin(double delta, double* c, double* s) const {
+  const size_t n = inv_freq_.size();
+  const double mag = std::fabs(delta);
+  if (!(mag < std::ldexp(1.0, kBits)) || mag != std::floor(mag)) {
+    for (size_t i = 0; i < n; ++i) {
+      c[i] = std::cos(delta * inv_freq_[i]);
+      s[i] = std::sin(delta * inv_freq_[i]);
+    }
+    return;
+  }
+  auto bits = static_cast<uint64_t>(mag);
+  for (size_t i = 0; i < n; ++i) {
+    c[i] = 1.0;
+    s[i] = 0.0;
+  }
+  for (int j = 0; bits != 0; ++j, bits >>= 1)
+    if (bits & 1) compose_rotations(c, s, &cos_[j * n], &sin_[j * n], n);
+  if (delta < 0)
+    for (size_t i = 0; i < n; ++i) s[i] = -s[i];
 }
 
 void rotation_cos_sin(const RotaryDims& r, double delta, float* cs) {

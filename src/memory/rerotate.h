@@ -29,6 +29,27 @@ struct RotaryDims {
   uint32_t row_dim() const { return n_heads * head_dim; }
 };
 
+// cos/sin of Δ·θ_i (θ = inv_freq) in f64 without a sin or cos per call, for recall: cos/sin of
+// 2^j·θ_i for j < kBits are computed once, and the rotation by an integer Δ is the product of
+// those for the set bits of |Δ| (conjugated for Δ < 0): at most kBits f64 complex products per
+// pair, error about 1e-15 (against the exact angle; std::cos(Δ·θ) itself carries |Δ·θ|·1e-16
+// from rounding the product). Other Δ (fractional, or |Δ| >= 2^kBits) use std::cos/sin.
+class RotationTable {
+ public:
+  static constexpr int kBits = 32;
+  RotationTable() = default;
+  explicit RotationTable(const RotaryDims& r);
+  // True when built for these frequencies.
+  bool matches(const RotaryDims& r) const { return inv_freq_ == r.inv_freq; }
+  size_t n_pairs() const { return inv_freq_.size(); }
+  // c[i] = cos(Δ·θ_i), s[i] = sin(Δ·θ_i); c, s: [n_pairs]
+  void cos_sin(double delta, double* c, double* s) const;
+
+ private:
+  std::vector<double> inv_freq_;   // [n_pairs]
+  std::vector<double> cos_, sin_;  // [kBits][n_pairs] of 2^j·θ_i
+};
+
 // cos/sin of Δ·inv_freq[i] in f64, rounded once to f32: cs[2i] = cos, cs[2i + 1] = sin.
 void rotation_cos_sin(const RotaryDims& r, double delta, float* cs /* [n_rot] */);
 

@@ -219,7 +219,6 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
 
 uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
                                     std::span<const float> k, std::span<const float> v) {
-  settle(0);
   const ModelHparams& hp = model_->hparams();
   const size_t hd = static_cast<size_t>(hp.head_dim), nkv = static_cast<size_t>(hp.n_head_kv);
   const size_t want = global_layers_.size() * n_tokens * nkv * hd;
@@ -228,17 +227,38 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
         "session: recall episode {}: {} K and {} V values, expected {} ({} global layers x "
         "{} tokens x {})",
         id, k.size(), v.size(), want, global_layers_.size(), n_tokens, nkv * hd);
-  const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
-  for (size_t g = 0; g < global_layers_.size(); ++g) {
-    Layer& L = layers_[global_layers_[g]];
-    for (uint32_t t = 0; t < n_tokens; ++t) {
-      const size_t row = (g * n_tokens + t) * nkv * hd;  // [g][t][nkv][hd]
-      for (size_t h = 0; h < nkv; ++h) {
-        const size_t dst = (h * L.n_slots + first + t) * hd;  // [h][slot][hd]
-        std::memcpy(L.k.data() + dst, k.data() + row + h * hd, hd * sizeof(float));
-        std::memcpy(L.v.data() + dst, v.data() + row + h * hd, hd * sizeof(float));
+  return inject_recall(id, n_tokens, stored_pos, [&](const KvRowTarget& out) {
+    for (size_t g = 0; g < out.k.size(); ++g) {
+      for (uint32_t t = 0; t < n_tokens; ++t) {
+        const size_t row = (g * n_tokens + t) * nkv * hd;  // [g][t][nkv][hd]
+        for (size_t h = 0; h < nkv; ++h) {
+          const size_t dst = out.offset + t * out.token_stride + h * out.head_stride;
+          std::memcpy(out.k[g] + dst, k.data() + row + h * hd, hd * sizeof(float));
+          std::memcpy(out.v[g] + dst, v.data() + row + h * hd, hd * sizeof(float));
+        }
       }
     }
+  });
+}
+
+uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
+                                    const std::function<void(const KvRowTarget&)>& fill) {
+  settle(0);
+  const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
+  // Every global layer has n_slots slots ([n_head_kv][n_slots][head_dim]), so one target
+  // describes them all.
+  recall_k_.resize(global_layers_.size());
+  recall_v_.resize(global_layers_.size());
+  for (size_t g = 0; g < global_layers_.size(); ++g) {
+    recall_k_[g] = layers_[global_layers_[g]].k.data();
+    recall_v_[g] = layers_[global_layers_[g]].v.data();
+  }
+  const auto hd = static_cast<uint32_t>(model_->hparams().head_dim);
+  try {
+    fill(slot_arena_rows(recall_k_, recall_v_, config_.ring.n_slots, hd, first, n_tokens));
+  } catch (...) {
+    ring_.deactivate_recall(id);
+    throw;
   }
   return first;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
+#include "kv/kv_rows.h"
 #include "kv/rope_f64.h"
 #include "kv/slot_attention.h"
 #include "kv/slot_ring.h"
@@ -114,6 +115,14 @@ class RingSession {
   // the state unchanged, when the sizes are wrong or the recall tier has no room.
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
                          std::span<const float> k, std::span<const float> v);
+  // The same without a staging copy: activates the episode and hands `fill` its recall rows
+  // (kv/kv_rows.h; target layer g is global layer global_layers()[g], n_tokens rows of
+  // n_head_kv x head_dim, token stride head_dim, head stride the layer's n_slots * head_dim)
+  // to write keys rotated at stored_pos + i and values into. If fill throws, the episode is
+  // deactivated again (its slots were free: what fill wrote there is never attended) and the
+  // exception propagates.
+  uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
+                         const std::function<void(const KvRowTarget&)>& fill);
   void release_recall(uint64_t id) {
     settle(0);
     ring_.deactivate_recall(id);
@@ -157,6 +166,7 @@ class RingSession {
   std::vector<uint64_t> distances_;            // [n_batch] max distance of each query
   std::vector<float> logits_;                  // [n_vocab]
   std::vector<int> global_layers_;             // layer indices
+  std::vector<float*> recall_k_, recall_v_;    // [n_global] arena bases, set per recall
   TokenTap tap_;
   std::vector<float> hidden_;  // [n_batch][n_embd] final-norm rows for the tap
   uint64_t max_distance_ = 0;

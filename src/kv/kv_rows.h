@@ -1,0 +1,54 @@
+// kv_rows.h: a destination for per-token K/V rows of several layers, described by one base
+// pointer per layer and two strides, so that dense [n_layers][n][n_heads][head_dim] buffers and
+// a session's slot arenas [n_heads][n_slots][head_dim] (rows of consecutive slots) are the same
+// thing to whoever fills them (episodic recall writes rehydrated rows straight into the arenas).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace channel {
+
+// Token t, head h of layer l goes to k[l] + offset + t * token_stride + h * head_stride (the
+// head's head_dim floats are contiguous); the same for v.
+struct KvRowTarget {
+  std::span<float*const> k, v;  // [n_layers] base of each layer's K / V
+  size_t offset = 0;            // floats from a base to token 0, head 0
+  size_t token_stride = 0;      // floats from token t to t + 1
+  size_t head_stride = 0;       // floats from head h to h + 1 of one token
+  size_t max_tokens = 0;        // rows the target holds
+};
+
+// Rows of slots first_slot, first_slot + 1, ... of slot arenas [n_heads][n_slots][head_dim]
+// (bases: one arena per layer), n_tokens of them.
+inline KvRowTarget slot_arena_rows(std::span<float* const> k, std::span<float* const> v,
+                                   uint32_t n_slots, uint32_t head_dim, uint32_t first_slot,
+                                   uint32_t n_tokens) {
+  return {k, v, size_t{first_slot} * head_dim, head_dim, size_t{n_slots} * head_dim, n_tokens};
+}
+
+// Dense buffers k, v: [n_layers][n_tokens][n_heads * head_dim] as a target. Owns its pointer
+// arrays (the target's spans point into them), so it is neither copied nor moved.
+class DenseKvRows {
+ public:
+  DenseKvRows(float* k, float* v, uint32_t n_layers, size_t n_tokens, size_t row_dim,
+              uint32_t head_dim)
+      : k_(n_layers), v_(n_layers) {
+    for (uint32_t l = 0; l < n_layers; ++l) {
+      k_[l] = k + l * n_tokens * row_dim;
+      v_[l] = v + l * n_tokens * row_dim;
+    }
+    target_ = {k_, v_, 0, row_dim, head_dim, n_tokens};
+  }
+  DenseKvRows(const DenseKvRows&) = delete;
+  DenseKvRows& operator=(const DenseKvRows&) = delete;
+  const KvRowTarget& target() const { return target_; }
+
+ private:
+  std::vector<float*> k_, v_;  // [n_layers]
+  KvRowTarget target_;
+};
+
+}  // namespace channel

@@ -1,0 +1,282 @@
+// SIMD versions of rehydrate_kernels.h: AVX-512 (F/BW/VL, masked tails) and AVX2+F16C+FMA
+// (scalar tails) paths. Each value takes the same operations as in the scalar reference
+// (an fma of the value and cos with the rounded partner * sin product), so results are
+// bit-identical to it. Without those target flags each function is its reference.
+#include <cmath>
+
+#include "memory/rehydrate_kernels.h"
+#include "ops/fp16.h"
+
+#if defined(__AVX2__)
+// GCC 12's AVX-512 headers start conversions from an "undefined" register and then warn
+// about it (GCC bug 105593); the warning is about the header, not this code.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#endif
+
+namespace channel {
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define CHANNEL_REHYDRATE_AVX512 1
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define CHANNEL_REHYDRATE_AVX2 1
+#endif
+
+const char* rehydrate_kernels_isa() {
+#if defined(CHANNEL_REHYDRATE_AVX512)
+  return "avx512";
+#elif defined(CHANNEL_REHYDRATE_AVX2)
+  return "avx2";
+#else
+  return "scalar";
+#endif
+}
+
+#if defined(CHANNEL_REHYDRATE_AVX512)
+
+namespace {
+
+inline __mmask16 mask16(uint32_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
+inline __m512 load16(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+inline __m512 load16(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+
+// One head: x [head_dim] (f16 or f32) -> y [head_dim] f32.
+template <typename T>
+inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* y) {
+  uint32_t d = 0;
+  if (rot) {
+    const uint32_t n_rot = rot->n_rot, half = n_rot / 2;
+    const float *c = rot->c, *s = rot->s;
+    if (rot->neox) {  // lanes d.. of the first half pair with lanes half + d..
+      for (uint32_t i = 0; i < half; i += 16) {
+        const __mmask16 m = mask16(half - i);
+        const __m512 a = load16(x + i, m), b = load16(x + half + i, m);
+        const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
+                                          _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
+        const __m512 yb = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(m, c + half + i),
+                                          _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + half + i)));
+        _mm512_mask_storeu_ps(y + i, m, ya);
+        _mm512_mask_storeu_ps(y + half + i, m, yb);
+      }
+    } else {  // partners are neighbours: swap each pair of lanes (n_rot is even)
+      for (uint32_t i = 0; i < n_rot; i += 16) {
+        const __mmask16 m = mask16(n_rot - i);
+        const __m512 a = load16(x + i, m);
+        const __m512 b = _mm512_permute_ps(a, 0xB1);
+        const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
+                                          _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
+        _mm512_mask_storeu_ps(y + i, m, ya);
+      }
+    }
+    d = n_rot;
+  }
+  for (; d < head_dim; d += 16) {
+    const __mmask16 m = mask16(head_dim - d);
+    _mm512_mask_storeu_ps(y + d, m, load16(x + d, m));
+  }
+}
+
+template <typename T>
+inline __m512 load_full(const T* p) {
+  return load16(p, __mmask16(0xFFFF));
+}
+
+// The common heads (64, 128 or 256 dims, rotated whole or not at all), unrolled with the
+// angles held in registers. kMode: 0 values (copy), 1 NEOX, 2 NORMAL.
+template <int kHeadDim, int kMode, typename T>
+void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
+                float* dst) {
+  constexpr int V = kHeadDim / 16;
+  __m512 c[V], s[V];
+  for (int i = 0; i < V; ++i) {
+    c[i] = kMode ? _mm512_loadu_ps(rot->c + 16 * i) : _mm512_setzero_ps();
+    s[i] = kMode ? _mm512_loadu_ps(rot->s + 16 * i) : _mm512_setzero_ps();
+  }
+  for (size_t t = 0; t < n; ++t) {
+    for (uint32_t h = 0; h < out.n_heads; ++h) {
+      const T* x = src + (t * out.n_heads + h) * kHeadDim;
+      float* y = dst + t * out.token_stride + h * out.head_stride;
+      __m512 v[V];
+      for (int i = 0; i < V; ++i) v[i] = load_full(x + 16 * i);
+      if constexpr (kMode == 1) {
+        for (int i = 0; i < V / 2; ++i) {
+          const int j = i + V / 2;
+          _mm512_storeu_ps(y + 16 * i, _mm512_fmadd_ps(v[i], c[i], _mm512_mul_ps(v[j], s[i])));
+          _mm512_storeu_ps(y + 16 * j, _mm512_fmadd_ps(v[j], c[j], _mm512_mul_ps(v[i], s[j])));
+        }
+      } else if constexpr (kMode == 2) {
+        for (int i = 0; i < V; ++i)
+          _mm512_storeu_ps(y + 16 * i,
+                           _mm512_fmadd_ps(v[i], c[i],
+                                           _mm512_mul_ps(_mm512_permute_ps(v[i], 0xB1), s[i])));
+      } else {
+        for (int i = 0; i < V; ++i) _mm512_storeu_ps(y + 16 * i, v[i]);
+      }
+    }
+  }
+}
+
+template <int kHeadDim, typename T>
+void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
+                    float* dst) {
+  if (!rot) {
+    rows_fixed<kHeadDim, 0>(rot, src, n, out, dst);
+  } else if (rot->neox) {
+    rows_fixed<kHeadDim, 1>(rot, src, n, out, dst);
+  } else {
+    rows_fixed<kHeadDim, 2>(rot, src, n, out, dst);
+  }
+}
+
+template <typename T>
+void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, float* dst) {
+  if (!rot || rot->n_rot == out.head_dim) {
+    switch (out.head_dim) {
+      case 64:
+        return rows_fixed_any<64>(rot, src, n, out, dst);
+      case 128:
+        return rows_fixed_any<128>(rot, src, n, out, dst);
+      case 256:
+        return rows_fixed_any<256>(rot, src, n, out, dst);
+      default:
+        break;
+    }
+  }
+  for (size_t t = 0; t < n; ++t)
+    for (uint32_t h = 0; h < out.n_heads; ++h)
+      head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
+           dst + t * out.token_stride + h * out.head_stride);
+}
+
+}  // namespace
+
+void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  rows(rot, src, n, out, dst);
+}
+void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  rows(rot, src, n, out, dst);
+}
+
+void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (n - i)) - 1u);
+    const __m512d c0 = _mm512_maskz_loadu_pd(m, c + i), s0 = _mm512_maskz_loadu_pd(m, s + i);
+    const __m512d Ci = _mm512_maskz_loadu_pd(m, C + i), Si = _mm512_maskz_loadu_pd(m, S + i);
+    // fmsub(a, b, t) = a * b - t rounded once: fma(c, C, -(s * S)).
+    _mm512_mask_storeu_pd(c + i, m, _mm512_fmsub_pd(c0, Ci, _mm512_mul_pd(s0, Si)));
+    _mm512_mask_storeu_pd(s + i, m, _mm512_fmadd_pd(s0, Ci, _mm512_mul_pd(c0, Si)));
+  }
+}
+
+#elif defined(CHANNEL_REHYDRATE_AVX2)
+
+namespace {
+
+inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline float value_of(const uint16_t* p) {
+  return fp16_to_fp32(*p);
+}
+inline float value_of(const float* p) {
+  return *p;
+}
+
+template <typename T>
+inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* y) {
+  uint32_t d = 0;
+  if (rot) {
+    const uint32_t n_rot = rot->n_rot, half = n_rot / 2;
+    const float *c = rot->c, *s = rot->s;
+    if (rot->neox) {
+      uint32_t i = 0;
+      for (; i + 8 <= half; i += 8) {
+        const __m256 a = load8(x + i), b = load8(x + half + i);
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i),
+                                                _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
+        _mm256_storeu_ps(y + half + i,
+                         _mm256_fmadd_ps(b, _mm256_loadu_ps(c + half + i),
+                                         _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
+      }
+      for (; i < half; ++i) {
+        const float a = value_of(x + i), b = value_of(x + half + i);
+        y[i] = std::fma(a, c[i], b * s[i]);
+        y[half + i] = std::fma(b, c[half + i], a * s[half + i]);
+      }
+    } else {
+      uint32_t i = 0;
+      for (; i + 8 <= n_rot; i += 8) {
+        const __m256 a = load8(x + i);
+        const __m256 b = _mm256_permute_ps(a, 0xB1);
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i),
+                                                _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
+      }
+      for (; i < n_rot; ++i) y[i] = std::fma(value_of(x + i), c[i], value_of(x + (i ^ 1u)) * s[i]);
+    }
+    d = n_rot;
+  }
+  for (; d + 8 <= head_dim; d += 8) _mm256_storeu_ps(y + d, load8(x + d));
+  for (; d < head_dim; ++d) y[d] = value_of(x + d);
+}
+
+template <typename T>
+void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, float* dst) {
+  for (size_t t = 0; t < n; ++t)
+    for (uint32_t h = 0; h < out.n_heads; ++h)
+      head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
+           dst + t * out.token_stride + h * out.head_stride);
+}
+
+}  // namespace
+
+void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  rows(rot, src, n, out, dst);
+}
+void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  rows(rot, src, n, out, dst);
+}
+
+void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d c0 = _mm256_loadu_pd(c + i), s0 = _mm256_loadu_pd(s + i);
+    const __m256d Ci = _mm256_loadu_pd(C + i), Si = _mm256_loadu_pd(S + i);
+    _mm256_storeu_pd(c + i, _mm256_fmsub_pd(c0, Ci, _mm256_mul_pd(s0, Si)));
+    _mm256_storeu_pd(s + i, _mm256_fmadd_pd(s0, Ci, _mm256_mul_pd(c0, Si)));
+  }
+  compose_rotations_ref(c + i, s + i, C + i, S + i, n - i);
+}
+
+#else
+
+void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  f16_rows_to_f32_ref(rot, src, n, out, dst);
+}
+void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  f32_rows_to_f32_ref(rot, src, n, out, dst);
+}
+void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
+  compose_rotations_ref(c, s, C, S, n);
+}
+
+#endif
+
+}  // namespace channel
