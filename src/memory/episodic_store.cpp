@@ -275,6 +275,11 @@ namespace {
 // Below this many K/V bytes rehydrate() skips MADV_WILLNEED (the default readahead window:
 // a cold record that small comes in with the first fault's read-around).
 constexpr uint64_t kWillNeedBytes = 128 << 10;
+// From this many bytes of f32 output on, rehydrate() writes with non-temporal stores: far
+// beyond the caches a normal store first reads its line from memory, which costs more than
+// the whole raw read (tuned on the 2-core Sapphire Rapids machine: 2x faster at 100 MB, 8%
+// slower at 24 MB).
+constexpr uint64_t kStreamBytes = 64ull << 20;
 
 // The slab block image of a record: [block_kv + kv_bytes(n)] bytes.
 std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const EpisodeRecord& r,
@@ -540,13 +545,15 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
 
   // Plane i: layer i / 2, K (even) or V (odd), straight from the mapping into the target.
   const HeadRotation* rots = rot_of.data();
+  const uint64_t out_bytes = bytes / L.row_bytes * L.kv_dim * sizeof(float);  // 2 L n rows
+  const bool stream = out_bytes >= kStreamBytes;
   auto planes = [&, rots](int64_t begin, int64_t end, int) {
     thread_local std::vector<float> row;  // [kv_dim] a Q8_0 row dequantized
     for (int64_t i = begin; i < end; ++i) {
       const auto l = static_cast<uint32_t>(i / 2);
       const int kv = static_cast<int>(i % 2);
       const RotaryDims& r = rope[rope.size() == 1 ? 0 : l];
-      const RowLayout lay{r.n_heads, r.head_dim, out.token_stride, out.head_stride};
+      const RowLayout lay{r.n_heads, r.head_dim, out.token_stride, out.head_stride, stream};
       const HeadRotation* rot = kv == 0 ? &rots[l] : nullptr;
       float* dst = (kv == 0 ? out.k[l] : out.v[l]) + out.offset;
       const uint8_t* src = b + L.kv_plane(n, l, kv);

@@ -90,11 +90,19 @@ inline __m512 load_full(const T* p) {
   return load16(p, __mmask16(0xFFFF));
 }
 
+template <bool kStream>
+inline void store16(float* p, __m512 v) {
+  if constexpr (kStream) {
+    _mm512_stream_ps(p, v);
+  } else {
+    _mm512_storeu_ps(p, v);
+  }
+}
+
 // The common heads (64, 128 or 256 dims, rotated whole or not at all), unrolled with the
 // angles held in registers. kMode: 0 values (copy), 1 NEOX, 2 NORMAL.
-template <int kHeadDim, int kMode, typename T>
-void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
-                float* dst) {
+template <int kHeadDim, int kMode, bool kStream, typename T>
+void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, float* dst) {
   constexpr int V = kHeadDim / 16;
   __m512 c[V], s[V];
   for (int i = 0; i < V; ++i) {
@@ -110,30 +118,44 @@ void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout
       if constexpr (kMode == 1) {
         for (int i = 0; i < V / 2; ++i) {
           const int j = i + V / 2;
-          _mm512_storeu_ps(y + 16 * i, _mm512_fmadd_ps(v[i], c[i], _mm512_mul_ps(v[j], s[i])));
-          _mm512_storeu_ps(y + 16 * j, _mm512_fmadd_ps(v[j], c[j], _mm512_mul_ps(v[i], s[j])));
+          store16<kStream>(y + 16 * i, _mm512_fmadd_ps(v[i], c[i], _mm512_mul_ps(v[j], s[i])));
+          store16<kStream>(y + 16 * j, _mm512_fmadd_ps(v[j], c[j], _mm512_mul_ps(v[i], s[j])));
         }
       } else if constexpr (kMode == 2) {
         for (int i = 0; i < V; ++i)
-          _mm512_storeu_ps(y + 16 * i,
-                           _mm512_fmadd_ps(v[i], c[i],
-                                           _mm512_mul_ps(_mm512_permute_ps(v[i], 0xB1), s[i])));
+          store16<kStream>(
+              y + 16 * i,
+              _mm512_fmadd_ps(v[i], c[i], _mm512_mul_ps(_mm512_permute_ps(v[i], 0xB1), s[i])));
       } else {
-        for (int i = 0; i < V; ++i) _mm512_storeu_ps(y + 16 * i, v[i]);
+        for (int i = 0; i < V; ++i) store16<kStream>(y + 16 * i, v[i]);
       }
     }
+  }
+  if constexpr (kStream) _mm_sfence();  // ordered before whatever reads the rows next
+}
+
+template <int kHeadDim, bool kStream, typename T>
+void rows_fixed_mode(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  if (!rot) {
+    rows_fixed<kHeadDim, 0, kStream>(rot, src, n, out, dst);
+  } else if (rot->neox) {
+    rows_fixed<kHeadDim, 1, kStream>(rot, src, n, out, dst);
+  } else {
+    rows_fixed<kHeadDim, 2, kStream>(rot, src, n, out, dst);
   }
 }
 
 template <int kHeadDim, typename T>
 void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
                     float* dst) {
-  if (!rot) {
-    rows_fixed<kHeadDim, 0>(rot, src, n, out, dst);
-  } else if (rot->neox) {
-    rows_fixed<kHeadDim, 1>(rot, src, n, out, dst);
+  // Streaming needs every vector 64-byte aligned: the base and both strides.
+  const bool aligned = reinterpret_cast<uintptr_t>(dst) % 64 == 0 && out.token_stride % 16 == 0 &&
+                       out.head_stride % 16 == 0;
+  if (out.stream && aligned) {
+    rows_fixed_mode<kHeadDim, true>(rot, src, n, out, dst);
   } else {
-    rows_fixed<kHeadDim, 2>(rot, src, n, out, dst);
+    rows_fixed_mode<kHeadDim, false>(rot, src, n, out, dst);
   }
 }
 

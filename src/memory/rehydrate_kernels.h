@@ -30,6 +30,10 @@ struct RowLayout {
   uint32_t head_dim = 0;
   size_t token_stride = 0;
   size_t head_stride = 0;
+  // Non-temporal stores where the rows allow them (64-byte aligned whole vectors): for outputs
+  // far larger than the caches, where a normal store first reads its line from memory.
+  // The values written are the same either way.
+  bool stream = false;
 };
 
 // Converts n rows of f16, src: [n][n_heads][head_dim], into `out` layout at dst, rotating every

@@ -21,6 +21,7 @@
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "util/aligned_vector.h"
 
 namespace channel {
 
@@ -133,8 +134,9 @@ class RingSession {
   friend struct RingSessionFile;  // runtime/session_file.cpp: saves and restores the state
   struct Layer {
     bool sliding = false;
-    uint32_t n_slots = 0;     // 0 on a bounded layer
-    std::vector<float> k, v;  // [n_head_kv][n_slots][head_dim]
+    uint32_t n_slots = 0;  // 0 on a bounded layer
+    // 64-byte aligned: recall writes whole lines of rows (memory/rehydrate_kernels.h).
+    AlignedVector<float> k, v;  // [n_head_kv][n_slots][head_dim]
   };
   void check_tokens(std::span<const int32_t> tokens) const;
   // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].

@@ -142,7 +142,7 @@ struct RingSessionFile {
       const RingSession::Layer& L = s.layers_[il];
       saved_slots(s, s.ring_, il, slots);
       w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(kSlotLayer);
-      for (const std::vector<float>* arena : {&L.k, &L.v})
+      for (const auto* arena : {&L.k, &L.v})
         for (int h = 0; h < hp.n_head_kv; ++h)
           for (uint32_t slot : slots)
             w.bytes(arena->data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
@@ -190,7 +190,7 @@ struct RingSessionFile {
                                  "kind {}",
                                  il, n, kind, slots.size(), kSlotLayer));
         const size_t bytes = slots.size() * hd * sizeof(float);
-        for (std::vector<float>* arena : {&L.k, &L.v})
+        for (auto* arena : {&L.k, &L.v})
           for (int h = 0; h < hp.n_head_kv; ++h) {
             const auto rows = r.take(bytes, "K/V rows");
             if (pass == 0) continue;

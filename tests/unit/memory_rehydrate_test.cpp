@@ -25,6 +25,7 @@
 #include "model/random_model.h"
 #include "ops/fp16.h"
 #include "runtime/ring_session.h"
+#include "util/aligned_vector.h"
 #include "util/error.h"
 
 namespace channel {
@@ -105,6 +106,39 @@ TEST(MemoryRehydrate, KernelIsBitIdenticalToReference) {
             for (float x : got) written += x != kSentinel;
             EXPECT_EQ(written, n * row);
           }
+        }
+      }
+    }
+  }
+}
+
+// Non-temporal stores (aligned rows of the unrolled head sizes) write the same values.
+TEST(MemoryRehydrate, StreamingStoresWriteTheSameValues) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd;
+  for (bool neox : {true, false}) {
+    for (uint32_t hd : {64u, 128u, 256u}) {
+      std::vector<float> s;
+      const std::vector<float> c = random_angles(hd, neox, rng, &s);
+      const HeadRotation rot{neox, hd, c.data(), s.data()};
+      const uint32_t heads = 3, slots = 21;
+      const size_t n = 17, arena = size_t{heads} * slots * hd;
+      std::vector<uint16_t> src(n * heads * hd);
+      for (auto& x : src) x = fp32_to_fp16(nd(rng));
+      for (const HeadRotation* r : {&rot, static_cast<const HeadRotation*>(nullptr)}) {
+        for (size_t first : {0u, 3u}) {
+          RowLayout lay{heads, hd, hd, size_t{slots} * hd};  // arena rows from slot `first`
+          AlignedVector<float> want(arena, kSentinel), got(arena, kSentinel);
+          f16_rows_to_f32_ref(r, src.data(), n, lay, want.data() + first * hd);
+          lay.stream = true;
+          f16_rows_to_f32(r, src.data(), n, lay, got.data() + first * hd);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), arena * sizeof(float)))
+              << "neox=" << neox << " hd=" << hd << " first=" << first;
+          // Unaligned: the same values through normal stores.
+          std::fill(got.begin(), got.end(), kSentinel);
+          f16_rows_to_f32(r, src.data(), n, lay, got.data() + first * hd + 1);
+          ASSERT_EQ(0, std::memcmp(want.data() + first * hd, got.data() + first * hd + 1,
+                                   (arena - first * hd - 1) * sizeof(float)));
         }
       }
     }
