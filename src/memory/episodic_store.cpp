@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -679,13 +680,9 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
     for_live_runs(m.states, begin, end,
                   [&](size_t s, size_t e) { sketch.upper_bounds(*sq, s, e, upper.data()); });
   });
-  std::vector<uint32_t> live;  // [live_count] slots
-  live.reserve(m.slot_of_id.size());
-  for (uint32_t s = 0; s < n; ++s) {
-    if (m.states[s] == SlotState::live) live.push_back(s);
-  }
-  if (live.empty()) return {};
-  k = std::min(k, live.size());
+  const size_t n_live = m.slot_of_id.size();
+  if (n_live == 0) return {};
+  k = std::min(k, n_live);
   auto exact = [&](std::span<const uint32_t> slots, std::vector<RecallHit>& out) {
     const size_t at = out.size();
     out.resize(at + slots.size());
@@ -699,28 +696,39 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
       }
     };
     // A few rows are faster on this thread than a pool dispatch.
-    run_split(slots.size() >= 256 ? pool : nullptr, static_cast<int64_t>(slots.size()), rescore);
+    run_split(slots.size() >= 64 ? pool : nullptr, static_cast<int64_t>(slots.size()), rescore);
   };
-  // 2. theta = the k-th best exact score among the rows with the highest bounds. Every row
-  // of the true top-k has an exact score >= theta, so its upper bound is >= theta too.
-  const size_t k0 = std::min(live.size(), k + std::max<size_t>(k, 8));
-  auto by_upper = [&](uint32_t a, uint32_t b) { return upper[a] > upper[b]; };
-  if (k0 < live.size()) {
-    std::nth_element(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(k0), live.end(),
-                     by_upper);
+  // 2. theta = the k-th best exact score among the k0 rows of highest bound (a min-heap on
+  // the bound, filled in one pass). Every row of the true top-k has an exact score >= theta,
+  // so its bound is >= theta too.
+  const size_t k0 = std::min(n_live, k + std::max<size_t>(k, 8));
+  std::vector<uint32_t> first;  // [k0] slots, a heap whose front has the lowest bound
+  first.reserve(k0);
+  auto higher = [&](uint32_t a, uint32_t b) { return upper[a] > upper[b]; };
+  for (uint32_t s = 0; s < n; ++s) {
+    if (m.states[s] != SlotState::live) continue;
+    if (first.size() < k0) {
+      first.push_back(s);
+      std::push_heap(first.begin(), first.end(), higher);
+    } else if (upper[s] > upper[first.front()]) {
+      std::pop_heap(first.begin(), first.end(), higher);
+      first.back() = s;
+      std::push_heap(first.begin(), first.end(), higher);
+    }
   }
   std::vector<RecallHit> hits;
-  exact({live.data(), k0}, hits);
-  std::vector<RecallHit> first = hits;
-  std::nth_element(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(k - 1), first.end(),
-                   better);
-  const float theta = first[k - 1].score;
-  // 3. Rescore every other row that could reach theta (all of them if theta is NaN).
-  std::vector<uint32_t> more;
-  for (size_t i = k0; i < live.size(); ++i) {
-    if (std::isnan(theta) || upper[live[i]] >= static_cast<double>(theta)) more.push_back(live[i]);
+  exact(first, hits);
+  std::vector<RecallHit> ranked = hits;
+  std::nth_element(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                   ranked.end(), better);
+  const float theta = ranked[k - 1].score;
+  for (uint32_t s : first) upper[s] = std::numeric_limits<double>::quiet_NaN();  // done
+  // 3. Rescore every other live row that could reach theta (all of them if theta is NaN).
+  std::vector<uint32_t> more;  // slots, in file order
+  for (uint32_t s = 0; s < n; ++s) {
+    if (m.states[s] != SlotState::live || std::isnan(upper[s])) continue;
+    if (std::isnan(theta) || upper[s] >= static_cast<double>(theta)) more.push_back(s);
   }
-  std::sort(more.begin(), more.end());  // file order
   exact(more, hits);
   return best_k(std::move(hits), k);
 }
