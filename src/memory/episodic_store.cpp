@@ -273,14 +273,10 @@ std::optional<EpisodeHeader> EpisodicStore::find(uint64_t id) const {
 
 namespace {
 
-// Below this many K/V bytes rehydrate() skips MADV_WILLNEED (the default readahead window:
-// a cold record that small comes in with the first fault's read-around).
-constexpr uint64_t kWillNeedBytes = 128 << 10;
-// From this many bytes of f32 output on, rehydrate() writes with non-temporal stores: far
-// beyond the caches a normal store first reads its line from memory, which costs more than
-// the whole raw read (tuned on the 2-core Sapphire Rapids machine: 2x faster at 100 MB, 8%
-// slower at 24 MB).
-constexpr uint64_t kStreamBytes = 64ull << 20;
+// From this many bytes of f32 output on, rehydrate() writes with non-temporal stores: beyond
+// the caches a normal store first reads its line from memory (on the 2-core Sapphire Rapids
+// machine: 1.5x faster at 100 MB, about even at 24 MB, 5% slower at 6 MB).
+constexpr uint64_t kStreamBytes = 32ull << 20;
 
 // The slab block image of a record: [block_kv + kv_bytes(n)] bytes.
 std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const EpisodeRecord& r,
@@ -492,15 +488,13 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
                 id, n, out.max_tokens);
   const uint8_t* b = m.block(slot);
   const uint64_t bytes = L.kv_bytes(n);
-  if (bytes >= kWillNeedBytes) {
-    // One readahead for the whole K/V range: from a cold page cache the reads below would
-    // otherwise fault in the record a few pages at a time. A smaller record comes in with
-    // the first fault's read-around, and the syscall would cost more than the copy. Advisory:
-    // errors are ignored.
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t begin = (L.block_offset(slot) + L.block_kv) & ~(page - 1);
-    const uint64_t end = L.block_offset(slot) + L.block_kv + bytes;
-    ::madvise(m.map + begin, end - begin, MADV_WILLNEED);
+  {
+    // Readahead of exactly the K/V range: from a cold page cache the first fault would read
+    // around it (128 KiB centred on the fault: twice what a small episode needs) and a large
+    // episode would come in a few pages per fault. posix_fadvise costs less than madvise (no
+    // address-space lock) and little on a warm cache. Advisory: errors are ignored.
+    const uint64_t at = L.block_offset(slot) + L.block_kv;
+    ::posix_fadvise(m.fd, static_cast<off_t>(at), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
   }
 
   // Angles, once per distinct rope (layers sharing one share them): c/s per rotated dim.
@@ -646,6 +640,22 @@ std::vector<RecallHit> EpisodicStore::query_full_scan(std::span<const float> q, 
   const float q_norm = query_norm(m.path, m.L, q);
   std::shared_lock lock(m.state_mu);
   return m.full_scan(q, q_norm, k, pool, nullptr);
+}
+
+void EpisodicStore::evict_pages(uint64_t id) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t b = L.block_offset(slot) + L.block_kv;
+  const uint64_t e = b + L.kv_bytes(m.header_of(slot).token_count);
+  const uint64_t begin = b & ~(page - 1),
+                 end = std::min<uint64_t>((e + page - 1) & ~(page - 1), m.map_size);
+  // A read-only shared mapping: MADV_DONTNEED only unmaps, the file is untouched.
+  ::madvise(m.map + begin, end - begin, MADV_DONTNEED);
+  ::posix_fadvise(m.fd, static_cast<off_t>(begin), static_cast<off_t>(end - begin),
+                  POSIX_FADV_DONTNEED);
 }
 
 std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,

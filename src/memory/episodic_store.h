@@ -104,6 +104,10 @@ class EpisodicStore {
   // for an unknown id, a checksum mismatch, or a target of the wrong shape or too few rows.
   void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta,
                  const KvRowTarget& out, const RehydrateOptions& options = {}) const;
+  // Drops the episode's K/V pages from this process's mapping and asks the kernel to drop
+  // them from the page cache (advisory: pages another process maps, or still being written
+  // back, stay): for cold-recall benchmarks, or a caller done with a large episode.
+  void evict_pages(uint64_t episode_id) const;
   // The same into dense k_out, v_out: [num_layers][n][kv_dim]. With verify, the checksum is
   // checked first.
   void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta, float* k_out,

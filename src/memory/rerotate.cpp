@@ -1,6 +1,7 @@
 // Givens re-rotation of stored keys by Δ positions, and the f64 RoPE reference.
 #include "memory/rerotate.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "memory/rehydrate_kernels.h"
@@ -35,13 +36,26 @@ RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_d
 
 RotationTable::RotationTable(const RotaryDims& r) : inv_freq_(r.inv_freq) {
   const size_t n = inv_freq_.size();
-  cos_.resize(kBits * n);
-  sin_.resize(kBits * n);
-  for (int j = 0; j < kBits; ++j) {
-    for (size_t i = 0; i < n; ++i) {
-      const double a = std::ldexp(inv_freq_[i], j);  // exact: a power-of-two scaling
-      cos_[j * n + i] = std::cos(a);
-      sin_[j * n + i] = std::sin(a);
+  cos_.resize(kDigits * 15 * n);
+  sin_.resize(kDigits * 15 * n);
+  std::vector<double> bit_c(n), bit_s(n);  // [n] rotation by 2^k positions
+  for (int j = 0; j < kDigits; ++j) {
+    double* cj = &cos_[j * 15 * n];
+    double* sj = &sin_[j * 15 * n];
+    for (int b = 0; b < 4; ++b) {  // digit 2^b: the exact angle 2^(4j + b)·θ
+      for (size_t i = 0; i < n; ++i) {
+        const double a = std::ldexp(inv_freq_[i], 4 * j + b);
+        bit_c[i] = std::cos(a);
+        bit_s[i] = std::sin(a);
+      }
+      const int d0 = 1 << b;  // digits d0 .. 2·d0 - 1 = d0 + (0 .. d0 - 1)
+      std::copy(bit_c.begin(), bit_c.end(), cj + (d0 - 1) * n);
+      std::copy(bit_s.begin(), bit_s.end(), sj + (d0 - 1) * n);
+      for (int d = d0 + 1; d < 2 * d0; ++d) {
+        std::copy(cj + (d - d0 - 1) * n, cj + (d - d0) * n, cj + (d - 1) * n);
+        std::copy(sj + (d - d0 - 1) * n, sj + (d - d0) * n, sj + (d - 1) * n);
+        compose_rotations(cj + (d - 1) * n, sj + (d - 1) * n, bit_c.data(), bit_s.data(), n);
+      }
     }
   }
 }
@@ -49,20 +63,32 @@ RotationTable::RotationTable(const RotaryDims& r) : inv_freq_(r.inv_freq) {
 void RotationTable::cos_sin(double delta, double* c, double* s) const {
   const size_t n = inv_freq_.size();
   const double mag = std::fabs(delta);
-  if (!(mag < std::ldexp(1.0, kBits)) || mag != std::floor(mag)) {
+  if (!(mag < std::ldexp(1.0, 4 * kDigits)) || mag != std::floor(mag)) {
     for (size_t i = 0; i < n; ++i) {
       c[i] = std::cos(delta * inv_freq_[i]);
       s[i] = std::sin(delta * inv_freq_[i]);
     }
     return;
   }
-  auto bits = static_cast<uint64_t>(mag);
-  for (size_t i = 0; i < n; ++i) {
-    c[i] = 1.0;
-    s[i] = 0.0;
+  auto digits = static_cast<uint64_t>(mag);
+  bool first = true;
+  for (int j = 0; digits != 0; ++j, digits >>= 4) {
+    const auto d = static_cast<size_t>(digits & 15);
+    if (d == 0) continue;
+    const double* cd = &cos_[(j * 15 + d - 1) * n];
+    const double* sd = &sin_[(j * 15 + d - 1) * n];
+    if (first) {
+      std::copy(cd, cd + n, c);
+      std::copy(sd, sd + n, s);
+      first = false;
+    } else {
+      compose_rotations(c, s, cd, sd, n);
+    }
   }
-  for (int j = 0; bits != 0; ++j, bits >>= 1)
-    if (bits & 1) compose_rotations(c, s, &cos_[j * n], &sin_[j * n], n);
+  if (first) {  // Δ = 0
+    std::fill(c, c + n, 1.0);
+    std::fill(s, s + n, 0.0);
+  }
   if (delta < 0)
     for (size_t i = 0; i < n; ++i) s[i] = -s[i];
 }

@@ -29,14 +29,16 @@ struct RotaryDims {
   uint32_t row_dim() const { return n_heads * head_dim; }
 };
 
-// cos/sin of Δ·θ_i (θ = inv_freq) in f64 without a sin or cos per call, for recall: cos/sin of
-// 2^j·θ_i for j < kBits are computed once, and the rotation by an integer Δ is the product of
-// those for the set bits of |Δ| (conjugated for Δ < 0): at most kBits f64 complex products per
-// pair, error about 1e-15 (against the exact angle; std::cos(Δ·θ) itself carries |Δ·θ|·1e-16
-// from rounding the product). Other Δ (fractional, or |Δ| >= 2^kBits) use std::cos/sin.
+// cos/sin of Δ·θ_i (θ = inv_freq) in f64 without a sin or cos per call, for recall. The
+// rotations by d·16^j positions (digit d = 1..15, j < kDigits) are built once from the exact
+// angles 2^k·θ_i (a power-of-two scaling) by f64 complex products, and the rotation by an
+// integer Δ is the product of those of the hex digits of |Δ| (conjugated for Δ < 0): at most
+// kDigits products per pair, error about 1e-14 against the exact angle (std::cos(Δ·θ) itself
+// carries |Δ·θ|·1e-16 from rounding the product). Other Δ (fractional, or |Δ| >= 16^kDigits)
+// use std::cos/sin.
 class RotationTable {
  public:
-  static constexpr int kBits = 32;
+  static constexpr int kDigits = 8;  // |Δ| < 2^32
   RotationTable() = default;
   explicit RotationTable(const RotaryDims& r);
   // True when built for these frequencies.
@@ -47,7 +49,7 @@ class RotationTable {
 
  private:
   std::vector<double> inv_freq_;   // [n_pairs]
-  std::vector<double> cos_, sin_;  // [kBits][n_pairs] of 2^j·θ_i
+  std::vector<double> cos_, sin_;  // [kDigits][15][n_pairs] of d·16^j·θ_i, d = 1..15
 };
 
 // cos/sin of Δ·inv_freq[i] in f64, rounded once to f32: cs[2i] = cos, cs[2i + 1] = sin.
