@@ -43,7 +43,6 @@ class CentroidSketch {
 
   size_t rows() const { return n_rows_; }
   size_t dim() const { return dim_; }
-  size_t bytes() const { return n_rows_ * stride_ + n_rows_ * sizeof(SketchRow); }
 
   // Row r := the quantization of `c` ([dim] f16 bits). quantize() does the work without
   // touching the sketch (so it can run outside a lock); set() stores its result.
