@@ -273,10 +273,12 @@ std::optional<EpisodeHeader> EpisodicStore::find(uint64_t id) const {
 
 namespace {
 
-// From this many bytes of f32 output on, rehydrate() writes with non-temporal stores: beyond
-// the caches a normal store first reads its line from memory (on the 2-core Sapphire Rapids
-// machine: 1.5x faster at 100 MB, about even at 24 MB, 5% slower at 6 MB).
-constexpr uint64_t kStreamBytes = 32ull << 20;
+// From this many bytes of f32 output on (twice a core's L2), rehydrate() writes with
+// non-temporal stores: a normal store first reads its line, and lines past L2 go back out
+// anyway. Kernel alone, quiet 16-core Xeon pinned to 2 cores: 14 % faster at 6 MB, 18 % at
+// 24 MB, 2.1x at 100 MB; the shared 2-core VM: 5 % slower at 6 MB, even at 24 MB, 1.5x faster
+// at 100 MB (bench/memory_bench.cpp, BM_RehydrateKernel).
+constexpr uint64_t kStreamBytes = 4ull << 20;
 
 // The slab block image of a record: [block_kv + kv_bytes(n)] bytes.
 std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const EpisodeRecord& r,
