@@ -606,6 +606,8 @@ channel_status channel_session_attach_memory(channel_session* session, const cha
     const Tokenizer& tok = session->model->tokenizer();
     MemoryConfig mc;
     mc.summarize = [&tok](std::span<const int32_t> t) { return tok.decode(t); };
+    // The top-k scan and large rehydrations use as many threads as the session computes with.
+    mc.query_threads = session->stream->ring_session().n_threads();
     session->memory =
         std::make_unique<MemoryAttachment>(session->stream->ring_session(), *store, mc);
     session->store = std::move(store);
@@ -620,7 +622,8 @@ channel_status channel_session_recall_text(channel_session* session, const char*
     if (!session->memory) fail(CHANNEL_ERR_STATE, "no memory store is attached");
     size_t n = 0;
     if (k > 0 && session->store->live_count() > 0) {
-      const std::vector<float> cue = text_cue(*session->model, std::string_view(text, text_len), 1);
+      const std::vector<float> cue = text_cue(*session->model, std::string_view(text, text_len),
+                                              session->stream->ring_session().n_threads());
       n = session->memory->recall_top(cue, k).size();
     }
     if (n_recalled) *n_recalled = n;

@@ -95,6 +95,7 @@ class RingSession {
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
   const Model& model() const { return *model_; }
+  int n_threads() const { return pool_.size(); }  // compute threads, the caller included
   // The logits of the last token appended or decoded ([n_vocab]; zeros before the first).
   std::span<const float> logits() const { return logits_; }
 
