@@ -70,6 +70,9 @@ struct EpisodicStore::Impl {
   // exclusive lock when it publishes the slot. Rows of slots that are not live are stale.
   mutable std::unique_ptr<CentroidSketch> sketch;
   mutable std::atomic<bool> sketch_ready{false};
+  // Queries so far: the first one only scans, so a process that asks once (the CLI) never
+  // pays for a sketch it would not use; the second builds it.
+  mutable std::atomic<uint64_t> queries_seen{0};
   mutable std::mutex sketch_mu;
 
   // The FP16 scan of every live centroid (the caller holds state_mu shared). With `build`,
@@ -668,10 +671,13 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
   const std::optional<SketchQuery> sq = quantize_query(q);
   std::shared_lock lock(m.state_mu);
   if (!sq || k == 0) return m.full_scan(q, q_norm, k, pool, nullptr);
+  if (!m.sketch_ready.load(std::memory_order_acquire) &&
+      m.queries_seen.fetch_add(1, std::memory_order_relaxed) == 0)
+    return m.full_scan(q, q_norm, k, pool, nullptr);
   if (!m.sketch_ready.load(std::memory_order_acquire)) {
     std::lock_guard build_lock(m.sketch_mu);
     if (!m.sketch_ready.load(std::memory_order_acquire)) {
-      // The first query scans the FP16 centroids anyway: quantize them on the way.
+      // This query scans the FP16 centroids anyway: quantize them on the way.
       std::unique_ptr<CentroidSketch> sketch;
       try {
         sketch = std::make_unique<CentroidSketch>(L.max_episodes, L.hidden_size);

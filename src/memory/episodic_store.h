@@ -115,11 +115,11 @@ class EpisodicStore {
 
   // Cosine top-k of `query` ([hidden_size]) over the live centroids, best first (ties: lower
   // id first; a NaN score, possible only for a centroid holding inf/NaN, ranks last). Scores
-  // are those of the FP16 scan below, bit for bit: the first query runs that scan and builds an
-  // int8 sketch of the centroids (centroid_sketch.h, held in RAM: max_episodes x hidden_size
-  // bytes); later ones scan the sketch and rescore exactly only the rows that could make the
-  // top-k. The scan is split over `pool` when given. (While the first query builds the
-  // sketch, tens of ms for 16k x 3840, an append's publish waits for it.)
+  // are those of the FP16 scan below, bit for bit: the first query runs that scan, the second
+  // runs it too and builds an int8 sketch of the centroids on the way (centroid_sketch.h, held
+  // in RAM: max_episodes x hidden_size bytes); later ones scan the sketch and rescore exactly
+  // only the rows that could make the top-k. The scan is split over `pool` when given. (While
+  // the sketch is built, tens of ms for 16k x 3840, an append's publish waits for it.)
   std::vector<RecallHit> query(std::span<const float> query, size_t k,
                                ThreadPool* pool = nullptr) const;
   // The same answer from a scan of every live FP16 centroid, without the sketch.

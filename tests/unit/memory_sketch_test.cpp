@@ -219,8 +219,8 @@ void expect_same(const std::vector<RecallHit>& got, const std::vector<RecallHit>
   }
 }
 
-// Checks query() (twice: the first builds the sketch, later ones use it), with and without a
-// pool, and query_full_scan() against brute force.
+// Checks query() (twice: a store's first query only scans, the second builds the sketch, later
+// ones use it), with and without a pool, and query_full_scan() against brute force.
 void check_queries(const EpisodicStore& s, const std::vector<std::vector<float>>& queries,
                    std::initializer_list<size_t> ks, ThreadPool& pool, const std::string& what) {
   for (size_t qi = 0; qi < queries.size(); ++qi) {
