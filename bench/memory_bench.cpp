@@ -172,7 +172,8 @@ void BM_StoreQueryTop8(benchmark::State& state) {
   ThreadPool pool(threads);
   std::vector<std::vector<float>> qs;
   for (int i = 0; i < 16; ++i) qs.push_back(random_query(kHidden, 4 + i));
-  s.query(qs[0], 8, &pool);  // builds the sketch
+  s.query(qs[0], 8, &pool);  // a store's first query only scans,
+  s.query(qs[0], 8, &pool);  // the second builds the sketch: both outside the timing
   size_t i = 0;
   for (auto _ : state) {
     auto hits = s.query(qs[i++ % qs.size()], 8, threads > 1 ? &pool : nullptr);
