@@ -1,10 +1,13 @@
 // The SIMD attention kernel over the active-slot table (contract in slot_attention.h).
 // Per KV head it scores every key for all query heads that share it (each K row is read
 // once), takes the softmax with a vectorised exp, and accumulates V rows the same way.
+// Recall rows (f16) go through dot_f16 / axpy_f16, which widen 16 or 8 halves at a time.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kv/slot_attention.h"
+#include "ops/fp16.h"
 #include "util/error.h"
 
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -49,6 +52,51 @@ void axpy(float* y, const float* x, float w, uint32_t n) {
     _mm512_mask_storeu_ps(
         y + i, m,
         _mm512_fmadd_ps(vw, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+// 16 halves widened to f32.
+__m512 load_f16(const uint16_t* x) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
+
+// The first n < 16 halves widened, the rest zero; reads nothing past x + n.
+__m512 load_f16_tail(const uint16_t* x, uint32_t n) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), x));
+#else
+  alignas(32) uint16_t buf[16] = {};
+  std::memcpy(buf, x, n * sizeof(uint16_t));
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(buf)));
+#endif
+}
+
+float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  uint32_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), load_f16(b + i + 16), acc1);
+  }
+  for (; i + 16 <= n; i += 16)
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16(b + i), acc0);
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load_f16_tail(b + i, n - i), acc1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+void axpy_f16(float* y, const uint16_t* x, float w, uint32_t n) {
+  const __m512 vw = _mm512_set1_ps(w);
+  uint32_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, load_f16(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(
+        y + i, m,
+        _mm512_fmadd_ps(vw, load_f16_tail(x + i, n - i), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
 
@@ -125,6 +173,38 @@ void axpy(float* y, const float* x, float w, uint32_t n) {
   for (; i < n; ++i) y[i] += w * x[i];
 }
 
+// 8 halves widened to f32 (F16C when the build has it).
+__m256 load_f16(const uint16_t* x) {
+#if defined(__F16C__)
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+#else
+  alignas(32) float f[8];
+  for (int i = 0; i < 8; ++i) f[i] = fp16_to_fp32(x[i]);
+  return _mm256_load_ps(f);
+#endif
+}
+
+float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  uint32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load_f16(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * fp16_to_fp32(b[i]);
+  return s;
+}
+
+void axpy_f16(float* y, const uint16_t* x, float w, uint32_t n) {
+  const __m256 vw = _mm256_set1_ps(w);
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, load_f16(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += w * fp16_to_fp32(x[i]);
+}
+
 __m256 exp_ps(__m256 x) {
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));  // keeps 2^n a normal float
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
@@ -176,6 +256,16 @@ void axpy(float* y, const float* x, float w, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] += w * x[i];
 }
 
+float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
+  float s = 0.0f;
+  for (uint32_t i = 0; i < n; ++i) s += a[i] * fp16_to_fp32(b[i]);
+  return s;
+}
+
+void axpy_f16(float* y, const uint16_t* x, float w, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) y[i] += w * fp16_to_fp32(x[i]);
+}
+
 float softmax_numerators(float* s, size_t n) {
   float mx = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < n; ++i) mx = std::max(mx, s[i]);
@@ -197,8 +287,9 @@ const char* slot_attention_isa() {
 
 void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const float* q,
                     const float* k, const float* v, std::span<const SlotRun> runs, float scale,
-                    float* out, SlotAttnScratch& scratch) {
+                    float* out, SlotAttnScratch& scratch, const RecallRowsF16& recall) {
   check_slot_attn_shape(shape, rope);
+  check_recall_rows(shape, recall);
   const uint32_t hd = shape.head_dim, rep = shape.n_head / shape.n_head_kv;
   const size_t head_stride = size_t{shape.n_slots} * hd;  // one KV head of the arena
   const size_t q_stride = size_t{shape.n_head} * hd;      // one rotated query
@@ -216,6 +307,9 @@ void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const flo
   for (uint32_t g = 0; g < shape.n_head_kv; ++g) {
     const float* kh = k + g * head_stride;
     const float* vh = v + g * head_stride;
+    // Recall row 0 of KV head g; a slot >= n_slots is a recall slot (slots are trusted).
+    const uint16_t* rk = recall.count ? recall.k + size_t{g} * hd : nullptr;
+    const uint16_t* rv = recall.count ? recall.v + size_t{g} * hd : nullptr;
     float* o = out + size_t{g} * rep * hd;  // the rep query heads of KV head g
     for (size_t d = 0; d < size_t{rep} * hd; ++d) o[d] = 0.0f;
     if (n_keys == 0) continue;
@@ -224,8 +318,16 @@ void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const flo
     for (size_t r = 0; r < runs.size(); ++r) {
       const float* qg = scratch.qrot.data() + r * q_stride + size_t{g} * rep * hd;
       for (uint32_t i = 0; i < runs[r].count; ++i, ++j) {
-        const float* krow = kh + size_t{runs[r].slots[i]} * hd;
-        for (uint32_t h = 0; h < rep; ++h) sc[h * n_keys + j] = scale * dot(qg + h * hd, krow, hd);
+        const uint32_t s = runs[r].slots[i];
+        if (s < shape.n_slots) {
+          const float* krow = kh + size_t{s} * hd;
+          for (uint32_t h = 0; h < rep; ++h)
+            sc[h * n_keys + j] = scale * dot(qg + h * hd, krow, hd);
+        } else {
+          const uint16_t* krow = rk + (s - recall.first) * recall.row_stride;
+          for (uint32_t h = 0; h < rep; ++h)
+            sc[h * n_keys + j] = scale * dot_f16(qg + h * hd, krow, hd);
+        }
       }
     }
     float* inv = scratch.inv_sum.data();
@@ -233,8 +335,16 @@ void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const flo
     j = 0;
     for (size_t r = 0; r < runs.size(); ++r)
       for (uint32_t i = 0; i < runs[r].count; ++i, ++j) {
-        const float* vrow = vh + size_t{runs[r].slots[i]} * hd;
-        for (uint32_t h = 0; h < rep; ++h) axpy(o + h * hd, vrow, sc[h * n_keys + j] * inv[h], hd);
+        const uint32_t s = runs[r].slots[i];
+        if (s < shape.n_slots) {
+          const float* vrow = vh + size_t{s} * hd;
+          for (uint32_t h = 0; h < rep; ++h)
+            axpy(o + h * hd, vrow, sc[h * n_keys + j] * inv[h], hd);
+        } else {
+          const uint16_t* vrow = rv + (s - recall.first) * recall.row_stride;
+          for (uint32_t h = 0; h < rep; ++h)
+            axpy_f16(o + h * hd, vrow, sc[h * n_keys + j] * inv[h], hd);
+        }
       }
   }
 }

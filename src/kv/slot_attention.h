@@ -1,10 +1,12 @@
-// Decode attention through the active-slot table: one query token, GQA, f32 K/V arena.
+// Decode attention through the active-slot table: one query token, GQA, an f32 K/V arena
+// plus optional recall rows held as f16 (tier 3, token-major).
 // The kernels loop over runs of active slots (virtual_positions.h), rotate the unrotated
 // query once per run by run.rope_pos, and take one softmax over every visible key:
 //   out_h = sum_j softmax_j(scale * (R(rope_pos(j)) q_h) . k[kvh][slot_j]) v[kvh][slot_j]
 // with kvh = h / (n_head / n_head_kv). They know nothing about tiers, spans or clocks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -21,6 +23,17 @@ struct SlotAttnShape {
   uint32_t n_slots = 0;    // slots per KV head in the arena
 };
 
+// Recall slots held apart from the f32 arena as f16 bits (a session's tier 3, token-major so
+// that recall reads land there directly): slot s in [first, first + count) reads KV head g's
+// key row at k + (s - first) * row_stride + g * head_dim, its value row likewise from v.
+struct RecallRowsF16 {
+  const uint16_t* k = nullptr;  // [count][row_stride], row s - first: [n_head_kv][head_dim]
+  const uint16_t* v = nullptr;  // [count][row_stride], likewise
+  uint32_t first = UINT32_MAX;  // the first recall slot; the default: there are none
+  uint32_t count = 0;
+  size_t row_stride = 0;  // f16 values from one slot's row to the next
+};
+
 // Reusable buffers of the fast kernel, so decoding allocates nothing once warm.
 struct SlotAttnScratch {
   std::vector<float> cs;       // [n_runs][n_rot] cos/sin per run
@@ -30,20 +43,28 @@ struct SlotAttnScratch {
 };
 
 // The obvious scalar reference. q: [n_head][head_dim] (unrotated); k, v:
-// [n_head_kv][n_slots][head_dim]; out: [n_head][head_dim]. No keys gives zeros.
-// Throws channel::Error for a bad shape or a slot >= n_slots.
+// [n_head_kv][n_slots][head_dim]; out: [n_head][head_dim]. No keys gives zeros. A slot
+// s < n_slots reads the arena, a slot in [recall.first, recall.first + recall.count) reads
+// the recall rows, widened exactly to f32. Throws channel::Error for a bad shape, bad recall
+// rows (check_recall_rows) or a slot in neither range.
 void slot_attention_ref(const SlotAttnShape& shape, const RopeFreqs& rope, const float* q,
                         const float* k, const float* v, std::span<const SlotRun> runs, float scale,
-                        float* out);
+                        float* out, const RecallRowsF16& recall = {});
 
 // The SIMD kernel (AVX-512, AVX2 or scalar fallback), same contract; it checks the shape
-// but trusts the slots (they come from a SlotRing or LocalRing of this arena).
+// and the recall rows but trusts the slots (they come from a SlotRing or LocalRing of this
+// arena): a slot >= n_slots is taken to be a recall slot.
 void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const float* q,
                     const float* k, const float* v, std::span<const SlotRun> runs, float scale,
-                    float* out, SlotAttnScratch& scratch);
+                    float* out, SlotAttnScratch& scratch, const RecallRowsF16& recall = {});
 
 // Throws channel::Error unless n_head_kv divides n_head and the rope fits head_dim.
 void check_slot_attn_shape(const SlotAttnShape& shape, const RopeFreqs& rope);
+
+// Throws channel::Error unless recall is empty (count 0) or: both row pointers are set,
+// row_stride >= n_head_kv * head_dim, first + count fits in uint32_t and the recall range
+// does not overlap the arena's [0, n_slots).
+void check_recall_rows(const SlotAttnShape& shape, const RecallRowsF16& recall);
 
 // Which SIMD path slot_attention was compiled with: "avx512", "avx2" or "scalar".
 const char* slot_attention_isa();
