@@ -48,10 +48,18 @@ inline __m512 load16(const uint16_t* p, __mmask16 m) {
 inline __m512 load16(const float* p, __mmask16 m) {
   return _mm512_maskz_loadu_ps(m, p);
 }
+constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+inline void put16(float* p, __mmask16 m, __m512 v) {
+  _mm512_mask_storeu_ps(p, m, v);
+}
+inline void put16(uint16_t* p, __mmask16 m, __m512 v) {
+  _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, kNearest));
+}
 
-// One head: x [head_dim] (f16 or f32) -> y [head_dim] f32.
-template <typename T>
-inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* y) {
+// One head: x [head_dim] (f16 or f32) -> y [head_dim] (f32 or f16). Each vector of lanes is
+// loaded before it is stored, so y may be x.
+template <typename T, typename U>
+inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
   uint32_t d = 0;
   if (rot) {
     const uint32_t n_rot = rot->n_rot, half = n_rot / 2;
@@ -64,8 +72,8 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* 
                                           _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
         const __m512 yb = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(m, c + half + i),
                                           _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + half + i)));
-        _mm512_mask_storeu_ps(y + i, m, ya);
-        _mm512_mask_storeu_ps(y + half + i, m, yb);
+        put16(y + i, m, ya);
+        put16(y + half + i, m, yb);
       }
     } else {  // partners are neighbours: swap each pair of lanes (n_rot is even)
       for (uint32_t i = 0; i < n_rot; i += 16) {
@@ -74,14 +82,14 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* 
         const __m512 b = _mm512_permute_ps(a, 0xB1);
         const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
                                           _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
-        _mm512_mask_storeu_ps(y + i, m, ya);
+        put16(y + i, m, ya);
       }
     }
     d = n_rot;
   }
   for (; d < head_dim; d += 16) {
     const __mmask16 m = mask16(head_dim - d);
-    _mm512_mask_storeu_ps(y + d, m, load16(x + d, m));
+    put16(y + d, m, load16(x + d, m));
   }
 }
 
@@ -98,11 +106,16 @@ inline void store16(float* p, __m512 v) {
     _mm512_storeu_ps(p, v);
   }
 }
+template <bool kStream>
+inline void store16(uint16_t* p, __m512 v) {
+  static_assert(!kStream, "f16 rows are never streamed");
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, kNearest));
+}
 
 // The common heads (64, 128 or 256 dims, rotated whole or not at all), unrolled with the
 // angles held in registers. kMode: 0 values (copy), 1 NEOX, 2 NORMAL.
-template <int kHeadDim, int kMode, bool kStream, typename T>
-void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, float* dst) {
+template <int kHeadDim, int kMode, bool kStream, typename T, typename U>
+void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
   constexpr int V = kHeadDim / 16;
   __m512 c[V], s[V];
   for (int i = 0; i < V; ++i) {
@@ -112,8 +125,8 @@ void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout
   for (size_t t = 0; t < n; ++t) {
     for (uint32_t h = 0; h < out.n_heads; ++h) {
       const T* x = src + (t * out.n_heads + h) * kHeadDim;
-      float* y = dst + t * out.token_stride + h * out.head_stride;
-      __m512 v[V];
+      U* y = dst + t * out.token_stride + h * out.head_stride;
+      __m512 v[V];  // the whole head is loaded before any store: dst may be src
       for (int i = 0; i < V; ++i) v[i] = load_full(x + 16 * i);
       if constexpr (kMode == 1) {
         for (int i = 0; i < V / 2; ++i) {
@@ -134,9 +147,9 @@ void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout
   if constexpr (kStream) _mm_sfence();  // ordered before whatever reads the rows next
 }
 
-template <int kHeadDim, bool kStream, typename T>
+template <int kHeadDim, bool kStream, typename T, typename U>
 void rows_fixed_mode(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
-                     float* dst) {
+                     U* dst) {
   if (!rot) {
     rows_fixed<kHeadDim, 0, kStream>(rot, src, n, out, dst);
   } else if (rot->neox) {
@@ -144,6 +157,12 @@ void rows_fixed_mode(const HeadRotation* rot, const T* src, size_t n, const RowL
   } else {
     rows_fixed<kHeadDim, 2, kStream>(rot, src, n, out, dst);
   }
+}
+
+template <int kHeadDim, typename T>
+void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
+                    uint16_t* dst) {
+  rows_fixed_mode<kHeadDim, false>(rot, src, n, out, dst);
 }
 
 template <int kHeadDim, typename T>
@@ -159,8 +178,8 @@ void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLa
   }
 }
 
-template <typename T>
-void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, float* dst) {
+template <typename T, typename U>
+void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
   if (!rot || rot->n_rot == out.head_dim) {
     switch (out.head_dim) {
       case 64:
@@ -188,6 +207,11 @@ void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, con
 void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
                      float* dst) {
   rows(rot, src, n, out, dst);
+}
+void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                     uint32_t head_dim, uint16_t* dst) {
+  const size_t row = size_t{n_heads} * head_dim;
+  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
 }
 
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
@@ -217,9 +241,23 @@ inline float value_of(const uint16_t* p) {
 inline float value_of(const float* p) {
   return *p;
 }
+inline void put8(float* p, __m256 v) {
+  _mm256_storeu_ps(p, v);
+}
+inline void put8(uint16_t* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline void put1(float* p, float v) {
+  *p = v;
+}
+inline void put1(uint16_t* p, float v) {
+  *p = fp32_to_fp16(v);
+}
 
-template <typename T>
-inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* y) {
+// Every value is read before its own store and its partner's, so y may be x.
+template <typename T, typename U>
+inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
   uint32_t d = 0;
   if (rot) {
     const uint32_t n_rot = rot->n_rot, half = n_rot / 2;
@@ -228,35 +266,38 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, float* 
       uint32_t i = 0;
       for (; i + 8 <= half; i += 8) {
         const __m256 a = load8(x + i), b = load8(x + half + i);
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i),
-                                                _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
-        _mm256_storeu_ps(y + half + i,
-                         _mm256_fmadd_ps(b, _mm256_loadu_ps(c + half + i),
-                                         _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
+        put8(y + i,
+             _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i), _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
+        put8(y + half + i, _mm256_fmadd_ps(b, _mm256_loadu_ps(c + half + i),
+                                           _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
       }
       for (; i < half; ++i) {
         const float a = value_of(x + i), b = value_of(x + half + i);
-        y[i] = std::fma(a, c[i], b * s[i]);
-        y[half + i] = std::fma(b, c[half + i], a * s[half + i]);
+        put1(y + i, std::fma(a, c[i], b * s[i]));
+        put1(y + half + i, std::fma(b, c[half + i], a * s[half + i]));
       }
     } else {
       uint32_t i = 0;
       for (; i + 8 <= n_rot; i += 8) {
         const __m256 a = load8(x + i);
         const __m256 b = _mm256_permute_ps(a, 0xB1);
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i),
-                                                _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
+        put8(y + i,
+             _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i), _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
       }
-      for (; i < n_rot; ++i) y[i] = std::fma(value_of(x + i), c[i], value_of(x + (i ^ 1u)) * s[i]);
+      for (; i < n_rot; i += 2) {  // whole pairs (i is even), both read before either store
+        const float a = value_of(x + i), b = value_of(x + i + 1);
+        put1(y + i, std::fma(a, c[i], b * s[i]));
+        put1(y + i + 1, std::fma(b, c[i + 1], a * s[i + 1]));
+      }
     }
     d = n_rot;
   }
-  for (; d + 8 <= head_dim; d += 8) _mm256_storeu_ps(y + d, load8(x + d));
-  for (; d < head_dim; ++d) y[d] = value_of(x + d);
+  for (; d + 8 <= head_dim; d += 8) put8(y + d, load8(x + d));
+  for (; d < head_dim; ++d) put1(y + d, value_of(x + d));
 }
 
-template <typename T>
-void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, float* dst) {
+template <typename T, typename U>
+void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
   for (size_t t = 0; t < n; ++t)
     for (uint32_t h = 0; h < out.n_heads; ++h)
       head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
@@ -272,6 +313,11 @@ void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, con
 void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
                      float* dst) {
   rows(rot, src, n, out, dst);
+}
+void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                     uint32_t head_dim, uint16_t* dst) {
+  const size_t row = size_t{n_heads} * head_dim;
+  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
 }
 
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
@@ -294,6 +340,10 @@ void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, con
 void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
                      float* dst) {
   f32_rows_to_f32_ref(rot, src, n, out, dst);
+}
+void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                     uint32_t head_dim, uint16_t* dst) {
+  f16_rows_to_f16_ref(rot, src, n, n_heads, head_dim, dst);
 }
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
   compose_rotations_ref(c, s, C, S, n);

@@ -1,6 +1,7 @@
 // rehydrate_kernels.h: the inner loops of recall rehydration, each with a scalar reference:
 // stored K/V rows (f16, or f32 after dequantization) converted to f32 and written to a strided
 // destination with each key head Givens-rotated on the way (one pass, one store per value), and
+// (or, for an f16 recall tier, back to f16), and
 // the f64 composition of precomputed rotations that gives cos/sin of Δ·θ without sin or cos.
 // The fast versions are bit-identical to their references (explicit fma in both).
 #pragma once
@@ -42,6 +43,13 @@ void f16_rows_to_f32_ref(const HeadRotation* rot, const uint16_t* src, size_t n,
                          const RowLayout& out, float* dst);
 void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
                      float* dst);
+// f16 rows to f16 rows, for a session's f16 recall tier: src and dst both [n][n_heads][head_dim]
+// contiguous; every head rotated by `rot` as above (in f32) and rounded back to f16, nearest
+// even (nullptr: a plain copy). dst may be src (in place); otherwise they must not overlap.
+void f16_rows_to_f16_ref(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                         uint32_t head_dim, uint16_t* dst);
+void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                     uint32_t head_dim, uint16_t* dst);
 // The same from f32 rows (a Q8_0 slab dequantized first).
 void f32_rows_to_f32_ref(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
                          float* dst);

@@ -1,5 +1,6 @@
 // Scalar references of rehydrate_kernels.h: short, obvious, one value at a time.
 #include <cmath>
+#include <vector>
 
 #include "memory/rehydrate_kernels.h"
 #include "ops/fp16.h"
@@ -50,6 +51,15 @@ void rows_ref(const HeadRotation* rot, const T* src, size_t n, const RowLayout& 
 void f16_rows_to_f32_ref(const HeadRotation* rot, const uint16_t* src, size_t n,
                          const RowLayout& out, float* dst) {
   rows_ref(rot, src, n, out, dst);
+}
+
+void f16_rows_to_f16_ref(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                         uint32_t head_dim, uint16_t* dst) {
+  std::vector<float> y(head_dim);  // the whole head first: dst may be src
+  for (size_t i = 0; i < n * n_heads; ++i) {
+    rotate_head_ref(rot, src + i * head_dim, head_dim, y.data());
+    for (uint32_t d = 0; d < head_dim; ++d) dst[i * head_dim + d] = fp32_to_fp16(y[d]);
+  }
 }
 
 void f32_rows_to_f32_ref(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,

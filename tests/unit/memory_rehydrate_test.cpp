@@ -112,6 +112,46 @@ TEST(MemoryRehydrate, KernelIsBitIdenticalToReference) {
   }
 }
 
+// f16 to f16 (a session's recall tier): bit-identical to the reference, out of place and in
+// place, and the reference is the f32 kernel's result rounded to f16.
+TEST(MemoryRehydrate, F16KernelIsBitIdenticalToReference) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  for (const Shape& sh : shapes()) {
+    std::vector<float> s;
+    const std::vector<float> c = random_angles(sh.n_rot, sh.neox, rng, &s);
+    const HeadRotation rot{sh.neox, sh.n_rot, c.data(), s.data()};
+    const size_t row = size_t{sh.n_heads} * sh.head_dim;
+    for (size_t n : {1u, 3u, 7u, 17u}) {
+      for (size_t mis : {0u, 1u}) {
+        std::vector<uint16_t> src(mis + n * row + 8, 0x7bad);
+        for (size_t i = mis; i < mis + n * row; ++i) src[i] = fp32_to_fp16(nd(rng));
+        for (const HeadRotation* r : {&rot, static_cast<const HeadRotation*>(nullptr)}) {
+          std::vector<uint16_t> want(src.size(), 0x7bad), got(src.size(), 0x7bad);
+          f16_rows_to_f16_ref(r, src.data() + mis, n, sh.n_heads, sh.head_dim, want.data() + mis);
+          f16_rows_to_f16(r, src.data() + mis, n, sh.n_heads, sh.head_dim, got.data() + mis);
+          ASSERT_EQ(want, got) << "neox=" << sh.neox << " heads=" << sh.n_heads
+                               << " hd=" << sh.head_dim << " n_rot=" << sh.n_rot << " n=" << n
+                               << " mis=" << mis << " rotated=" << (r != nullptr);
+          std::vector<uint16_t> in_place = src;
+          f16_rows_to_f16(r, in_place.data() + mis, n, sh.n_heads, sh.head_dim,
+                          in_place.data() + mis);
+          ASSERT_EQ(want, in_place) << "in place, hd=" << sh.head_dim << " n_rot=" << sh.n_rot;
+          std::vector<uint16_t> ref_in_place = src;
+          f16_rows_to_f16_ref(r, ref_in_place.data() + mis, n, sh.n_heads, sh.head_dim,
+                              ref_in_place.data() + mis);
+          ASSERT_EQ(want, ref_in_place);
+          std::vector<float> wide(n * row);
+          const RowLayout dense{sh.n_heads, sh.head_dim, row, sh.head_dim};
+          f16_rows_to_f32_ref(r, src.data() + mis, n, dense, wide.data());
+          for (size_t i = 0; i < wide.size(); ++i)
+            ASSERT_EQ(want[mis + i], fp32_to_fp16(wide[i])) << i;
+        }
+      }
+    }
+  }
+}
+
 // Non-temporal stores (aligned rows of the unrolled head sizes) write the same values.
 TEST(MemoryRehydrate, StreamingStoresWriteTheSameValues) {
   std::mt19937 rng(6);
