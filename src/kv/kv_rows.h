@@ -29,6 +29,16 @@ inline KvRowTarget slot_arena_rows(std::span<float* const> k, std::span<float* c
   return {k, v, size_t{first_slot} * head_dim, head_dim, size_t{n_slots} * head_dim, n_tokens};
 }
 
+// One episode's rows in an f16 recall tier (a session keeps recall slots as f16 bits,
+// token-major, [n_recall][n_heads * head_dim] per layer): in each layer, max_tokens
+// consecutive rows of row_dim values from the given pointer on, the layout of the episode's
+// K and V planes in a .episodic.mem slab, so that a read can land there directly.
+struct KvRowsF16 {
+  std::span<uint16_t*const> k, v;  // [n_layers] the episode's first row in each layer
+  size_t row_dim = 0;              // f16 values per row
+  size_t max_tokens = 0;           // rows each layer's target holds
+};
+
 // Dense buffers k, v: [n_layers][n_tokens][n_heads * head_dim] as a target. Owns its pointer
 // arrays (the target's spans point into them), so it is neither copied nor moved.
 class DenseKvRows {

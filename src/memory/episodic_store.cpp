@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,6 +100,22 @@ struct EpisodicStore::Impl {
       p += w;
       n -= static_cast<size_t>(w);
       off += static_cast<uint64_t>(w);
+    }
+  }
+  // preadv until every byte of iov[0, k) is read (a short read goes on where it stopped).
+  void preadv_all(iovec* iov, int k, uint64_t off) const {
+    while (k > 0) {
+      const ssize_t got = ::preadv(fd, iov, k, static_cast<off_t>(off));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail_errno("read");
+      if (got == 0) throw_error("episodic: {}: unexpected end of file at offset {}", path, off);
+      off += static_cast<uint64_t>(got);
+      auto left = static_cast<size_t>(got);
+      for (; k > 0 && left >= iov[0].iov_len; ++iov, --k) left -= iov[0].iov_len;
+      if (k > 0) {
+        iov[0].iov_base = static_cast<uint8_t*>(iov[0].iov_base) + left;
+        iov[0].iov_len -= left;
+      }
     }
   }
   void durable_sync() const {
@@ -451,13 +468,15 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   rehydrate(id, rope, delta, dense.target(), o);
 }
 
-void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
-                              const KvRowTarget& out, const RehydrateOptions& options) const {
-  const Impl& m = *impl_;
-  const StoreLayout& L = m.L;
+namespace {
+
+// Throws unless `rope` (one description, or one per layer) and the options' rotation tables
+// describe rows of this store.
+void check_rope(const std::string& path, const StoreLayout& L, std::span<const RotaryDims> rope,
+                const RehydrateOptions& options) {
   if (rope.size() != 1 && rope.size() != L.num_layers) {
-    throw_error("episodic: {}: rehydrate: {} rotary descriptions for {} layers", m.path,
-                rope.size(), L.num_layers);
+    throw_error("episodic: {}: rehydrate: {} rotary descriptions for {} layers", path, rope.size(),
+                L.num_layers);
   }
   for (const RotaryDims& r : rope) {
     if (r.row_dim() != L.kv_dim || r.head_dim != rope[0].head_dim || r.n_rot > r.head_dim ||
@@ -465,44 +484,25 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
       throw_error(
           "episodic: {}: rehydrate: rotary rows of {} x {} ({} rotated dims, {} frequencies) do "
           "not match kv_dim {} (or the first layer's head split)",
-          m.path, r.n_heads, r.head_dim, r.n_rot, r.inv_freq.size(), L.kv_dim);
+          path, r.n_heads, r.head_dim, r.n_rot, r.inv_freq.size(), L.kv_dim);
     }
   }
   if (!options.tables.empty()) {
     if (options.tables.size() != rope.size())
-      throw_error("episodic: {}: rehydrate: {} rotation tables for {} rotary descriptions", m.path,
+      throw_error("episodic: {}: rehydrate: {} rotation tables for {} rotary descriptions", path,
                   options.tables.size(), rope.size());
     for (size_t i = 0; i < rope.size(); ++i)
       if (!options.tables[i].matches(rope[i]))
         throw_error("episodic: {}: rehydrate: rotation table {} was built for other frequencies",
-                    m.path, i);
+                    path, i);
   }
-  if (out.k.size() != L.num_layers || out.v.size() != L.num_layers)
-    throw_error("episodic: {}: rehydrate: a target of {} K and {} V layers for {} layers", m.path,
-                out.k.size(), out.v.size(), L.num_layers);
-  for (uint32_t l = 0; l < L.num_layers; ++l)
-    if (!out.k[l] || !out.v[l])
-      throw_error("episodic: {}: rehydrate: the target of layer {} is null", m.path, l);
+}
 
-  std::shared_lock lock(m.state_mu);
-  const uint32_t slot = m.require_slot(id);
-  if (options.verify) m.check_record(slot);
-  const size_t n = m.header_of(slot).token_count;
-  if (n > out.max_tokens)
-    throw_error("episodic: {}: rehydrate: episode {} has {} tokens, the target holds {}", m.path,
-                id, n, out.max_tokens);
-  const uint8_t* b = m.block(slot);
-  const uint64_t bytes = L.kv_bytes(n);
-  {
-    // Readahead of exactly the K/V range: from a cold page cache the first fault would read
-    // around it (128 KiB centred on the fault: twice what a small episode needs) and a large
-    // episode would come in a few pages per fault. posix_fadvise costs less than madvise (no
-    // address-space lock) and little on a warm cache. Advisory: errors are ignored.
-    const uint64_t at = L.block_offset(slot) + L.block_kv;
-    ::posix_fadvise(m.fd, static_cast<off_t>(at), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
-  }
-
-  // Angles, once per distinct rope (layers sharing one share them): c/s per rotated dim.
+// The rotation by `delta` of each layer's keys, [num_layers], in thread-local storage that
+// stays valid until the next call on this thread. Angles once per distinct rope (layers
+// sharing one share them).
+const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDims> rope,
+                                  double delta, const RehydrateOptions& options) {
   thread_local std::vector<double> cos_d, sin_d;  // [n_rot / 2]
   thread_local std::vector<float> cs;             // [n_sets][2][n_rot]
   thread_local std::vector<size_t> cs_at;         // [num_layers] offset of the layer's set
@@ -542,12 +542,69 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
     rot_of[l] = {r.style == RotaryStyle::neox, r.n_rot, cs.data() + cs_at[l],
                  cs.data() + cs_at[l] + r.n_rot};
   }
+  return rot_of.data();
+}
+
+// Runs planes [0, n_planes) (plane i: layer i / 2, K or V) serially, or over the pool for an
+// episode of at least kParallelBytes of K/V.
+void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_layers,
+                const std::function<void(int64_t, int64_t, int)>& planes) {
+  const auto n_planes = static_cast<int64_t>(2 * num_layers);
+  if (options.pool && options.pool->size() > 1 && bytes >= RehydrateOptions::kParallelBytes) {
+    options.pool->parallel_for(n_planes, planes);
+  } else {
+    planes(0, n_planes, 0);
+  }
+}
+
+// True when every page of [p, p + n) of a file mapping is in the page cache (mincore).
+bool pages_cached(const uint8_t* p, uint64_t n) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  thread_local std::vector<unsigned char> vec;  // [pages]
+  vec.resize((end - begin) / page);
+  if (::mincore(reinterpret_cast<void*>(begin), end - begin, vec.data()) != 0) return false;
+  return std::all_of(vec.begin(), vec.end(), [](unsigned char c) { return (c & 1) != 0; });
+}
+
+}  // namespace
+
+void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
+                              const KvRowTarget& out, const RehydrateOptions& options) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  check_rope(m.path, L, rope, options);
+  if (out.k.size() != L.num_layers || out.v.size() != L.num_layers)
+    throw_error("episodic: {}: rehydrate: a target of {} K and {} V layers for {} layers", m.path,
+                out.k.size(), out.v.size(), L.num_layers);
+  for (uint32_t l = 0; l < L.num_layers; ++l)
+    if (!out.k[l] || !out.v[l])
+      throw_error("episodic: {}: rehydrate: the target of layer {} is null", m.path, l);
+
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  if (options.verify) m.check_record(slot);
+  const size_t n = m.header_of(slot).token_count;
+  if (n > out.max_tokens)
+    throw_error("episodic: {}: rehydrate: episode {} has {} tokens, the target holds {}", m.path,
+                id, n, out.max_tokens);
+  const uint8_t* b = m.block(slot);
+  const uint64_t bytes = L.kv_bytes(n);
+  {
+    // Readahead of exactly the K/V range: from a cold page cache the first fault would read
+    // around it (128 KiB centred on the fault: twice what a small episode needs) and a large
+    // episode would come in a few pages per fault. posix_fadvise costs less than madvise (no
+    // address-space lock) and little on a warm cache. Advisory: errors are ignored.
+    const uint64_t at = L.block_offset(slot) + L.block_kv;
+    ::posix_fadvise(m.fd, static_cast<off_t>(at), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
+  }
+  const HeadRotation* rots = key_rotations(L, rope, delta, options);
 
   // Plane i: layer i / 2, K (even) or V (odd), straight from the mapping into the target.
-  const HeadRotation* rots = rot_of.data();
   const uint64_t out_bytes = bytes / L.row_bytes * L.kv_dim * sizeof(float);  // 2 L n rows
   const bool stream = out_bytes >= kStreamBytes;
-  auto planes = [&, rots](int64_t begin, int64_t end, int) {
+  for_planes(options, bytes, L.num_layers, [&, rots](int64_t begin, int64_t end, int) {
     thread_local std::vector<float> row;  // [kv_dim] a Q8_0 row dequantized
     for (int64_t i = begin; i < end; ++i) {
       const auto l = static_cast<uint32_t>(i / 2);
@@ -568,13 +625,87 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
         }
       }
     }
-  };
-  const auto n_planes = static_cast<int64_t>(2 * L.num_layers);
-  if (options.pool && options.pool->size() > 1 && bytes >= RehydrateOptions::kParallelBytes) {
-    options.pool->parallel_for(n_planes, planes);
-  } else {
-    planes(0, n_planes, 0);
+  });
+}
+
+void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
+                              const KvRowsF16& out, const RehydrateOptions& options) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  check_rope(m.path, L, rope, options);
+  if (out.k.size() != L.num_layers || out.v.size() != L.num_layers || out.row_dim != L.kv_dim)
+    throw_error(
+        "episodic: {}: rehydrate: a target of {} K and {} V layers of rows of {} for {} layers "
+        "of rows of {}",
+        m.path, out.k.size(), out.v.size(), out.row_dim, L.num_layers, L.kv_dim);
+  for (uint32_t l = 0; l < L.num_layers; ++l)
+    if (!out.k[l] || !out.v[l])
+      throw_error("episodic: {}: rehydrate: the target of layer {} is null", m.path, l);
+
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  if (options.verify) m.check_record(slot);
+  const size_t n = m.header_of(slot).token_count;
+  if (n > out.max_tokens)
+    throw_error("episodic: {}: rehydrate: episode {} has {} tokens, the target holds {}", m.path,
+                id, n, out.max_tokens);
+  const uint64_t kv_at = L.block_offset(slot) + L.block_kv;
+  const uint64_t bytes = L.kv_bytes(n);
+  const uint64_t plane_bytes = n * L.row_bytes;
+  const HeadRotation* rots = key_rotations(L, rope, delta, options);
+  const uint32_t heads = rope[0].n_heads, head_dim = rope[0].head_dim;
+  auto target = [&](int64_t i) { return (i % 2 == 0 ? out.k : out.v)[static_cast<size_t>(i / 2)]; };
+
+  if (L.slab_type == SlabType::f16 && !options.verify && !pages_cached(m.map + kv_at, bytes)) {
+    // Cold: read the planes straight into the target with preadv, as many per call as fit
+    // kColdBatch bytes (a small episode in one call: the reads a plain pread of the record
+    // would make), then rotate the batch's keys in place while they are in cache.
+    constexpr uint64_t kColdBatch = 256 << 10;
+    constexpr int kMaxIov = 64;
+    for_planes(options, bytes, L.num_layers, [&](int64_t begin, int64_t end, int) {
+      iovec iov[kMaxIov];
+      for (int64_t i = begin; i < end;) {
+        int k = 0;
+        while (i + k < end && k < kMaxIov &&
+               (k == 0 || static_cast<uint64_t>(k + 1) * plane_bytes <= kColdBatch)) {
+          iov[k] = {target(i + k), plane_bytes};
+          ++k;
+        }
+        m.preadv_all(iov, k, kv_at + static_cast<uint64_t>(i) * plane_bytes);
+        for (int64_t j = i; j < i + k; ++j)
+          if (j % 2 == 0) f16_rows_to_f16(&rots[j / 2], target(j), n, heads, head_dim, target(j));
+        i += k;
+      }
+    });
+    return;
   }
+  // Warm (or verified: check_record has just read it all): one pass per row from the mapping.
+  const uint8_t* b = m.block(slot);
+  for_planes(options, bytes, L.num_layers, [&](int64_t begin, int64_t end, int) {
+    thread_local std::vector<float> row;  // [2][kv_dim] a Q8_0 row dequantized, then rotated
+    for (int64_t i = begin; i < end; ++i) {
+      const auto l = static_cast<uint32_t>(i / 2);
+      const HeadRotation* rot = i % 2 == 0 ? &rots[l] : nullptr;
+      const uint8_t* src = b + L.kv_plane(n, l, static_cast<int>(i % 2));
+      uint16_t* dst = target(i);
+      if (L.slab_type == SlabType::f16) {
+        if (rot) {
+          f16_rows_to_f16(rot, reinterpret_cast<const uint16_t*>(src), n, heads, head_dim, dst);
+        } else {
+          std::memcpy(dst, src, plane_bytes);
+        }
+        continue;
+      }
+      row.resize(2 * L.kv_dim);
+      const RowLayout dense{heads, head_dim, L.kv_dim, head_dim};
+      for (size_t t = 0; t < n; ++t) {
+        cpu::dequantize_row_q8_0(src + t * L.row_bytes, row.data(), L.kv_dim);
+        f32_rows_to_f32(rot, row.data(), 1, dense, row.data() + L.kv_dim);
+        for (size_t d = 0; d < L.kv_dim; ++d)
+          dst[t * L.kv_dim + d] = fp32_to_fp16(row[L.kv_dim + d]);
+      }
+    }
+  });
 }
 
 namespace {

@@ -104,6 +104,14 @@ class EpisodicStore {
   // for an unknown id, a checksum mismatch, or a target of the wrong shape or too few rows.
   void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta,
                  const KvRowTarget& out, const RehydrateOptions& options = {}) const;
+  // The same into an f16 recall tier (kv/kv_rows.h KvRowsF16): keys rotated in f32 and rounded
+  // back to f16 (nearest even), values copied. An FP16 store whose K/V pages are all cached is
+  // read through the mapping in one pass per row; otherwise (a cold record, with
+  // options.verify false) the planes are read with preadv straight into the target and the
+  // keys are rotated there, so the disk sees exactly the reads a plain pread would make. A Q8_0
+  // store dequantizes each row first. Same errors as above.
+  void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta,
+                 const KvRowsF16& out, const RehydrateOptions& options = {}) const;
   // Drops the episode's K/V pages from this process's mapping and asks the kernel to drop
   // them from the page cache (advisory: pages another process maps, or still being written
   // back, stay): for cold-recall benchmarks, or a caller done with a large episode.

@@ -254,7 +254,7 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
   RehydrateOptions ro;
   ro.tables = rope_table_;
   ro.pool = pool_.get();
-  r.slot_begin = session_.inject_recall(id, n, r.stored_pos, [&](const KvRowTarget& out) {
+  r.slot_begin = session_.inject_recall(id, n, r.stored_pos, [&](const KvRowsF16& out) {
     store_.rehydrate(id, rope_, delta, out, ro);
   });
   recalled_at_[id] = ++tick_;

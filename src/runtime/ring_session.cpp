@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "ops/fp16.h"
 #include "ops/norm.h"
 #include "util/error.h"
 
@@ -52,8 +53,13 @@ class RingSession::Backend : public AttentionBackend {
     const size_t head = size_t(hk) * L.n_slots * hd;
     const std::span<const SlotRun> runs =
         L.sliding ? std::span<const SlotRun>(&s_.local_runs_[t], 1) : s_.runs_[t];
+    RecallRowsF16 recall;  // global layers: slots from L.n_slots on are the f16 recall tier
+    if (!L.sliding) {
+      recall = {L.rk.data() + size_t(hk) * hd, L.rv.data() + size_t(hk) * hd, L.n_slots,
+                s_.config_.ring.n_recall, size_t(hp.n_head_kv) * hd};
+    }
     slot_attention(shape, L.sliding ? s_.rope_sliding_ : s_.rope_global_, q, L.k.data() + head,
-                   L.v.data() + head, runs, hp.attn_scale, out, s_.attn_scratch_[thread]);
+                   L.v.data() + head, runs, hp.attn_scale, out, s_.attn_scratch_[thread], recall);
   }
 
  private:
@@ -93,10 +99,17 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   for (int il = 0; il < hp.n_layer; ++il) {
     Layer& L = layers_[il];
     L.sliding = hp.is_sliding(il);
-    L.n_slots = hp.is_bounded(il) ? 0 : L.sliding ? local_->n_slots() : config.ring.n_slots;
+    const bool global = !L.sliding && !hp.is_bounded(il);
+    L.n_slots = hp.is_bounded(il) ? 0
+                : L.sliding       ? local_->n_slots()
+                                  : config.ring.n_slots - config.ring.n_recall;
     L.k.assign(size_t(hp.n_head_kv) * L.n_slots * hp.head_dim, 0.0f);
     L.v.assign(L.k.size(), 0.0f);
-    if (!L.sliding && !hp.is_bounded(il)) global_layers_.push_back(il);
+    if (global) {
+      L.rk.assign(size_t(config.ring.n_recall) * hp.n_head_kv * hp.head_dim, 0);
+      L.rv.assign(L.rk.size(), 0);
+      global_layers_.push_back(il);
+    }
   }
   const auto nb = static_cast<size_t>(config.n_batch);
   clocks_.resize(nb);
@@ -132,8 +145,39 @@ RingSession::~RingSession() = default;
 
 size_t RingSession::kv_bytes() const {
   size_t n = 0;
-  for (const Layer& L : layers_) n += (L.k.size() + L.v.size()) * sizeof(float);
+  for (const Layer& L : layers_)
+    n += (L.k.size() + L.v.size()) * sizeof(float) + (L.rk.size() + L.rv.size()) * 2;
   return n + bounded_.bytes();
+}
+
+void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
+  const Layer& L = layers_[il];
+  const auto hd = static_cast<size_t>(model_->hparams().head_dim);
+  if (slot < L.n_slots) {
+    std::memcpy(k, L.k.data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
+    std::memcpy(v, L.v.data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
+    return;
+  }
+  const size_t at = (size_t{slot - L.n_slots} * model_->hparams().n_head_kv + size_t(h)) * hd;
+  for (size_t i = 0; i < hd; ++i) {
+    k[i] = fp16_to_fp32(L.rk[at + i]);
+    v[i] = fp16_to_fp32(L.rv[at + i]);
+  }
+}
+
+void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {
+  Layer& L = layers_[il];
+  const auto hd = static_cast<size_t>(model_->hparams().head_dim);
+  if (slot < L.n_slots) {
+    std::memcpy(L.k.data() + (size_t(h) * L.n_slots + slot) * hd, k, hd * sizeof(float));
+    std::memcpy(L.v.data() + (size_t(h) * L.n_slots + slot) * hd, v, hd * sizeof(float));
+    return;
+  }
+  const size_t at = (size_t{slot - L.n_slots} * model_->hparams().n_head_kv + size_t(h)) * hd;
+  for (size_t i = 0; i < hd; ++i) {
+    L.rk[at + i] = fp32_to_fp16(k[i]);
+    L.rv[at + i] = fp32_to_fp16(v[i]);
+  }
 }
 
 void RingSession::check_tokens(std::span<const int32_t> tokens) const {
@@ -227,35 +271,32 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
         "session: recall episode {}: {} K and {} V values, expected {} ({} global layers x "
         "{} tokens x {})",
         id, k.size(), v.size(), want, global_layers_.size(), n_tokens, nkv * hd);
-  return inject_recall(id, n_tokens, stored_pos, [&](const KvRowTarget& out) {
-    for (size_t g = 0; g < out.k.size(); ++g) {
-      for (uint32_t t = 0; t < n_tokens; ++t) {
-        const size_t row = (g * n_tokens + t) * nkv * hd;  // [g][t][nkv][hd]
-        for (size_t h = 0; h < nkv; ++h) {
-          const size_t dst = out.offset + t * out.token_stride + h * out.head_stride;
-          std::memcpy(out.k[g] + dst, k.data() + row + h * hd, hd * sizeof(float));
-          std::memcpy(out.v[g] + dst, v.data() + row + h * hd, hd * sizeof(float));
-        }
+  return inject_recall(id, n_tokens, stored_pos, [&](const KvRowsF16& out) {
+    const size_t per_layer = size_t{n_tokens} * nkv * hd;  // [t][nkv][hd], as the target
+    for (size_t g = 0; g < out.k.size(); ++g)
+      for (size_t i = 0; i < per_layer; ++i) {
+        out.k[g][i] = fp32_to_fp16(k[g * per_layer + i]);
+        out.v[g][i] = fp32_to_fp16(v[g * per_layer + i]);
       }
-    }
   });
 }
 
 uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
-                                    const std::function<void(const KvRowTarget&)>& fill) {
+                                    const std::function<void(const KvRowsF16&)>& fill) {
   settle(0);
   const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
-  // Every global layer has n_slots slots ([n_head_kv][n_slots][head_dim]), so one target
-  // describes them all.
+  // The episode's rows are consecutive in every global layer's recall tier.
+  const ModelHparams& hp = model_->hparams();
+  const size_t row = size_t(hp.n_head_kv) * hp.head_dim;
+  const size_t at = size_t{first - recall_begin()} * row;
   recall_k_.resize(global_layers_.size());
   recall_v_.resize(global_layers_.size());
   for (size_t g = 0; g < global_layers_.size(); ++g) {
-    recall_k_[g] = layers_[global_layers_[g]].k.data();
-    recall_v_[g] = layers_[global_layers_[g]].v.data();
+    recall_k_[g] = layers_[global_layers_[g]].rk.data() + at;
+    recall_v_[g] = layers_[global_layers_[g]].rv.data() + at;
   }
-  const auto hd = static_cast<uint32_t>(model_->hparams().head_dim);
   try {
-    fill(slot_arena_rows(recall_k_, recall_v_, config_.ring.n_slots, hd, first, n_tokens));
+    fill(KvRowsF16{recall_k_, recall_v_, row, n_tokens});
   } catch (...) {
     ring_.deactivate_recall(id);
     throw;

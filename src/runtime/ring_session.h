@@ -99,12 +99,24 @@ class RingSession {
   // The logits of the last token appended or decoded ([n_vocab]; zeros before the first).
   std::span<const float> logits() const { return logits_; }
 
-  // K/V arenas of layer il, [n_head_kv][slots of the layer][head_dim], keys stored rotated;
-  // empty on a bounded layer, whose state is bounded_state(il).
+  // The f32 K/V arenas of layer il, [n_head_kv][layer_slots(il)][head_dim], keys stored
+  // rotated; empty on a bounded layer, whose state is bounded_state(il). A global layer's
+  // arena holds anchors and window (slots below recall_begin()); its recall slots are f16.
   std::span<const float> layer_k(int il) const { return layers_[il].k; }
   std::span<const float> layer_v(int il) const { return layers_[il].v; }
   const BoundedState& bounded_state(int il) const { return bounded_.bounded(il); }
   uint32_t layer_slots(int il) const { return layers_[il].n_slots; }
+  // The recall tier of global layer il as f16 bits, token-major: [n_recall][n_head_kv *
+  // head_dim], row r holding slot recall_begin() + r. Half the bytes of f32, and the layout
+  // of an episode's planes in its .episodic.mem slab, so recall reads land there directly.
+  std::span<const uint16_t> recall_k(int il) const { return layers_[il].rk; }
+  std::span<const uint16_t> recall_v(int il) const { return layers_[il].rv; }
+  uint32_t recall_begin() const { return config_.ring.n_slots - config_.ring.n_recall; }
+  // Head h's K and V rows (head_dim floats each) of `slot` in non-bounded layer il, wherever
+  // the slot lives (a recall slot's f16 widened exactly), and the converse (a recall slot's
+  // rows rounded to f16). For session files and tests.
+  void kv_row(int il, uint32_t slot, int h, float* k, float* v) const;
+  void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v);
 
   // --- recall (episodic memory) -------------------------------------------------------
   // The layers that go through the slot geometry (neither sliding nor bounded): the only
@@ -112,19 +124,19 @@ class RingSession {
   std::span<const int> global_layers() const { return global_layers_; }
   const RopeFreqs& rope_global() const { return rope_global_; }
   // Activates episode `id` in the recall tier (SlotRing::activate_recall) and writes its K/V
-  // into those slots of every global layer. k, v: [global_layers().size()][n_tokens][n_head_kv *
-  // head_dim], keys already rotated at stored_pos + i. Returns the first slot. Throws, with
-  // the state unchanged, when the sizes are wrong or the recall tier has no room.
+  // into those slots of every global layer, rounded to f16. k, v: [global_layers().size()]
+  // [n_tokens][n_head_kv * head_dim], keys already rotated at stored_pos + i. Returns the
+  // first slot. Throws, with the state unchanged, when the sizes are wrong or the recall tier
+  // has no room.
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
                          std::span<const float> k, std::span<const float> v);
   // The same without a staging copy: activates the episode and hands `fill` its recall rows
-  // (kv/kv_rows.h; target layer g is global layer global_layers()[g], n_tokens rows of
-  // n_head_kv x head_dim, token stride head_dim, head stride the layer's n_slots * head_dim)
-  // to write keys rotated at stored_pos + i and values into. If fill throws, the episode is
-  // deactivated again (its slots were free: what fill wrote there is never attended) and the
-  // exception propagates.
+  // (kv/kv_rows.h KvRowsF16; target layer g is global layer global_layers()[g]: n_tokens
+  // consecutive f16 rows of n_head_kv * head_dim) to write keys rotated at stored_pos + i and
+  // values into. If fill throws, the episode is deactivated again (its slots were free: what
+  // fill wrote there is never attended) and the exception propagates.
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
-                         const std::function<void(const KvRowTarget&)>& fill);
+                         const std::function<void(const KvRowsF16&)>& fill);
   void release_recall(uint64_t id) {
     settle(0);
     ring_.deactivate_recall(id);
@@ -135,9 +147,10 @@ class RingSession {
   friend struct RingSessionFile;  // runtime/session_file.cpp: saves and restores the state
   struct Layer {
     bool sliding = false;
-    uint32_t n_slots = 0;  // 0 on a bounded layer
-    // 64-byte aligned: recall writes whole lines of rows (memory/rehydrate_kernels.h).
-    AlignedVector<float> k, v;  // [n_head_kv][n_slots][head_dim]
+    uint32_t n_slots = 0;  // of the f32 arena: 0 on a bounded layer
+    // 64-byte aligned: whole cache lines of rows for the kernels that write them.
+    AlignedVector<float> k, v;       // [n_head_kv][n_slots][head_dim]
+    AlignedVector<uint16_t> rk, rv;  // global layers: [n_recall][n_head_kv * head_dim] f16
   };
   void check_tokens(std::span<const int32_t> tokens) const;
   // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].
@@ -169,7 +182,7 @@ class RingSession {
   std::vector<uint64_t> distances_;            // [n_batch] max distance of each query
   std::vector<float> logits_;                  // [n_vocab]
   std::vector<int> global_layers_;             // layer indices
-  std::vector<float*> recall_k_, recall_v_;    // [n_global] arena bases, set per recall
+  std::vector<uint16_t*> recall_k_, recall_v_;  // [n_global] an episode's rows, set per recall
   TokenTap tap_;
   std::vector<float> hidden_;  // [n_batch][n_embd] final-norm rows for the tap
   uint64_t max_distance_ = 0;

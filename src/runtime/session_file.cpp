@@ -115,7 +115,7 @@ struct RingSessionFile {
       const uint64_t from = clock > s.local_->window() ? clock - s.local_->window() : 0;
       for (uint64_t c = from; c < clock; ++c) out.push_back(s.local_->slot_of(c));
     } else {
-      for (uint32_t slot = 0; slot < L.n_slots; ++slot)
+      for (uint32_t slot = 0; slot < ring.config().n_slots; ++slot)  // recall slots too
         if (ring.slot_live(slot)) out.push_back(slot);
     }
   }
@@ -139,13 +139,16 @@ struct RingSessionFile {
         w.bytes(b.ring_v().data(), b.ring_v().size() * sizeof(float));
         continue;
       }
-      const RingSession::Layer& L = s.layers_[il];
       saved_slots(s, s.ring_, il, slots);
       w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(kSlotLayer);
-      for (const auto* arena : {&L.k, &L.v})
+      // Rows as f32 wherever they live (recall slots are f16 in the session: widened exactly).
+      std::vector<float> k(hd), v(hd);
+      for (int kv = 0; kv < 2; ++kv)
         for (int h = 0; h < hp.n_head_kv; ++h)
-          for (uint32_t slot : slots)
-            w.bytes(arena->data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
+          for (uint32_t slot : slots) {
+            s.kv_row(il, slot, h, k.data(), v.data());
+            w.bytes((kv == 0 ? k : v).data(), hd * sizeof(float));
+          }
     }
   }
 
@@ -183,20 +186,23 @@ struct RingSessionFile {
           }
           continue;
         }
-        RingSession::Layer& L = s.layers_[il];
         saved_slots(s, ring, il, slots);
         if (kind != kSlotLayer || n != slots.size())
           r.fail(at, fmt::format("layer {} holds {} rows of kind {}, the ring state needs {} of "
                                  "kind {}",
                                  il, n, kind, slots.size(), kSlotLayer));
         const size_t bytes = slots.size() * hd * sizeof(float);
-        for (auto* arena : {&L.k, &L.v})
-          for (int h = 0; h < hp.n_head_kv; ++h) {
-            const auto rows = r.take(bytes, "K/V rows");
-            if (pass == 0) continue;
-            for (size_t i = 0; i < slots.size(); ++i)
-              std::memcpy(arena->data() + (size_t(h) * L.n_slots + slots[i]) * hd,
-                          rows.data() + i * hd * sizeof(float), hd * sizeof(float));
+        // K rows of every head, then V rows: [2][n_head_kv][slots][hd].
+        std::vector<std::span<const uint8_t>> rows;
+        for (int i = 0; i < 2 * hp.n_head_kv; ++i) rows.push_back(r.take(bytes, "K/V rows"));
+        if (pass == 0) continue;
+        std::vector<float> k(hd), v(hd);
+        for (int h = 0; h < hp.n_head_kv; ++h)
+          for (size_t i = 0; i < slots.size(); ++i) {
+            std::memcpy(k.data(), rows[h].data() + i * hd * sizeof(float), hd * sizeof(float));
+            std::memcpy(v.data(), rows[hp.n_head_kv + h].data() + i * hd * sizeof(float),
+                        hd * sizeof(float));
+            s.set_kv_row(il, slots[i], h, k.data(), v.data());
           }
       }
       r.expect_end("KVAR");
