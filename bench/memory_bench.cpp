@@ -429,7 +429,7 @@ void BM_Recall(benchmark::State& state) {
       resident += f.drop(n);
       state.ResumeTiming();
     }
-    s.inject_recall(id, static_cast<uint32_t>(n), stored_pos, [&](const KvRowTarget& out) {
+    s.inject_recall(id, static_cast<uint32_t>(n), stored_pos, [&](const KvRowsF16& out) {
       f.store->rehydrate(id, {&f.rope, 1}, delta, out, ro);
     });
     s.release_recall(id);
@@ -498,6 +498,72 @@ void BM_RehydrateKernel(benchmark::State& state) {
   state.SetLabel(rehydrate_kernels_isa());
 }
 
+// Args: geometry index, tokens. The f16 recall tier's kernel alone: keys rotated f16 -> f16,
+// values copied, from the slab's bytes in memory into token-major f16 rows.
+void BM_RehydrateKernelF16(benchmark::State& state) {
+  const Geometry& g = kGeometries[state.range(0)];
+  const auto n = static_cast<size_t>(state.range(1));
+  const size_t plane = n * g.kv_dim;
+  std::vector<uint16_t> src(2 * g.layers * plane);  // [L][2][n][kv_dim]
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd;
+  for (auto& x : src) x = fp32_to_fp16(nd(rng));
+  std::vector<AlignedVector<uint16_t>> dst(2 * g.layers, AlignedVector<uint16_t>(256 * g.kv_dim));
+  std::vector<float> c(g.head_dim, 0.6f), s(g.head_dim, 0.8f);
+  const HeadRotation rot{false, g.head_dim, c.data(), s.data()};
+  for (auto _ : state) {
+    for (uint32_t l = 0; l < g.layers; ++l) {
+      f16_rows_to_f16(&rot, src.data() + 2 * l * plane, n, g.heads, g.head_dim, dst[2 * l].data());
+      std::memcpy(dst[2 * l + 1].data(), src.data() + (2 * l + 1) * plane, plane * 2);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * src.size() * 2));
+  state.SetLabel(rehydrate_kernels_isa());
+}
+
+// Args: geometry index, tokens. What a recall costs besides reading and writing rows:
+// RingSession::inject_recall with a fill that writes nothing, then release_recall.
+void BM_RecallBookkeeping(benchmark::State& state) {
+  RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
+  const auto n = static_cast<uint32_t>(state.range(1));
+  RingSession& s = *f.session;
+  for (auto _ : state) {
+    s.inject_recall(f.id(n), n, s.ring().n_sys(), [](const KvRowsF16&) {});
+    s.release_recall(f.id(n));
+  }
+}
+
+// Args: geometry index, tokens, cold. EpisodicStore::rehydrate into f16 rows of a plain buffer
+// (no session), with the rotation table and no checksum, as BM_Recall calls it.
+void BM_RehydrateF16(benchmark::State& state) {
+  RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
+  const int64_t n = state.range(1);
+  const bool cold = state.range(2) != 0;
+  const uint32_t L = f.geo.layers, D = f.geo.kv_dim;
+  std::vector<AlignedVector<uint16_t>> rows(2 * L, AlignedVector<uint16_t>(256 * D));
+  std::vector<uint16_t*> kp, vp;
+  for (uint32_t l = 0; l < L; ++l) {
+    kp.push_back(rows[2 * l].data());
+    vp.push_back(rows[2 * l + 1].data());
+  }
+  RehydrateOptions ro;
+  ro.verify = false;
+  ro.tables = {f.table.get(), 1};
+  size_t resident = 0;
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      resident += f.drop(n);
+      state.ResumeTiming();
+    }
+    f.store->rehydrate(f.id(n), {&f.rope, 1}, -123456.0, KvRowsF16{kp, vp, D, 256}, ro);
+    benchmark::ClobberMemory();
+  }
+  state.counters["resident"] =
+      benchmark::Counter(static_cast<double>(resident), benchmark::Counter::kAvgIterations);
+}
+
 // Args: geometry index, tokens. memcpy of the episode's f16 K/V bytes (in memory).
 void BM_CopyKv(benchmark::State& state) {
   const Geometry& g = kGeometries[state.range(0)];
@@ -532,6 +598,15 @@ BENCHMARK(BM_RehydrateKernel)
     ->ArgsProduct({{0, 1}, {16, 64, 256}, {0, 1}})
     ->ArgNames({"geometry", "tokens", "stream"})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RehydrateKernelF16)
+    ->ArgsProduct({{0, 1}, {16, 64, 256}})
+    ->ArgNames({"geometry", "tokens"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RecallBookkeeping)
+    ->ArgsProduct({{0, 1}, {16, 64, 256}})
+    ->ArgNames({"geometry", "tokens"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RehydrateF16)->Apply(rehydrate_args);
 BENCHMARK(BM_CopyKv)
     ->ArgsProduct({{0, 1}, {16, 64, 256}})
     ->ArgNames({"geometry", "tokens"})

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -546,9 +547,10 @@ const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDi
 }
 
 // Runs planes [0, n_planes) (plane i: layer i / 2, K or V) serially, or over the pool for an
-// episode of at least kParallelBytes of K/V.
-void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_layers,
-                const std::function<void(int64_t, int64_t, int)>& planes) {
+// episode of at least kParallelBytes of K/V. A template, so that the serial call (every small
+// recall) makes no std::function.
+template <typename F>
+void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_layers, F&& planes) {
   const auto n_planes = static_cast<int64_t>(2 * num_layers);
   if (options.pool && options.pool->size() > 1 && bytes >= RehydrateOptions::kParallelBytes) {
     options.pool->parallel_for(n_planes, planes);
@@ -557,14 +559,34 @@ void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_la
   }
 }
 
-// True when every page of [p, p + n) of a file mapping is in the page cache (mincore).
-bool pages_cached(const uint8_t* p, uint64_t n) {
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+// cachestat(2) (Linux 6.5): how many pages of a file range are in the page cache, without
+// the page-table walk and temporary page of mincore(2). Not in Debian 12's headers.
+struct CachestatRange {
+  uint64_t off, len;
+};
+struct Cachestat {
+  uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+constexpr long kSysCachestat = 451;  // x86_64, aarch64 and the other generic tables alike
+std::atomic<bool> cachestat_missing{false};
+
+// True when every page of the file range [off, off + n), mapped at p, is in the page cache.
+bool pages_cached(int fd, uint64_t off, const uint8_t* p, uint64_t n) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = off / page * page, end = (off + n + page - 1) / page * page;
+#if defined(__linux__)
+  if (!cachestat_missing.load(std::memory_order_relaxed)) {
+    CachestatRange range{begin, end - begin};
+    Cachestat cs{};
+    if (::syscall(kSysCachestat, fd, &range, &cs, 0) == 0)
+      return cs.nr_cache == (end - begin) / page;
+    if (errno == ENOSYS) cachestat_missing.store(true, std::memory_order_relaxed);
+  }
+#endif
   thread_local std::vector<unsigned char> vec;  // [pages]
   vec.resize((end - begin) / page);
-  if (::mincore(reinterpret_cast<void*>(begin), end - begin, vec.data()) != 0) return false;
+  const uint8_t* at = p - (off - begin);
+  if (::mincore(const_cast<uint8_t*>(at), end - begin, vec.data()) != 0) return false;
   return std::all_of(vec.begin(), vec.end(), [](unsigned char c) { return (c & 1) != 0; });
 }
 
@@ -656,7 +678,8 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   const uint32_t heads = rope[0].n_heads, head_dim = rope[0].head_dim;
   auto target = [&](int64_t i) { return (i % 2 == 0 ? out.k : out.v)[static_cast<size_t>(i / 2)]; };
 
-  if (L.slab_type == SlabType::f16 && !options.verify && !pages_cached(m.map + kv_at, bytes)) {
+  if (L.slab_type == SlabType::f16 && !options.verify &&
+      (options.always_pread || !pages_cached(m.fd, kv_at, m.map + kv_at, bytes))) {
     // Cold: read the planes straight into the target with preadv, as many per call as fit
     // kColdBatch bytes (a small episode in one call: the reads a plain pread of the record
     // would make), then rotate the batch's keys in place while they are in cache.

@@ -57,6 +57,9 @@ struct RehydrateOptions {
   std::span<const RotationTable> tables;
   // An episode of at least kParallelBytes of K/V is split over it by layer and K/V plane.
   ThreadPool* pool = nullptr;
+  // Into an f16 target: read with preadv even when the pages are cached (the path a cold
+  // record takes), for tests and benchmarks.
+  bool always_pread = false;
   static constexpr uint64_t kParallelBytes = 1 << 20;
 };
 

@@ -150,6 +150,15 @@ size_t RingSession::kv_bytes() const {
   return n + bounded_.bytes();
 }
 
+size_t RingSession::recall_row_at(int il, uint32_t slot, int h) const {
+  const ModelHparams& hp = model_->hparams();
+  const Layer& L = layers_.at(static_cast<size_t>(il));
+  if (h < 0 || h >= hp.n_head_kv || slot < L.n_slots ||
+      slot - L.n_slots >= L.rk.size() / (size_t(hp.n_head_kv) * hp.head_dim))
+    throw_error("session: layer {} has no K/V row for slot {}, head {}", il, slot, h);
+  return (size_t{slot - L.n_slots} * hp.n_head_kv + size_t(h)) * hp.head_dim;
+}
+
 void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
   const Layer& L = layers_[il];
   const auto hd = static_cast<size_t>(model_->hparams().head_dim);
@@ -158,7 +167,7 @@ void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const
     std::memcpy(v, L.v.data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
     return;
   }
-  const size_t at = (size_t{slot - L.n_slots} * model_->hparams().n_head_kv + size_t(h)) * hd;
+  const size_t at = recall_row_at(il, slot, h);
   for (size_t i = 0; i < hd; ++i) {
     k[i] = fp16_to_fp32(L.rk[at + i]);
     v[i] = fp16_to_fp32(L.rv[at + i]);
@@ -173,7 +182,7 @@ void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const
     std::memcpy(L.v.data() + (size_t(h) * L.n_slots + slot) * hd, v, hd * sizeof(float));
     return;
   }
-  const size_t at = (size_t{slot - L.n_slots} * model_->hparams().n_head_kv + size_t(h)) * hd;
+  const size_t at = recall_row_at(il, slot, h);
   for (size_t i = 0; i < hd; ++i) {
     L.rk[at + i] = fp32_to_fp16(k[i]);
     L.rv[at + i] = fp32_to_fp16(v[i]);

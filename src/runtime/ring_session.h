@@ -114,7 +114,7 @@ class RingSession {
   uint32_t recall_begin() const { return config_.ring.n_slots - config_.ring.n_recall; }
   // Head h's K and V rows (head_dim floats each) of `slot` in non-bounded layer il, wherever
   // the slot lives (a recall slot's f16 widened exactly), and the converse (a recall slot's
-  // rows rounded to f16). For session files and tests.
+  // rows rounded to f16). For session files and tests; throws for a slot the layer lacks.
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v);
 
@@ -153,6 +153,8 @@ class RingSession {
     AlignedVector<uint16_t> rk, rv;  // global layers: [n_recall][n_head_kv * head_dim] f16
   };
   void check_tokens(std::span<const int32_t> tokens) const;
+  // Offset of head h of recall `slot` in layer il's rk/rv; throws for any other slot.
+  size_t recall_row_at(int il, uint32_t slot, int h) const;
   // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].
   void run(std::span<const int32_t> tokens, float* all = nullptr);
   void run_chunk(std::span<const int32_t> tokens, float* all, size_t offset);
@@ -172,16 +174,16 @@ class RingSession {
   ForwardScratch scratch_;
   std::unique_ptr<Backend> backend_;
   // Per chunk token, allocated for n_batch tokens once:
-  std::vector<uint64_t> clocks_;               // [n_batch]
-  std::vector<uint32_t> global_slots_;         // [n_batch]
-  std::vector<uint32_t> local_slots_;          // [n_batch]
-  std::vector<std::vector<SlotRun>> runs_;     // [n_batch] global runs of each query
-  std::vector<SlotRun> local_runs_;            // [n_batch]
-  std::vector<float> cs_global_, cs_sliding_;  // [n_batch][n_rot] key rotation cos/sin
-  std::vector<SlotAttnScratch> attn_scratch_;  // [n_threads]
-  std::vector<uint64_t> distances_;            // [n_batch] max distance of each query
-  std::vector<float> logits_;                  // [n_vocab]
-  std::vector<int> global_layers_;             // layer indices
+  std::vector<uint64_t> clocks_;                // [n_batch]
+  std::vector<uint32_t> global_slots_;          // [n_batch]
+  std::vector<uint32_t> local_slots_;           // [n_batch]
+  std::vector<std::vector<SlotRun>> runs_;      // [n_batch] global runs of each query
+  std::vector<SlotRun> local_runs_;             // [n_batch]
+  std::vector<float> cs_global_, cs_sliding_;   // [n_batch][n_rot] key rotation cos/sin
+  std::vector<SlotAttnScratch> attn_scratch_;   // [n_threads]
+  std::vector<uint64_t> distances_;             // [n_batch] max distance of each query
+  std::vector<float> logits_;                   // [n_vocab]
+  std::vector<int> global_layers_;              // layer indices
   std::vector<uint16_t*> recall_k_, recall_v_;  // [n_global] an episode's rows, set per recall
   TokenTap tap_;
   std::vector<float> hidden_;  // [n_batch][n_embd] final-norm rows for the tap

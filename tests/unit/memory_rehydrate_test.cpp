@@ -367,6 +367,76 @@ TEST(MemoryRehydrate, ArenaTargetIsBitIdenticalToDenseThenCopy) {
   }
 }
 
+// Into an f16 recall tier: the dense f32 result rounded to f16, bit for bit, whether read
+// through the mapping or with preadv (several batches of planes for large rows), verified or
+// not, serial or over a pool, and after its pages were dropped; only the episode's rows are
+// written.
+TEST(MemoryRehydrate, F16TargetIsDenseRoundedToF16) {
+  test::ScratchDir dir;
+  ThreadPool pool(3);
+  std::vector<StoreCase> cases(std::begin(kStoreCases), std::end(kStoreCases));
+  cases.push_back({"wide_rows_f16", RotaryStyle::neox, 8, 128, 128, SlabType::f16});
+  for (const StoreCase& sc : cases) {
+    const RotaryDims r = RotaryDims::make(sc.style, sc.n_heads, sc.head_dim, sc.n_rot, 1e6);
+    const RotationTable table(r);
+    const uint32_t L = 3, D = r.row_dim();
+    StoreGeometry g;
+    g.num_layers = L;
+    g.hidden_size = 16;
+    g.kv_dim = D;
+    g.max_episodes = 4;
+    g.max_tokens = 40;
+    g.slab_type = sc.slab;
+    StoreOptions o;
+    o.durable = false;
+    EpisodicStore store = EpisodicStore::create(dir.file(std::string(sc.name) + "16.mem"), g, 1, o);
+    for (size_t n : {1u, 7u, 40u}) {
+      const test::SyntheticEpisode ep(store.layout(), n, n);
+      const uint64_t id = store.append(ep.record(1000));
+      for (double delta : {0.0, -977.0, 5e5}) {
+        std::vector<float> k(L * n * D), v(k.size());
+        DenseKvRows dense(k.data(), v.data(), L, n, D, r.head_dim);
+        RehydrateOptions dro;
+        dro.tables = {&table, 1};
+        store.rehydrate(id, {&r, 1}, delta, dense.target(), dro);
+        const uint32_t first = 3, rows = 45;    // the tier holds 45 rows; the episode from row 3
+        for (int mode = 0; mode < 7; ++mode) {  // 6: after evict_pages (cold where it can be)
+          std::vector<std::vector<uint16_t>> tk(L, std::vector<uint16_t>(rows * D, 0x7bad));
+          std::vector<std::vector<uint16_t>> tv = tk;
+          std::vector<uint16_t*> kp, vp;
+          for (uint32_t l = 0; l < L; ++l) {
+            kp.push_back(tk[l].data() + first * D);
+            vp.push_back(tv[l].data() + first * D);
+          }
+          RehydrateOptions ro;
+          ro.tables = {&table, 1};
+          ro.verify = mode == 0 || mode == 3;
+          ro.always_pread = mode >= 2 && mode < 6;
+          if (mode % 2 == 1) ro.pool = &pool;
+          if (mode == 6) store.evict_pages(id);
+          store.rehydrate(id, {&r, 1}, delta, KvRowsF16{kp, vp, D, rows - first}, ro);
+          for (uint32_t l = 0; l < L; ++l)
+            for (size_t i = 0; i < rows * D; ++i) {
+              const bool inside = i >= first * D && i < (first + n) * D;
+              const size_t at = l * n * D + i - first * D;
+              ASSERT_EQ(tk[l][i], inside ? fp32_to_fp16(k[at]) : 0x7bad)
+                  << sc.name << " n=" << n << " delta=" << delta << " mode " << mode << " l" << l
+                  << " i" << i;
+              ASSERT_EQ(tv[l][i], inside ? fp32_to_fp16(v[at]) : 0x7bad) << sc.name;
+            }
+        }
+      }
+    }
+    // Wrong row size or too few rows: refused, nothing written.
+    const uint64_t id = store.total_episodes() - 1;
+    std::vector<uint16_t> buf(L * 40 * D, 0x7bad);
+    std::vector<uint16_t*> kp = {buf.data(), buf.data(), buf.data()};
+    EXPECT_THROW(store.rehydrate(id, {&r, 1}, 1.0, KvRowsF16{kp, kp, D + 1, 40}), Error);
+    EXPECT_THROW(store.rehydrate(id, {&r, 1}, 1.0, KvRowsF16{kp, kp, D, 39}), Error);
+    for (uint16_t x : buf) ASSERT_EQ(x, 0x7bad);
+  }
+}
+
 TEST(MemoryRehydrate, BadTargetsAreRefused) {
   test::ScratchDir dir;
   const RotaryDims r = RotaryDims::make(RotaryStyle::neox, 2, 8, 8, 1e4);
@@ -473,6 +543,10 @@ TEST(MemoryRehydrate, SessionFusedRecallEqualsTwoStepInject) {
     ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size_bytes())) << "K layer " << il;
     const auto c = fused.layer_v(il), d = twostep.layer_v(il);
     ASSERT_EQ(0, std::memcmp(c.data(), d.data(), c.size_bytes())) << "V layer " << il;
+    const auto rk = fused.recall_k(il), rk2 = twostep.recall_k(il);
+    ASSERT_EQ(0, std::memcmp(rk.data(), rk2.data(), rk.size_bytes())) << "recall K " << il;
+    const auto rv = fused.recall_v(il), rv2 = twostep.recall_v(il);
+    ASSERT_EQ(0, std::memcmp(rv.data(), rv2.data(), rv.size_bytes())) << "recall V " << il;
   }
   const std::vector<int32_t> next = {50, 51, 52};
   const auto la = fused.append(SpanType::user, next);
@@ -488,7 +562,7 @@ TEST(MemoryRehydrate, FailingFillLeavesNoEpisodeActive) {
   s.append(SpanType::system, anchors);
   s.seal();
   const uint32_t used = s.ring().recall_used();
-  EXPECT_THROW(s.inject_recall(7, 4, 4, [](const KvRowTarget&) { throw Error("damaged"); }), Error);
+  EXPECT_THROW(s.inject_recall(7, 4, 4, [](const KvRowsF16&) { throw Error("damaged"); }), Error);
   EXPECT_EQ(s.ring().recall_used(), used);
   EXPECT_TRUE(s.ring().recall_episodes().empty());
   // The id can be activated afterwards.
