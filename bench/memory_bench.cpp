@@ -237,8 +237,12 @@ struct Geometry {
 constexpr Geometry kGeometries[] = {{48, 1024, 8, 128}, {2, 128, 2, 64}};
 constexpr int kSizes[] = {16, 64, 256};
 
+// A Gemma 3 shaped model (NEOX rope over the whole head, as channel-default and Gemma 3 12B)
+// whose every layer is global (window pattern 1), so every layer holds recall slots.
 std::shared_ptr<const Model> geometry_model(const Geometry& g) {
   RandomModelSpec s;
+  s.arch = Arch::gemma3;
+  s.window_pattern = 1;
   s.hidden = 64;
   s.layers = static_cast<int>(g.layers);
   s.heads = static_cast<int>(g.heads);

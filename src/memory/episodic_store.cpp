@@ -27,6 +27,7 @@
 #include "memory/centroid_sketch.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_kernels.h"
+#include "memory/page_residency.h"
 #include "memory/rehydrate_kernels.h"
 #include "ops/fp16.h"
 #include "util/error.h"
@@ -559,37 +560,6 @@ void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_la
   }
 }
 
-// cachestat(2) (Linux 6.5): how many pages of a file range are in the page cache, without
-// the page-table walk and temporary page of mincore(2). Not in Debian 12's headers.
-struct CachestatRange {
-  uint64_t off, len;
-};
-struct Cachestat {
-  uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-constexpr long kSysCachestat = 451;  // x86_64, aarch64 and the other generic tables alike
-std::atomic<bool> cachestat_missing{false};
-
-// True when every page of the file range [off, off + n), mapped at p, is in the page cache.
-bool pages_cached(int fd, uint64_t off, const uint8_t* p, uint64_t n) {
-  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t begin = off / page * page, end = (off + n + page - 1) / page * page;
-#if defined(__linux__)
-  if (!cachestat_missing.load(std::memory_order_relaxed)) {
-    CachestatRange range{begin, end - begin};
-    Cachestat cs{};
-    if (::syscall(kSysCachestat, fd, &range, &cs, 0) == 0)
-      return cs.nr_cache == (end - begin) / page;
-    if (errno == ENOSYS) cachestat_missing.store(true, std::memory_order_relaxed);
-  }
-#endif
-  thread_local std::vector<unsigned char> vec;  // [pages]
-  vec.resize((end - begin) / page);
-  const uint8_t* at = p - (off - begin);
-  if (::mincore(const_cast<uint8_t*>(at), end - begin, vec.data()) != 0) return false;
-  return std::all_of(vec.begin(), vec.end(), [](unsigned char c) { return (c & 1) != 0; });
-}
-
 }  // namespace
 
 void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
@@ -613,12 +583,11 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
                 id, n, out.max_tokens);
   const uint8_t* b = m.block(slot);
   const uint64_t bytes = L.kv_bytes(n);
-  {
+  if (const uint64_t at = L.block_offset(slot) + L.block_kv; !pages_mapped(m.map + at, bytes)) {
     // Readahead of exactly the K/V range: from a cold page cache the first fault would read
     // around it (128 KiB centred on the fault: twice what a small episode needs) and a large
     // episode would come in a few pages per fault. posix_fadvise costs less than madvise (no
     // address-space lock) and little on a warm cache. Advisory: errors are ignored.
-    const uint64_t at = L.block_offset(slot) + L.block_kv;
     ::posix_fadvise(m.fd, static_cast<off_t>(at), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
   }
   const HeadRotation* rots = key_rotations(L, rope, delta, options);
@@ -678,16 +647,24 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   const uint32_t heads = rope[0].n_heads, head_dim = rope[0].head_dim;
   auto target = [&](int64_t i) { return (i % 2 == 0 ? out.k : out.v)[static_cast<size_t>(i / 2)]; };
 
-  if (L.slab_type == SlabType::f16 && !options.verify &&
-      (options.always_pread || !pages_cached(m.fd, kv_at, m.map + kv_at, bytes))) {
+  // Cached pages are read through the mapping; mapped ones (no system call to learn it) surely
+  // are. Otherwise, or when asked to, the cold path (not for a verified or Q8_0 record, which
+  // is read through the mapping anyway).
+  const bool mapped_read =
+      L.slab_type != SlabType::f16 || options.verify ||
+      (!options.always_pread &&
+       (pages_mapped(m.map + kv_at, bytes) || pages_cached(m.fd, kv_at, m.map + kv_at, bytes)));
+  if (!mapped_read) {
     // Cold: read the planes straight into the target with preadv, as many per call as fit
     // kColdBatch bytes (a small episode in one call: the reads a plain pread of the record
-    // would make), then rotate the batch's keys in place while they are in cache.
+    // would make), then rotate the batch's keys in place while they are in cache. One thread:
+    // the disk is the bottleneck, and two streams of reads were slower than one.
     constexpr uint64_t kColdBatch = 256 << 10;
     constexpr int kMaxIov = 64;
-    for_planes(options, bytes, L.num_layers, [&](int64_t begin, int64_t end, int) {
+    {
+      const int64_t end = 2 * static_cast<int64_t>(L.num_layers);
       iovec iov[kMaxIov];
-      for (int64_t i = begin; i < end;) {
+      for (int64_t i = 0; i < end;) {
         int k = 0;
         while (i + k < end && k < kMaxIov &&
                (k == 0 || static_cast<uint64_t>(k + 1) * plane_bytes <= kColdBatch)) {
@@ -699,7 +676,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
           if (j % 2 == 0) f16_rows_to_f16(&rots[j / 2], target(j), n, heads, head_dim, target(j));
         i += k;
       }
-    });
+    }
     return;
   }
   // Warm (or verified: check_record has just read it all): one pass per row from the mapping.

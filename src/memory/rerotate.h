@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -42,7 +43,10 @@ class RotationTable {
   RotationTable() = default;
   explicit RotationTable(const RotaryDims& r);
   // True when built for these frequencies.
-  bool matches(const RotaryDims& r) const { return inv_freq_ == r.inv_freq; }
+  bool matches(const RotaryDims& r) const {
+    return inv_freq_.size() == r.inv_freq.size() &&
+           std::memcmp(inv_freq_.data(), r.inv_freq.data(), inv_freq_.size() * sizeof(double)) == 0;
+  }
   size_t n_pairs() const { return inv_freq_.size(); }
   // c[i] = cos(Δ·θ_i), s[i] = sin(Δ·θ_i); c, s: [n_pairs]
   void cos_sin(double delta, double* c, double* s) const;
