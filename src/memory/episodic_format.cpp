@@ -63,7 +63,7 @@ uint32_t header_crc(const FileHeader& h) {
   return crc32c(crc32c(0, p, 32), p + 48, 12);
 }
 
-uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8_t* block) {
+uint32_t record_checksum_head(const StoreLayout& L, const uint8_t* entry, const uint8_t* block) {
   EpisodeHeader eh;
   std::memcpy(&eh, entry, sizeof eh);
   eh.last_accessed = 0;
@@ -72,9 +72,14 @@ uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8
   eh.flags &= static_cast<uint16_t>(~kEpisodePinned);
   uint32_t c = crc32c(0, &eh, sizeof eh);
   c = crc32c(c, entry + sizeof eh, 2ull * L.hidden_size);
-  const uint64_t n = eh.token_count;
-  c = crc32c(c, block + 8, L.block_tokens + 4 * n - 8);
-  return crc32c(c, block + L.block_kv, L.kv_bytes(n));
+  return crc32c(c, block + 8, L.block_tokens + 4ull * eh.token_count - 8);
+}
+
+uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8_t* block) {
+  EpisodeHeader eh;
+  std::memcpy(&eh, entry, sizeof eh);
+  return crc32c(record_checksum_head(L, entry, block), block + L.block_kv,
+                L.kv_bytes(eh.token_count));
 }
 
 uint64_t fnv1a64(std::string_view bytes) {

@@ -16,10 +16,10 @@ static_assert(std::endian::native == std::endian::little, "the store is little-e
 
 inline constexpr char kEmemMagic[4] = {'E', 'M', 'E', 'M'};
 inline constexpr uint32_t kEmemVersion = 1;
-inline constexpr uint32_t kSlabBlockMagic = 0x42535045;  // "EPSB" as bytes
-inline constexpr size_t kSummaryMax = 256;               // bytes of UTF-8 summary
-inline constexpr uint32_t kNoContinuation = 0xFFFFFFFFu;        // continuation_token unknown
-inline constexpr uint64_t kNoEpisode = ~uint64_t{0};     // parent_episode_id: none
+inline constexpr uint32_t kSlabBlockMagic = 0x42535045;   // "EPSB" as bytes
+inline constexpr size_t kSummaryMax = 256;                // bytes of UTF-8 summary
+inline constexpr uint32_t kNoContinuation = 0xFFFFFFFFu;  // continuation_token unknown
+inline constexpr uint64_t kNoEpisode = ~uint64_t{0};      // parent_episode_id: none
 
 // FileHeader.file_flags
 inline constexpr uint32_t kFileFp16 = 1u << 0;
@@ -146,6 +146,9 @@ uint32_t header_crc(const FileHeader& h);
 //   4. the K/V bytes [block_kv, block_kv + kv_bytes(token_count)).
 // `entry` points at the index entry (header + centroid) and `block` at the slab block.
 uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8_t* block);
+// Parts 1-3 of it: chain crc32c over the K/V bytes, in file order, to finish it. `block` may
+// be a copy of just the block's first block_kv bytes.
+uint32_t record_checksum_head(const StoreLayout& L, const uint8_t* entry, const uint8_t* block);
 
 // FNV-1a 64 over bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
 uint64_t fnv1a64(std::string_view bytes);

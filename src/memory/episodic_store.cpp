@@ -635,12 +635,12 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
 
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
-  if (options.verify) m.check_record(slot);
-  const size_t n = m.header_of(slot).token_count;
+  const EpisodeHeader eh = m.header_of(slot);
+  const size_t n = eh.token_count;
   if (n > out.max_tokens)
     throw_error("episodic: {}: rehydrate: episode {} has {} tokens, the target holds {}", m.path,
                 id, n, out.max_tokens);
-  const uint64_t kv_at = L.block_offset(slot) + L.block_kv;
+  const uint64_t boff = L.block_offset(slot), kv_at = boff + L.block_kv;
   const uint64_t bytes = L.kv_bytes(n);
   const uint64_t plane_bytes = n * L.row_bytes;
   const HeadRotation* rots = key_rotations(L, rope, delta, options);
@@ -648,38 +648,60 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   auto target = [&](int64_t i) { return (i % 2 == 0 ? out.k : out.v)[static_cast<size_t>(i / 2)]; };
 
   // Cached pages are read through the mapping; mapped ones (no system call to learn it) surely
-  // are. Otherwise, or when asked to, the cold path (not for a verified or Q8_0 record, which
-  // is read through the mapping anyway).
+  // are. Otherwise, or when asked to, the cold path (a Q8_0 record is always read through the
+  // mapping: it is dequantized row by row).
   const bool mapped_read =
-      L.slab_type != SlabType::f16 || options.verify ||
+      L.slab_type != SlabType::f16 ||
       (!options.always_pread &&
        (pages_mapped(m.map + kv_at, bytes) || pages_cached(m.fd, kv_at, m.map + kv_at, bytes)));
   if (!mapped_read) {
     // Cold: read the planes straight into the target with preadv, as many per call as fit
     // kColdBatch bytes (a small episode in one call: the reads a plain pread of the record
     // would make), then rotate the batch's keys in place while they are in cache. One thread:
-    // the disk is the bottleneck, and two streams of reads were slower than one.
+    // the disk is the bottleneck, and two streams of reads were slower than one. Verified,
+    // the first call also reads the block before the K/V (header, summary, tokens), and the
+    // checksum is chained over the planes as they arrive, before their keys are rotated.
     constexpr uint64_t kColdBatch = 256 << 10;
     constexpr int kMaxIov = 64;
-    {
-      const int64_t end = 2 * static_cast<int64_t>(L.num_layers);
-      iovec iov[kMaxIov];
-      for (int64_t i = 0; i < end;) {
-        int k = 0;
-        while (i + k < end && k < kMaxIov &&
-               (k == 0 || static_cast<uint64_t>(k + 1) * plane_bytes <= kColdBatch)) {
-          iov[k] = {target(i + k), plane_bytes};
-          ++k;
-        }
-        m.preadv_all(iov, k, kv_at + static_cast<uint64_t>(i) * plane_bytes);
-        for (int64_t j = i; j < i + k; ++j)
-          if (j % 2 == 0) f16_rows_to_f16(&rots[j / 2], target(j), n, heads, head_dim, target(j));
-        i += k;
+    thread_local std::vector<uint8_t> prefix;  // [block_kv] the block up to its K/V
+    uint32_t crc = 0;
+    const int64_t end = 2 * static_cast<int64_t>(L.num_layers);
+    iovec iov[kMaxIov];
+    for (int64_t i = 0; i < end;) {
+      const int64_t from = i;
+      const bool with_prefix = options.verify && i == 0;
+      int k = 0;
+      if (with_prefix) {
+        prefix.resize(L.block_kv);
+        iov[k++] = {prefix.data(), prefix.size()};
       }
+      while (i < end && k < kMaxIov &&
+             (i == from || static_cast<uint64_t>(i - from + 1) * plane_bytes <= kColdBatch)) {
+        iov[k++] = {target(i), plane_bytes};
+        ++i;
+      }
+      m.preadv_all(iov, k, with_prefix ? boff : kv_at + static_cast<uint64_t>(from) * plane_bytes);
+      if (options.verify) {
+        if (with_prefix) {
+          if (auto p = block_header_problem(eh, slot, prefix.data(), boff))
+            throw_error("episodic: {}: {}", m.path, *p);
+          crc = record_checksum_head(L, m.entry(slot), prefix.data());
+        }
+        for (int64_t j = from; j < i; ++j) crc = crc32c(crc, target(j), plane_bytes);
+      }
+      for (int64_t j = from; j < i; ++j)
+        if (j % 2 == 0) f16_rows_to_f16(&rots[j / 2], target(j), n, heads, head_dim, target(j));
+    }
+    if (options.verify) {
+      SlabBlockHeader bh;
+      std::memcpy(&bh, prefix.data(), sizeof bh);
+      if (crc != bh.crc)
+        throw_error("episodic: {}: {}", m.path, checksum_problem(eh, slot, boff, bh.crc, crc));
     }
     return;
   }
-  // Warm (or verified: check_record has just read it all): one pass per row from the mapping.
+  if (options.verify) m.check_record(slot);
+  // Warm: one pass per row from the mapping.
   const uint8_t* b = m.block(slot);
   for_planes(options, bytes, L.num_layers, [&](int64_t begin, int64_t end, int) {
     thread_local std::vector<float> row;  // [2][kv_dim] a Q8_0 row dequantized, then rotated

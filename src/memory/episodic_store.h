@@ -109,10 +109,12 @@ class EpisodicStore {
                  const KvRowTarget& out, const RehydrateOptions& options = {}) const;
   // The same into an f16 recall tier (kv/kv_rows.h KvRowsF16): keys rotated in f32 and rounded
   // back to f16 (nearest even), values copied. An FP16 store whose K/V pages are all cached is
-  // read through the mapping in one pass per row; otherwise (a cold record, with
-  // options.verify false) the planes are read with preadv straight into the target and the
-  // keys are rotated there, so the disk sees exactly the reads a plain pread would make. A Q8_0
-  // store dequantizes each row first. Same errors as above.
+  // read through the mapping in one pass per row; otherwise (a cold record) the planes are
+  // read with preadv straight into the target and the keys are rotated there, so the disk sees
+  // exactly the reads a plain pread would make; its checksum (options.verify) is then computed over
+  // the bytes read, so a mismatch is found after the rows were written (a session deactivates the
+  // episode: they are never attended). A Q8_0 store dequantizes each row first. Otherwise the same
+  // errors as above.
   void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta,
                  const KvRowsF16& out, const RehydrateOptions& options = {}) const;
   // Drops the episode's K/V pages from this process's mapping and asks the kernel to drop

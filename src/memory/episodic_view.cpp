@@ -147,11 +147,8 @@ std::vector<SlotState> parse_index(const StoreLayout& L, const FileHeader& h, co
   return states;
 }
 
-std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data,
-                                          uint64_t slot) {
-  const EpisodeHeader e = read_episode_header(L, data, slot);
-  const uint64_t boff = L.block_offset(slot);
-  const uint8_t* block = data + boff;
+std::optional<std::string> block_header_problem(const EpisodeHeader& e, uint64_t slot,
+                                                const uint8_t* block, uint64_t boff) {
   SlabBlockHeader b;
   std::memcpy(&b, block, sizeof b);
   auto problem = [&](uint64_t field_off, std::string msg) {
@@ -170,11 +167,27 @@ std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* d
   if (b.zero0 != 0 || std::any_of(b.zero, b.zero + sizeof b.zero, [](uint8_t z) { return z; })) {
     return problem(22, "reserved block header bytes are not zero");
   }
+  return std::nullopt;
+}
+
+std::string checksum_problem(const EpisodeHeader& e, uint64_t slot, uint64_t boff, uint32_t stored,
+                             uint32_t computed) {
+  return fmt::format(
+      "slab of episode {} (slot {}): checksum mismatch: stored {:#010x}, computed {:#010x} (at "
+      "offset {})",
+      e.episode_id, slot, stored, computed, boff + 4);
+}
+
+std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data,
+                                          uint64_t slot) {
+  const EpisodeHeader e = read_episode_header(L, data, slot);
+  const uint64_t boff = L.block_offset(slot);
+  const uint8_t* block = data + boff;
+  if (auto p = block_header_problem(e, slot, block, boff)) return p;
+  SlabBlockHeader b;
+  std::memcpy(&b, block, sizeof b);
   const uint32_t crc = record_checksum(L, data + L.entry_offset(slot), block);
-  if (crc != b.crc) {
-    return problem(
-        4, fmt::format("checksum mismatch: stored {:#010x}, computed {:#010x}", b.crc, crc));
-  }
+  if (crc != b.crc) return checksum_problem(e, slot, boff, b.crc, crc);
   return std::nullopt;
 }
 

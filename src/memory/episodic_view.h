@@ -43,6 +43,13 @@ std::vector<SlotState> parse_index(const StoreLayout& L, const FileHeader& h, co
 // The problem with live slot `slot`'s record (block magic, the id/count echo in the block
 // header, zero bytes, the checksum), or nullopt when it verifies.
 std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data, uint64_t slot);
+// Its parts, for a record read apart from the mapping: the block header's problem (magic, echo,
+// zero bytes; `block` holds at least its first 64 bytes, `boff` is its file offset), and the
+// message of a checksum mismatch.
+std::optional<std::string> block_header_problem(const EpisodeHeader& e, uint64_t slot,
+                                                const uint8_t* block, uint64_t boff);
+std::string checksum_problem(const EpisodeHeader& e, uint64_t slot, uint64_t boff, uint32_t stored,
+                             uint32_t computed);
 
 struct VerifyReport {
   std::vector<std::string> problems;  // each an inconsistency; empty when the file verifies

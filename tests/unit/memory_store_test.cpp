@@ -374,6 +374,41 @@ TEST(MemoryStore, BadFilesAreRefusedAndLeftUntouched) {
   EXPECT_EQ(read_bytes(good), bytes);
 }
 
+// A verified recall of a record read with preadv (cold) checks what it read: the block header
+// before the K/V and the checksum over the summary and tokens as well as the K/V.
+TEST(MemoryStore, ColdVerifiedRecallChecksTheWholeRecord) {
+  ScratchDir dir;
+  const std::string path = dir.file("c.mem");
+  {
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, fast());
+    for (int i = 0; i < 3; ++i) s.append(SyntheticEpisode(s.layout(), i, 3).record());
+  }
+  auto b = read_bytes(path);
+  const StoreLayout L = make_layout(small_geometry(4), "t");
+  b[L.block_offset(0) + L.block_summary + 1] ^= 1;  // the summary area of episode 0
+  b[L.block_offset(1)] ^= 1;                        // the block magic of episode 1
+  write_bytes(path, b);
+  EpisodicStore s = EpisodicStore::open(path);
+  const RotaryDims rope = RotaryDims::make(RotaryStyle::neox, 2, 16, 16, 10000.0);
+  std::vector<uint16_t> rk(3 * 3 * 32), rv(rk.size());
+  std::vector<uint16_t*> kp = {rk.data(), rk.data() + 96, rk.data() + 192};
+  std::vector<uint16_t*> vp = {rv.data(), rv.data() + 96, rv.data() + 192};
+  RehydrateOptions ro;
+  ro.always_pread = true;
+  const KvRowsF16 rows{kp, vp, 32, 3};
+  EXPECT_NE(error_of([&] {
+              s.rehydrate(0, {&rope, 1}, 1.0, rows, ro);
+            }).find("checksum mismatch"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              s.rehydrate(1, {&rope, 1}, 1.0, rows, ro);
+            }).find("bad block magic"),
+            std::string::npos);
+  EXPECT_NO_THROW(s.rehydrate(2, {&rope, 1}, 1.0, rows, ro));
+  ro.verify = false;  // unverified, the damage outside the K/V goes unseen
+  EXPECT_NO_THROW(s.rehydrate(0, {&rope, 1}, 1.0, rows, ro));
+}
+
 TEST(MemoryStore, VerifyFindsEveryDamagedRecord) {
   ScratchDir dir;
   const std::string path = dir.file("v.mem");
@@ -401,6 +436,23 @@ TEST(MemoryStore, VerifyFindsEveryDamagedRecord) {
   std::vector<float> k(3 * 3 * 32), v(k.size());
   const RotaryDims rope = RotaryDims::make(RotaryStyle::neox, 2, 16, 16, 10000.0);
   EXPECT_NE(error_of([&] { s.rehydrate(1, {&rope, 1}, 0.0, k.data(), v.data()); }), "");
+  // Into f16 rows, verified, through the mapping and with preadv (the path of a cold record,
+  // which checks the checksum over the bytes it read): every damaged record is refused.
+  std::vector<uint16_t> rk(3 * 3 * 32), rv(rk.size());
+  std::vector<uint16_t*> kp = {rk.data(), rk.data() + 96, rk.data() + 192};
+  std::vector<uint16_t*> vp = {rv.data(), rv.data() + 96, rv.data() + 192};
+  for (bool pread : {false, true}) {
+    RehydrateOptions ro;
+    ro.always_pread = pread;
+    const KvRowsF16 rows{kp, vp, 32, 3};
+    EXPECT_NO_THROW(s.rehydrate(0, {&rope, 1}, 5.0, rows, ro)) << "pread " << pread;
+    for (uint64_t bad : {1u, 2u, 3u})
+      EXPECT_NE(error_of([&] {
+                  s.rehydrate(bad, {&rope, 1}, 5.0, rows, ro);
+                }).find("checksum mismatch"),
+                std::string::npos)
+          << "episode " << bad << " pread " << pread;
+  }
   // Mutable fields (access, children, pin) are outside the checksum.
   b = read_bytes(path);
   b[L.entry_offset(0) + offsetof(EpisodeHeader, access_count)] = 9;
