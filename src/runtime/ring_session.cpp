@@ -54,7 +54,7 @@ class RingSession::Backend : public AttentionBackend {
     const std::span<const SlotRun> runs =
         L.sliding ? std::span<const SlotRun>(&s_.local_runs_[t], 1) : s_.runs_[t];
     RecallRowsF16 recall;  // global layers: slots from L.n_slots on are the f16 recall tier
-    if (!L.sliding) {
+    if (!L.rk.empty()) {
       recall = {L.rk.data() + size_t(hk) * hd, L.rv.data() + size_t(hk) * hd, L.n_slots,
                 s_.config_.ring.n_recall, size_t(hp.n_head_kv) * hd};
     }

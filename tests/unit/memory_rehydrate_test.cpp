@@ -555,6 +555,28 @@ TEST(MemoryRehydrate, SessionFusedRecallEqualsTwoStepInject) {
   EXPECT_EQ(fa, std::vector<float>(lb.begin(), lb.end()));
 }
 
+// A geometry without recall slots has no f16 tier, and an empty tier changes nothing: the
+// same tokens give the same logits with 0 and with 32 recall slots.
+TEST(MemoryRehydrate, EmptyRecallTierChangesNothing) {
+  const auto model = micro_model(2);
+  RingSessionConfig none = small_geometry(), some = small_geometry();
+  none.ring.n_recall = 0;
+  RingSession a(model, none), b(model, some);
+  for (RingSession* s : {&a, &b}) {
+    s->append(SpanType::system, std::vector<int32_t>{2, 40, 41, 42});
+    s->seal();
+  }
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<int32_t> t = {50 + i, 60 + i, 70 + i};
+    const auto la = a.append(SpanType::user, t);
+    const std::vector<float> fa(la.begin(), la.end());
+    const auto lb = b.append(SpanType::user, t);
+    ASSERT_EQ(fa, std::vector<float>(lb.begin(), lb.end())) << i;
+  }
+  for (int il : a.global_layers()) EXPECT_TRUE(a.recall_k(il).empty());
+  EXPECT_THROW(a.inject_recall(1, 1, 4, [](const KvRowsF16&) {}), Error);
+}
+
 TEST(MemoryRehydrate, FailingFillLeavesNoEpisodeActive) {
   const auto model = micro_model(1);
   RingSession s(model, small_geometry());
