@@ -1,7 +1,8 @@
-// kv_rows.h: a destination for per-token K/V rows of several layers, described by one base
-// pointer per layer and two strides, so that dense [n_layers][n][n_heads][head_dim] buffers and
-// a session's slot arenas [n_heads][n_slots][head_dim] (rows of consecutive slots) are the same
-// thing to whoever fills them (episodic recall writes rehydrated rows straight into the arenas).
+// kv_rows.h: destinations for per-token K/V rows of several layers. KvRowTarget (f32): one
+// base pointer per layer and two strides, so that dense [n_layers][n][n_heads][head_dim]
+// buffers and f32 slot arenas [n_heads][n_slots][head_dim] (rows of consecutive slots) are the
+// same thing to whoever fills them. KvRowsF16: an episode's rows in a session's f16 recall
+// tier, where episodic recall writes rehydrated rows straight from the store.
 #pragma once
 
 #include <cstddef>

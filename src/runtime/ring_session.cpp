@@ -146,7 +146,7 @@ RingSession::~RingSession() = default;
 size_t RingSession::kv_bytes() const {
   size_t n = 0;
   for (const Layer& L : layers_)
-    n += (L.k.size() + L.v.size()) * sizeof(float) + (L.rk.size() + L.rv.size()) * 2;
+    n += (L.k.size() + L.v.size()) * sizeof(float) + (L.rk.size() + L.rv.size()) * sizeof(uint16_t);
   return n + bounded_.bytes();
 }
 
