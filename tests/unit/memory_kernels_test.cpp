@@ -55,19 +55,20 @@ TEST(MemoryKernels, Crc32cEveryLengthAndOffset) {
   }
 }
 
-// Lengths around the three-stream round sizes (3 x 64, 3 x 512, 3 x 4096 bytes) and a large
+// Lengths around the three-stream round sizes (3 x 64, 256, 1024 and 4096 bytes) and a large
 // odd one, at a few offsets, with zero and nonzero initial crc.
 TEST(MemoryKernels, Crc32cLargeLengths) {
   std::mt19937 rng(4);
   std::vector<uint8_t> buf((1u << 20) + 13 + 16);
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
   std::vector<size_t> sizes = {4095, 4096, 4097, 8191, 8192, 8193, 1u << 15, (1u << 15) + 5};
-  for (size_t round : {3 * 64, 3 * 512, 3 * 4096})
+  for (size_t round : {3 * 64, 3 * 256, 3 * 1024, 3 * 4096})
     for (size_t k : {1, 2, 3}) {
       sizes.push_back(k * round - 1);
       for (size_t d : {0, 1, 8, 9}) sizes.push_back(k * round + d);
     }
-  sizes.push_back(3 * 4096 + 3 * 512 + 3 * 64 + 7);  // one round of every size, then a tail
+  // One round of every size, then a tail.
+  sizes.push_back(3 * 4096 + 3 * 1024 + 3 * 256 + 3 * 64 + 7);
   for (size_t off : {0, 5, 15}) {
     for (size_t n : sizes) {
       const uint8_t* p = buf.data() + off;
@@ -85,7 +86,7 @@ TEST(MemoryKernels, Crc32cChainsAtRandomSplits) {
   std::mt19937 rng(5);
   std::vector<uint8_t> buf(40000);
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
-  for (size_t n : {1, 100, 193, 1537, 12289, 40000}) {
+  for (size_t n : {1, 100, 193, 769, 3073, 12289, 40000}) {
     const uint32_t whole = crc32c_ref(0, buf.data(), n);
     for (int t = 0; t < 8; ++t) {
       const size_t split = rng() % (n + 1);
