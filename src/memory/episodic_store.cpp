@@ -509,7 +509,7 @@ const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDi
   thread_local std::vector<float> cs;             // [n_sets][2][n_rot]
   thread_local std::vector<size_t> cs_at;         // [num_layers] offset of the layer's set
   thread_local std::vector<HeadRotation> rot_of;  // [num_layers]
-  cs.clear();
+  size_t used = 0;  // floats of cs in use (grown, never cleared: no zero-filling per call)
   cs_at.resize(L.num_layers);
   size_t prev = 0;
   for (uint32_t l = 0; l < L.num_layers; ++l) {
@@ -532,8 +532,9 @@ const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDi
         sin_d[i] = std::sin(delta * r.inv_freq[i]);
       }
     }
-    cs_at[l] = cs.size();
-    cs.resize(cs.size() + 2 * r.n_rot);
+    cs_at[l] = used;
+    used += 2 * r.n_rot;
+    if (cs.size() < used) cs.resize(used);
     float* c = cs.data() + cs_at[l];
     expand_rotation(r.style == RotaryStyle::neox, r.n_rot, cos_d.data(), sin_d.data(), c,
                     c + r.n_rot);

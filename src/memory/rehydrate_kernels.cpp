@@ -225,6 +225,39 @@ void compose_rotations(double* c, double* s, const double* C, const double* S, s
   }
 }
 
+void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
+                     double* c, double* s) {
+  for (size_t i = 0; i < n; i += 8) {
+    const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (n - i)) - 1u);
+    __m512d ci = _mm512_maskz_loadu_pd(m, C[0] + i), si = _mm512_maskz_loadu_pd(m, S[0] + i);
+    for (int j = 1; j < n_factors; ++j) {
+      const __m512d Cj = _mm512_maskz_loadu_pd(m, C[j] + i),
+                    Sj = _mm512_maskz_loadu_pd(m, S[j] + i);
+      const __m512d nc = _mm512_fmsub_pd(ci, Cj, _mm512_mul_pd(si, Sj));
+      si = _mm512_fmadd_pd(si, Cj, _mm512_mul_pd(ci, Sj));
+      ci = nc;
+    }
+    _mm512_mask_storeu_pd(c + i, m, ci);
+    _mm512_mask_storeu_pd(s + i, m, si);
+  }
+}
+
+void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
+                     float* s) {
+  const uint32_t half = n_rot / 2;
+  if (!neox) return expand_rotation_ref(neox, n_rot, cos, sin, c, s);
+  for (uint32_t i = 0; i < half; i += 8) {  // NEOX: pair i is (i, i + half)
+    const __mmask8 m =
+        half - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (half - i)) - 1u);
+    const __m256 cf = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(m, cos + i));
+    const __m256 sf = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(m, sin + i));
+    _mm256_mask_storeu_ps(c + i, m, cf);
+    _mm256_mask_storeu_ps(c + half + i, m, cf);
+    _mm256_mask_storeu_ps(s + i, m, _mm256_xor_ps(sf, _mm256_set1_ps(-0.0f)));  // exact -sin
+    _mm256_mask_storeu_ps(s + half + i, m, sf);
+  }
+}
+
 #elif defined(CHANNEL_REHYDRATE_AVX2)
 
 namespace {
@@ -331,6 +364,37 @@ void compose_rotations(double* c, double* s, const double* C, const double* S, s
   compose_rotations_ref(c + i, s + i, C + i, S + i, n - i);
 }
 
+void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
+                     double* c, double* s) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d ci = _mm256_loadu_pd(C[0] + i), si = _mm256_loadu_pd(S[0] + i);
+    for (int j = 1; j < n_factors; ++j) {
+      const __m256d Cj = _mm256_loadu_pd(C[j] + i), Sj = _mm256_loadu_pd(S[j] + i);
+      const __m256d nc = _mm256_fmsub_pd(ci, Cj, _mm256_mul_pd(si, Sj));
+      si = _mm256_fmadd_pd(si, Cj, _mm256_mul_pd(ci, Sj));
+      ci = nc;
+    }
+    _mm256_storeu_pd(c + i, ci);
+    _mm256_storeu_pd(s + i, si);
+  }
+  if (i < n) {
+    const double* Ct[8];  // at most RotationTable::kDigits factors in practice
+    const double* St[8];
+    if (n_factors > 8) return chain_rotations_ref(C, S, n_factors, n, c, s);
+    for (int j = 0; j < n_factors; ++j) {
+      Ct[j] = C[j] + i;
+      St[j] = S[j] + i;
+    }
+    chain_rotations_ref(Ct, St, n_factors, n - i, c + i, s + i);
+  }
+}
+
+void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
+                     float* s) {
+  expand_rotation_ref(neox, n_rot, cos, sin, c, s);
+}
+
 #else
 
 void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
@@ -347,6 +411,14 @@ void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uin
 }
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
   compose_rotations_ref(c, s, C, S, n);
+}
+void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
+                     double* c, double* s) {
+  chain_rotations_ref(C, S, n_factors, n, c, s);
+}
+void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
+                     float* s) {
+  expand_rotation_ref(neox, n_rot, cos, sin, c, s);
 }
 
 #endif

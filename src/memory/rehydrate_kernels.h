@@ -22,6 +22,8 @@ struct HeadRotation {
 };
 
 // c/s of a HeadRotation from pair angles cos/sin [n_rot/2] (f64, rounded once to f32).
+void expand_rotation_ref(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
+                         float* s);
 void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
                      float* s);
 
@@ -60,6 +62,13 @@ void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const 
 // c' = fma(c, C, -(s * S)) and s' = fma(s, C, c * S): the rotation by a + b from those by a and b.
 void compose_rotations_ref(double* c, double* s, const double* C, const double* S, size_t n);
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n);
+// The product of n_factors >= 1 rotations, factor j given by C[j], S[j] ([n] each): (c, s) =
+// factor 0, then composed with factors 1, 2, ... in order as compose_rotations does, so the
+// result equals those calls bit for bit; the fast version keeps each lane in registers.
+void chain_rotations_ref(const double* const* C, const double* const* S, int n_factors, size_t n,
+                         double* c, double* s);
+void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
+                     double* c, double* s);
 
 // Which variant the fast functions use ("avx512", "avx2", "scalar").
 const char* rehydrate_kernels_isa();

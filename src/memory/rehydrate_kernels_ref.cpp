@@ -7,8 +7,8 @@
 
 namespace channel {
 
-void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
-                     float* s) {
+void expand_rotation_ref(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
+                         float* s) {
   const uint32_t half = n_rot / 2;
   for (uint32_t i = 0; i < half; ++i) {
     const uint32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;  // pair (a, b)
@@ -73,6 +73,19 @@ void compose_rotations_ref(double* c, double* s, const double* C, const double* 
     c[i] = std::fma(c0, C[i], -(s0 * S[i]));
     s[i] = std::fma(s0, C[i], c0 * S[i]);
   }
+}
+
+}  // namespace channel
+
+namespace channel {
+
+void chain_rotations_ref(const double* const* C, const double* const* S, int n_factors, size_t n,
+                         double* c, double* s) {
+  for (size_t i = 0; i < n; ++i) {
+    c[i] = C[0][i];
+    s[i] = S[0][i];
+  }
+  for (int j = 1; j < n_factors; ++j) compose_rotations_ref(c, s, C[j], S[j], n);
 }
 
 }  // namespace channel

@@ -70,24 +70,22 @@ void RotationTable::cos_sin(double delta, double* c, double* s) const {
     }
     return;
   }
+  // The factors of the nonzero hex digits, lowest first, multiplied in registers.
+  const double* cf[kDigits];
+  const double* sf[kDigits];
+  int n_factors = 0;
   auto digits = static_cast<uint64_t>(mag);
-  bool first = true;
   for (int j = 0; digits != 0; ++j, digits >>= 4) {
     const auto d = static_cast<size_t>(digits & 15);
     if (d == 0) continue;
-    const double* cd = &cos_[(j * 15 + d - 1) * n];
-    const double* sd = &sin_[(j * 15 + d - 1) * n];
-    if (first) {
-      std::copy(cd, cd + n, c);
-      std::copy(sd, sd + n, s);
-      first = false;
-    } else {
-      compose_rotations(c, s, cd, sd, n);
-    }
+    cf[n_factors] = &cos_[(j * 15 + d - 1) * n];
+    sf[n_factors++] = &sin_[(j * 15 + d - 1) * n];
   }
-  if (first) {  // Δ = 0
+  if (n_factors == 0) {  // Δ = 0
     std::fill(c, c + n, 1.0);
     std::fill(s, s + n, 0.0);
+  } else {
+    chain_rotations(cf, sf, n_factors, n, c, s);
   }
   if (delta < 0)
     for (size_t i = 0; i < n; ++i) s[i] = -s[i];

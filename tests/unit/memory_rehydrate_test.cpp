@@ -234,6 +234,51 @@ TEST(MemoryRehydrate, ComposeIsBitIdenticalToReference) {
   }
 }
 
+// A chain of 1..8 rotations multiplied in registers equals successive compose_rotations_ref
+// calls bit for bit; the SIMD expansion of pair angles equals the reference (signed zeros too).
+TEST(MemoryRehydrate, ChainAndExpandAreBitIdenticalToReference) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> ud(-1.0, 1.0);
+  for (size_t n : {1u, 3u, 4u, 7u, 8u, 9u, 15u, 16u, 17u, 31u, 32u, 33u, 65u}) {
+    for (int factors = 1; factors <= 8; ++factors) {
+      std::vector<std::vector<double>> C(factors, std::vector<double>(n + 1)), S = C;
+      std::vector<const double*> cp, sp;
+      for (int j = 0; j < factors; ++j) {
+        for (size_t i = 0; i <= n; ++i) {
+          C[j][i] = ud(rng);
+          S[j][i] = ud(rng);
+        }
+        cp.push_back(C[j].data() + 1);  // misaligned by one double
+        sp.push_back(S[j].data() + 1);
+      }
+      std::vector<double> c(n), s(n), c2(n), s2(n);
+      chain_rotations(cp.data(), sp.data(), factors, n, c.data(), s.data());
+      chain_rotations_ref(cp.data(), sp.data(), factors, n, c2.data(), s2.data());
+      std::vector<double> c3(cp[0], cp[0] + n), s3(sp[0], sp[0] + n);
+      for (int j = 1; j < factors; ++j)
+        compose_rotations_ref(c3.data(), s3.data(), cp[j], sp[j], n);
+      ASSERT_EQ(0, std::memcmp(c.data(), c2.data(), n * sizeof(double))) << n << " " << factors;
+      ASSERT_EQ(0, std::memcmp(s.data(), s2.data(), n * sizeof(double))) << n << " " << factors;
+      ASSERT_EQ(0, std::memcmp(c2.data(), c3.data(), n * sizeof(double))) << n << " " << factors;
+      ASSERT_EQ(0, std::memcmp(s2.data(), s3.data(), n * sizeof(double))) << n << " " << factors;
+    }
+  }
+  for (bool neox : {true, false}) {
+    for (uint32_t n_rot : {2u, 6u, 14u, 16u, 18u, 30u, 32u, 34u, 64u, 66u, 128u, 130u}) {
+      std::vector<double> cd(n_rot / 2), sd(n_rot / 2);
+      for (size_t i = 0; i < cd.size(); ++i) {
+        cd[i] = i % 5 == 0 ? 0.0 : ud(rng);
+        sd[i] = i % 7 == 0 ? -0.0 : i % 3 == 0 ? 0.0 : ud(rng);
+      }
+      std::vector<float> c(n_rot + 3, kSentinel), s = c, c2 = c, s2 = c;
+      expand_rotation(neox, n_rot, cd.data(), sd.data(), c.data() + 1, s.data() + 1);
+      expand_rotation_ref(neox, n_rot, cd.data(), sd.data(), c2.data() + 1, s2.data() + 1);
+      ASSERT_EQ(0, std::memcmp(c.data(), c2.data(), c.size() * sizeof(float))) << n_rot;
+      ASSERT_EQ(0, std::memcmp(s.data(), s2.data(), s.size() * sizeof(float))) << n_rot;
+    }
+  }
+}
+
 // cos/sin of Δ·θ composed from the 2^j table: within 1e-12 of the exact angle's (double-double
 // angle hi + lo), for every Δ the clocks allow; fractional and huge Δ fall back to std::cos/sin.
 TEST(MemoryRehydrate, RotationTableIsF64Accurate) {
