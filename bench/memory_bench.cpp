@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -449,6 +450,57 @@ void BM_Recall(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(resident), benchmark::Counter::kAvgIterations);
 }
 
+// Args: geometry index, tokens, threads. Cold recall and cold raw read paired: every iteration
+// drops the episode's pages, times one raw pread, drops them again and times one recall (as
+// BM_Recall), so that both see the same disk at the same moment (separate cold runs of the two
+// drift apart on a shared VM). Reports both means and their ratio; the iteration time is the
+// sum of the two.
+void BM_RecallColdPaired(benchmark::State& state) {
+  RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
+  const int64_t n = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  ThreadPool pool(threads);
+  const uint64_t id = f.id(n);
+  RingSession& s = *f.session;
+  const uint64_t stored_pos = s.ring().n_sys();
+  const double delta = static_cast<double>(stored_pos) - 123456.0;
+  RehydrateOptions ro;
+  ro.verify = false;
+  ro.tables = {f.table.get(), 1};
+  ro.pool = threads > 1 ? &pool : nullptr;
+  const StoreLayout& L = f.store->layout();
+  std::vector<uint8_t> buf(L.kv_bytes(static_cast<uint64_t>(n)));
+  double raw_s = 0, recall_s = 0;
+  size_t resident = 0;
+  using Clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    resident += f.drop(n);
+    const auto t0 = Clock::now();
+    const ssize_t got =
+        ::pread(f.fd, buf.data(), buf.size(), static_cast<off_t>(L.block_offset(id) + L.block_kv));
+    const auto t1 = Clock::now();
+    if (got != static_cast<ssize_t>(buf.size())) state.SkipWithError("short read");
+    benchmark::DoNotOptimize(buf.data());
+    resident += f.drop(n);
+    const auto t2 = Clock::now();
+    s.inject_recall(id, static_cast<uint32_t>(n), stored_pos, [&](const KvRowsF16& out) {
+      f.store->rehydrate(id, {&f.rope, 1}, delta, out, ro);
+    });
+    const auto t3 = Clock::now();
+    s.release_recall(id);
+    const double raw = std::chrono::duration<double>(t1 - t0).count();
+    const double recall = std::chrono::duration<double>(t3 - t2).count();
+    raw_s += raw;
+    recall_s += recall;
+    state.SetIterationTime(raw + recall);
+  }
+  const auto it = static_cast<double>(state.iterations());
+  state.counters["raw_us"] = raw_s / it * 1e6;
+  state.counters["recall_us"] = recall_s / it * 1e6;
+  state.counters["recall_over_raw"] = recall_s / raw_s;
+  state.counters["resident"] = static_cast<double>(resident) / it;
+}
+
 void rehydrate_bench(benchmark::State& state, bool verify) {
   RehydrateFixture& f = rehydrate_fixture(static_cast<int>(state.range(0)));
   const int64_t n = state.range(1);
@@ -602,6 +654,11 @@ void recall_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_RawRead)->Apply(rehydrate_args);
 BENCHMARK(BM_Recall)->Apply(recall_args);
 BENCHMARK(BM_Rehydrate)->Apply(rehydrate_args);
+BENCHMARK(BM_RecallColdPaired)
+    ->ArgsProduct({{0, 1}, {16, 64, 256}, {1, 2}})
+    ->ArgNames({"geometry", "tokens", "threads"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RehydrateKernel)
     ->ArgsProduct({{0, 1}, {16, 64, 256}, {0, 1}})
     ->ArgNames({"geometry", "tokens", "stream"})
