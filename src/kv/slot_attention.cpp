@@ -26,42 +26,19 @@ namespace {
 
 constexpr const char* kIsa = "avx512";
 
-float dot(const float* a, const float* b, uint32_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  uint32_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i + 16 <= n; i += 16)
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc1);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+// 16 values of a row widened to f32: f32 rows as they are, f16 rows converted exactly.
+__m512 load16(const float* x) {
+  return _mm512_loadu_ps(x);
 }
-
-void axpy(float* y, const float* x, float w, uint32_t n) {
-  const __m512 vw = _mm512_set1_ps(w);
-  uint32_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(
-        y + i, m,
-        _mm512_fmadd_ps(vw, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
-  }
-}
-
-// 16 halves widened to f32.
-__m512 load_f16(const uint16_t* x) {
+__m512 load16(const uint16_t* x) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
 }
 
-// The first n < 16 halves widened, the rest zero; reads nothing past x + n.
-__m512 load_f16_tail(const uint16_t* x, uint32_t n) {
+// The first n < 16 values widened, the rest zero; reads nothing past x + n.
+__m512 load16_tail(const float* x, uint32_t n) {
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), x);
+}
+__m512 load16_tail(const uint16_t* x, uint32_t n) {
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), x));
 #else
@@ -71,32 +48,34 @@ __m512 load_f16_tail(const uint16_t* x, uint32_t n) {
 #endif
 }
 
-float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
+// a . b over n values; b is a K row, f32 or f16.
+template <typename T>
+float dot(const float* a, const T* b, uint32_t n) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   uint32_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), load_f16(b + i + 16), acc1);
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load16(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), load16(b + i + 16), acc1);
   }
-  for (; i + 16 <= n; i += 16)
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16(b + i), acc0);
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load16(b + i), acc0);
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load_f16_tail(b + i, n - i), acc1);
+    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load16_tail(b + i, n - i), acc1);
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-void axpy_f16(float* y, const uint16_t* x, float w, uint32_t n) {
+// y += w x; x is a V row, f32 or f16.
+template <typename T>
+void axpy(float* y, const T* x, float w, uint32_t n) {
   const __m512 vw = _mm512_set1_ps(w);
   uint32_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, load_f16(x + i), _mm512_loadu_ps(y + i)));
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, load16(x + i), _mm512_loadu_ps(y + i)));
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(
-        y + i, m,
-        _mm512_fmadd_ps(vw, load_f16_tail(x + i, n - i), _mm512_maskz_loadu_ps(m, y + i)));
+        y + i, m, _mm512_fmadd_ps(vw, load16_tail(x + i, n - i), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
 
@@ -151,30 +130,11 @@ float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-float dot(const float* a, const float* b, uint32_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  uint32_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8)
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
+// 8 values of a row widened to f32 (f16 through F16C when the build has it), and one value.
+__m256 load8(const float* x) {
+  return _mm256_loadu_ps(x);
 }
-
-void axpy(float* y, const float* x, float w, uint32_t n) {
-  const __m256 vw = _mm256_set1_ps(w);
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += w * x[i];
-}
-
-// 8 halves widened to f32 (F16C when the build has it).
-__m256 load_f16(const uint16_t* x) {
+__m256 load8(const uint16_t* x) {
 #if defined(__F16C__)
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
 #else
@@ -183,26 +143,34 @@ __m256 load_f16(const uint16_t* x) {
   return _mm256_load_ps(f);
 #endif
 }
+float value(float x) {
+  return x;
+}
+float value(uint16_t x) {
+  return fp16_to_fp32(x);
+}
 
-float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
+template <typename T>
+float dot(const float* a, const T* b, uint32_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   uint32_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load_f16(b + i + 8), acc1);
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(b + i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), acc0);
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), acc0);
   float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * fp16_to_fp32(b[i]);
+  for (; i < n; ++i) s += a[i] * value(b[i]);
   return s;
 }
 
-void axpy_f16(float* y, const uint16_t* x, float w, uint32_t n) {
+template <typename T>
+void axpy(float* y, const T* x, float w, uint32_t n) {
   const __m256 vw = _mm256_set1_ps(w);
   uint32_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, load_f16(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += w * fp16_to_fp32(x[i]);
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, load8(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += w * value(x[i]);
 }
 
 __m256 exp_ps(__m256 x) {
@@ -246,24 +214,23 @@ float softmax_numerators(float* s, size_t n) {
 
 constexpr const char* kIsa = "scalar";
 
-float dot(const float* a, const float* b, uint32_t n) {
+float value(float x) {
+  return x;
+}
+float value(uint16_t x) {
+  return fp16_to_fp32(x);
+}
+
+template <typename T>
+float dot(const float* a, const T* b, uint32_t n) {
   float s = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) s += a[i] * b[i];
+  for (uint32_t i = 0; i < n; ++i) s += a[i] * value(b[i]);
   return s;
 }
 
-void axpy(float* y, const float* x, float w, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) y[i] += w * x[i];
-}
-
-float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
-  float s = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) s += a[i] * fp16_to_fp32(b[i]);
-  return s;
-}
-
-void axpy_f16(float* y, const uint16_t* x, float w, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) y[i] += w * fp16_to_fp32(x[i]);
+template <typename T>
+void axpy(float* y, const T* x, float w, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) y[i] += w * value(x[i]);
 }
 
 float softmax_numerators(float* s, size_t n) {
@@ -326,7 +293,7 @@ void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const flo
         } else {
           const uint16_t* krow = rk + (s - recall.first) * recall.row_stride;
           for (uint32_t h = 0; h < rep; ++h)
-            sc[h * n_keys + j] = scale * dot_f16(qg + h * hd, krow, hd);
+            sc[h * n_keys + j] = scale * dot(qg + h * hd, krow, hd);
         }
       }
     }
@@ -343,7 +310,7 @@ void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const flo
         } else {
           const uint16_t* vrow = rv + (s - recall.first) * recall.row_stride;
           for (uint32_t h = 0; h < rep; ++h)
-            axpy_f16(o + h * hd, vrow, sc[h * n_keys + j] * inv[h], hd);
+            axpy(o + h * hd, vrow, sc[h * n_keys + j] * inv[h], hd);
         }
       }
   }

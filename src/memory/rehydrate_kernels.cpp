@@ -200,20 +200,6 @@ void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
 
 }  // namespace
 
-void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
-                     uint32_t head_dim, uint16_t* dst) {
-  const size_t row = size_t{n_heads} * head_dim;
-  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
-}
-
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
   for (size_t i = 0; i < n; i += 8) {
     const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (n - i)) - 1u);
@@ -339,20 +325,6 @@ void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
 
 }  // namespace
 
-void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
-                     uint32_t head_dim, uint16_t* dst) {
-  const size_t row = size_t{n_heads} * head_dim;
-  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
-}
-
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -378,21 +350,40 @@ void chain_rotations(const double* const* C, const double* const* S, int n_facto
     _mm256_storeu_pd(c + i, ci);
     _mm256_storeu_pd(s + i, si);
   }
-  if (i < n) {
-    const double* Ct[8];  // at most RotationTable::kDigits factors in practice
-    const double* St[8];
-    if (n_factors > 8) return chain_rotations_ref(C, S, n_factors, n, c, s);
-    for (int j = 0; j < n_factors; ++j) {
-      Ct[j] = C[j] + i;
-      St[j] = S[j] + i;
+  for (; i < n; ++i) {  // the same operations one lane at a time
+    double ci = C[0][i], si = S[0][i];
+    for (int j = 1; j < n_factors; ++j) {
+      const double nc = std::fma(ci, C[j][i], -(si * S[j][i]));
+      si = std::fma(si, C[j][i], ci * S[j][i]);
+      ci = nc;
     }
-    chain_rotations_ref(Ct, St, n_factors, n - i, c + i, s + i);
+    c[i] = ci;
+    s[i] = si;
   }
 }
 
 void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
                      float* s) {
   expand_rotation_ref(neox, n_rot, cos, sin, c, s);
+}
+
+#endif
+
+#if defined(CHANNEL_REHYDRATE_AVX512) || defined(CHANNEL_REHYDRATE_AVX2)
+
+// The row entry points, over the `rows` of whichever path was compiled.
+void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  rows(rot, src, n, out, dst);
+}
+void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
+                     float* dst) {
+  rows(rot, src, n, out, dst);
+}
+void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
+                     uint32_t head_dim, uint16_t* dst) {
+  const size_t row = size_t{n_heads} * head_dim;
+  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
 }
 
 #else

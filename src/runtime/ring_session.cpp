@@ -163,15 +163,14 @@ void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const
   const Layer& L = layers_[il];
   const auto hd = static_cast<size_t>(model_->hparams().head_dim);
   if (slot < L.n_slots) {
-    std::memcpy(k, L.k.data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
-    std::memcpy(v, L.v.data() + (size_t(h) * L.n_slots + slot) * hd, hd * sizeof(float));
+    const size_t at = (size_t(h) * L.n_slots + slot) * hd;
+    if (k) std::memcpy(k, L.k.data() + at, hd * sizeof(float));
+    if (v) std::memcpy(v, L.v.data() + at, hd * sizeof(float));
     return;
   }
   const size_t at = recall_row_at(il, slot, h);
-  for (size_t i = 0; i < hd; ++i) {
-    k[i] = fp16_to_fp32(L.rk[at + i]);
-    v[i] = fp16_to_fp32(L.rv[at + i]);
-  }
+  for (size_t i = 0; k && i < hd; ++i) k[i] = fp16_to_fp32(L.rk[at + i]);
+  for (size_t i = 0; v && i < hd; ++i) v[i] = fp16_to_fp32(L.rv[at + i]);
 }
 
 void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {

@@ -115,6 +115,7 @@ class RingSession {
   // Head h's K and V rows (head_dim floats each) of `slot` in non-bounded layer il, wherever
   // the slot lives (a recall slot's f16 widened exactly), and the converse (a recall slot's
   // rows rounded to f16). For session files and tests; throws for a slot the layer lacks.
+  // kv_row skips a null k or v.
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v);
 

@@ -142,12 +142,12 @@ struct RingSessionFile {
       saved_slots(s, s.ring_, il, slots);
       w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(kSlotLayer);
       // Rows as f32 wherever they live (recall slots are f16 in the session: widened exactly).
-      std::vector<float> k(hd), v(hd);
+      std::vector<float> row(hd);
       for (int kv = 0; kv < 2; ++kv)
         for (int h = 0; h < hp.n_head_kv; ++h)
           for (uint32_t slot : slots) {
-            s.kv_row(il, slot, h, k.data(), v.data());
-            w.bytes((kv == 0 ? k : v).data(), hd * sizeof(float));
+            s.kv_row(il, slot, h, kv == 0 ? row.data() : nullptr, kv == 1 ? row.data() : nullptr);
+            w.bytes(row.data(), hd * sizeof(float));
           }
     }
   }
