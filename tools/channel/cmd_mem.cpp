@@ -23,6 +23,9 @@
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
 #include "memory/model_signature.h"
+#include "memory/retrieval_features.h"
+#include "memory/retrieval_head.h"
+#include "runtime/stream_session.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -42,6 +45,7 @@ struct MemArgs {
   uint32_t max_tokens = 64;
   bool q8_0 = false;
   bool json = false;  // ls, query: one JSON object per line
+  std::string method = "auto";  // query: --recall-method
 };
 
 // One JSON line; invalid UTF-8 in a summary (a cut multi-byte character) becomes U+FFFD.
@@ -99,19 +103,104 @@ int run_add(const MemArgs& a) {
     throw_error("mem: the text is {} tokens; the store takes at most {} per episode",
                 e.tokens.size(), s.layout().max_tokens);
   }
+  // A version 2 store's retrieval data. The text ran on its own, without a session's query
+  // capture, so its keys are chosen by norm (retrieval_features.h).
+  const StoreLayout& L = s.layout();
+  std::vector<float> keys, proj;
+  if (L.ext_kinds) {
+    const ModelHparams& hp = model->hparams();
+    RetrievalFeatureConfig fc;
+    fc.kinds = L.ext_kinds;
+    fc.num_layers = L.num_layers;
+    fc.n_kv_heads = L.key_heads;
+    fc.group = static_cast<uint32_t>(hp.n_head / hp.n_head_kv);
+    fc.head_dim = L.head_dim;
+    fc.keys_per_head = L.keys_per_head;
+    fc.attn_scale = hp.attn_scale;
+    const float* factors =
+        model->weights().rope_freqs.empty() ? nullptr : model->weights().rope_freqs.data();
+    fc.rope = RopeFreqs::make(hp.rope_style == RopeStyle::neox ? RopeLayout::neox
+                                                               : RopeLayout::normal,
+                              static_cast<uint32_t>(hp.n_rot), hp.rope_base,
+                              hp.rope_freq_scale, factors);
+    staged.start_clock = e.start;
+    const size_t n = e.tokens.size(), D = L.kv_dim;
+    staged.kv.resize(n * L.num_layers * 2 * D);  // slab order [L][2][n][D] -> staging order
+    for (size_t l = 0; l < L.num_layers; ++l)
+      for (size_t kv = 0; kv < 2; ++kv)
+        for (size_t t = 0; t < n; ++t)
+          std::copy_n(e.kv.data() + ((l * 2 + kv) * n + t) * D, D,
+                      staged.kv.data() + ((t * L.num_layers + l) * 2 + kv) * D);
+    if (L.has_keys()) keys = representative_keys(fc, staged);
+    if (L.has_proj()) {
+      const auto head = load_retrieval_head(model->gguf(), E);
+      if (!head) throw_error("mem: {} keeps retrieval vectors; this model has no retrieval head",
+                             a.file);
+      proj = projected_tokens(*head, staged);
+    }
+  }
+  r.rep_keys = keys;
+  r.proj = proj;
   std::printf("%llu\n", static_cast<unsigned long long>(s.append(r)));
   return 0;
+}
+
+// Top-k by a method that scores the cue's last token (keys, proj, hybrid): the cue runs in a
+// fresh session of the model as a prompt would (BOS, then the text as a user turn) and the
+// state of its last token is the cue, as automatic recall takes it.
+std::vector<RecallHit> query_by_state(const std::shared_ptr<const Model>& model, EpisodicStore& s,
+                                      const MemArgs& a, RecallMethod m,
+                                      const std::vector<float>& centroid) {
+  const Tokenizer& tok = model->tokenizer();
+  const std::vector<int32_t> ids = tok.encode(a.text, false, true);
+  if (ids.empty()) throw Error("mem query: the cue has no tokens");
+  RingSessionConfig rc;
+  rc.ring.n_slots = static_cast<uint32_t>(std::max<size_t>(SlotGeometry::kDefaultSlots,
+                                                           ids.size() * 2 + 256));
+  rc.ring.n_recall = 0;
+  rc.n_threads = a.threads;
+  StreamSession ss(model, rc, SamplerConfig{});
+  if (tok.add_bos_default() && tok.bos_id() >= 0) {
+    const int32_t bos = tok.bos_id();
+    ss.append(SpanType::system, {&bos, 1});
+  }
+  ss.seal();
+  MemoryConfig mc;
+  mc.consolidate = false;
+  mc.query_threads = a.threads;
+  MemoryAttachment mem(ss.ring_session(), s, mc);
+  ss.feed(SpanType::user, ids);
+  CueState cue = mem.current_cue();
+  cue.centroid = centroid;
+  return mem.query_state(cue, m, a.k);
 }
 
 int run_query(const MemArgs& a) {
   const auto model = load_model(a.model);
   EpisodicStore s = open_for_model(a.file, *model, true);
+  const auto method = parse_recall_method(a.method);
   const EncodedText e = encode_text(*model, a.text, a.threads);
   const std::vector<float> q = centroid_of(e.hidden, static_cast<size_t>(model->hparams().n_embd));
   ThreadPool pool(a.threads);
-  if (!a.json) std::printf("%4s %8s %8s  %s\n", "rank", "id", "cosine", "summary");
+  std::vector<RecallHit> hits;
+  RecallMethod used = RecallMethod::centroid;
+  if (*method == RecallMethod::centroid ||
+      (*method == RecallMethod::automatic && s.layout().ext_kinds == 0)) {
+    hits = s.query(q, a.k, &pool);
+  } else {
+    const bool proj_ok = s.layout().has_proj() && load_retrieval_head(model->gguf(),
+                                                                      q.size()).has_value();
+    used = *method != RecallMethod::automatic ? *method
+           : proj_ok                          ? RecallMethod::proj
+           : s.layout().has_keys()            ? RecallMethod::keys
+                                              : RecallMethod::centroid;
+    hits = used == RecallMethod::centroid ? s.query(q, a.k, &pool)
+                                          : query_by_state(model, s, a, used, q);
+  }
+  const char* score_name = used == RecallMethod::centroid ? "cosine" : "score";
+  if (!a.json) std::printf("%4s %8s %8s  %s\n", "rank", "id", score_name, "summary");
   int rank = 1;
-  for (const RecallHit& h : s.query(q, a.k, &pool)) {
+  for (const RecallHit& h : hits) {
     std::string summary;
     bool damaged = false;
     try {
@@ -120,7 +209,9 @@ int run_query(const MemArgs& a) {
       damaged = true;
     }
     if (a.json) {
-      nlohmann::ordered_json j = {{"rank", rank++}, {"id", h.episode_id}, {"cosine", h.score}};
+      nlohmann::ordered_json j = {{"rank", rank++}, {"id", h.episode_id}};
+      j[score_name] = h.score;
+      j["method"] = recall_method_name(used);
       if (damaged) j["damaged"] = true;
       j["summary"] = summary;
       print_json_line(j);
@@ -337,6 +428,13 @@ const CommandRegistrar registrar{
       for (CLI::App* c : {ls, query})
         c->add_flag("--json", args->json, "One JSON object per episode, one per line");
       query->add_option("-k", args->k, "How many episodes")->check(CLI::Range(1, 1000000));
+      query
+          ->add_option("--recall-method", args->method,
+                       "centroid: cosine of the cue's mean hidden state; keys, proj, hybrid: the "
+                       "state of the cue's last token, as automatic recall scores; auto: proj, "
+                       "keys or centroid, the best the model and store have")
+          ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
+          ->capture_default_str();
       create->add_option("--capacity", args->capacity, "Episodes the store holds (default 1024)")
           ->check(CLI::Range(1u, 1u << 24));
       create->add_option("--max-tokens", args->max_tokens, "Tokens per episode (default 64)")
