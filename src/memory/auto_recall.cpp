@@ -33,6 +33,12 @@ void warn_damaged(const EpisodicStore& store, uint64_t id, const char* what) {
 
 AutoRecall::AutoRecall(MemoryAttachment& memory, AutoRecallConfig config)
     : memory_(memory), config_(config), method_(memory.resolve(config.method)) {
+  const StoreLayout& L = memory_.store().layout();
+  if (L.ext_kinds == 0)
+    std::fprintf(stderr,
+                 "channel: note: episodic: %s is a version 1 store (no retrieval section): recall "
+                 "by centroid only\n",
+                 memory_.store().path().c_str());
   if (config_.velocity_factor > 0.0f)
     memory_.set_observer([this](const TokenBatch& b) { on_batch(b); });
   thread_ = std::thread([this] { worker(); });

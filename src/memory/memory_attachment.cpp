@@ -56,11 +56,6 @@ EpisodicStore open_or_create_store(const std::string& path, const Model& model,
   o.model_hash = hash;
   EpisodicStore s = EpisodicStore::open(path, o);
   const StoreLayout& L = s.layout();
-  if (L.ext_kinds == 0)
-    std::fprintf(stderr,
-                 "channel: note: episodic: %s is a version 1 store (no retrieval section): recall "
-                 "by centroid only\n",
-                 path.c_str());
   if (L.num_layers != g.num_layers || L.hidden_size != g.hidden_size || L.kv_dim != g.kv_dim)
     throw_error(
         "episodic: {}: the store holds {} layers x kv_dim {} (hidden {}), a session of this model "
@@ -260,30 +255,34 @@ CueState MemoryAttachment::probe_cue(std::span<const int32_t> tokens) {
   return c;
 }
 
-RecallMethod MemoryAttachment::resolve(RecallMethod m) const {
-  const StoreLayout& L = store_.layout();
+RecallMethod resolve_recall_method(RecallMethod m, const StoreLayout& L, bool model_has_head,
+                                   const std::string& path) {
   switch (m) {
     case RecallMethod::automatic:
-      return head_ && L.has_proj() ? RecallMethod::proj
-             : L.has_keys()        ? RecallMethod::keys
-                                   : RecallMethod::centroid;
+      return model_has_head && L.has_proj() ? RecallMethod::proj
+             : L.has_keys()                 ? RecallMethod::keys
+                                            : RecallMethod::centroid;
     case RecallMethod::keys:
     case RecallMethod::hybrid:
       if (!L.has_keys())
         throw_error("episodic: {}: recall by {}: the store keeps no representative keys (a "
                     "version {} store)",
-                    store_.path(), recall_method_name(m), L.version);
+                    path, recall_method_name(m), L.version);
       return m;
     case RecallMethod::proj:
-      if (!L.has_proj() || !head_)
-        throw_error("episodic: {}: recall by proj: {}", store_.path(),
-                    head_ ? "the store keeps no retrieval vectors"
-                          : "the model has no retrieval head (channel.retrieval.*)");
+      if (!L.has_proj() || !model_has_head)
+        throw_error("episodic: {}: recall by proj: {}", path,
+                    model_has_head ? "the store keeps no retrieval vectors"
+                                   : "the model has no retrieval head (channel.retrieval.*)");
       return m;
     case RecallMethod::centroid:
       return m;
   }
   return RecallMethod::centroid;
+}
+
+RecallMethod MemoryAttachment::resolve(RecallMethod m) const {
+  return resolve_recall_method(m, store_.layout(), head_ != nullptr, store_.path());
 }
 
 std::vector<RecallHit> MemoryAttachment::query_state(const CueState& cue, RecallMethod m,

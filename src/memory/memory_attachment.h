@@ -59,6 +59,13 @@ EpisodicStore open_or_create_store(const std::string& path, const Model& model,
                                    uint32_t max_episodes, uint32_t max_tokens,
                                    bool* created = nullptr);
 
+// The method `m` stands for with a store of layout L and a model with (or without) a
+// retrieval head: automatic is proj when both have the head's vectors, else keys when the
+// store has them, else centroid. Throws channel::Error (one line naming the store) when an
+// explicit method is not available.
+RecallMethod resolve_recall_method(RecallMethod m, const StoreLayout& L, bool model_has_head,
+                                   const std::string& path);
+
 struct RecallResult {
   uint64_t episode_id = 0;
   float score = 0.0f;       // cosine of the query (0 for recall by id)

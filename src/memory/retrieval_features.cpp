@@ -63,6 +63,10 @@ std::vector<float> representative_keys(const RetrievalFeatureConfig& c, const St
           weight[j] = static_cast<float>(std::sqrt(s));
         }
       }
+      // The mean over the queries that can see j, not the sum: a causal softmax inside the
+      // episode gives its first tokens most of the mass only because they are first.
+      if (have_q)
+        for (size_t j = 0; j < n; ++j) weight[j] /= static_cast<float>(G * (n - j));
       std::iota(order.begin(), order.end(), size_t{0});
       std::stable_sort(order.begin(), order.end(),
                        [&](size_t a, size_t b) { return weight[a] > weight[b]; });

@@ -25,9 +25,9 @@ struct RetrievalFeatureConfig {
 
 // Representative keys of episode e ([num_layers][n_kv_heads][R][head_dim], pre-RoPE): each
 // staged key (rotated at its clock) is un-rotated with f64 angles; its weight is the attention
-// it drew inside the episode, the sum over the group's query heads and the episode's tokens
-// i >= j of softmax_j(q_i . k_j * scale) over j <= i (queries rotated at their clocks, so the
-// scores are the model's). Without staged queries (e.queries empty) the weight is the key's
+// it drew inside the episode: softmax_j(q_i . k_j * scale) over j <= i (queries rotated at
+// their clocks, so the scores are the model's), averaged over the group's query heads and the
+// tokens i >= j that see key j. Without staged queries (e.queries empty) the weight is the key's
 // norm. The R heaviest are kept, heaviest first (ties: earlier token); an episode of fewer than R
 // tokens repeats them in that order, which leaves every max over the R keys unchanged.
 std::vector<float> representative_keys(const RetrievalFeatureConfig& c, const StagedEpisode& e);

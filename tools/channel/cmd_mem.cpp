@@ -46,6 +46,7 @@ struct MemArgs {
   bool q8_0 = false;
   bool json = false;  // ls, query: one JSON object per line
   std::string method = "auto";  // query: --recall-method
+  bool v1 = false;               // create: version 1 (no retrieval section)
 };
 
 // One JSON line; invalid UTF-8 in a summary (a cut multi-byte character) becomes U+FFFD.
@@ -73,6 +74,7 @@ int run_create(const MemArgs& a) {
   const auto model = load_model(a.model);
   StoreGeometry g = session_store_geometry(*model, a.capacity, a.max_tokens);
   g.slab_type = a.q8_0 ? SlabType::q8_0 : SlabType::f16;
+  if (a.v1) g.ext_kinds = 0;
   const EpisodicStore s = EpisodicStore::create(a.file, g, model_id_hash(model->gguf()));
   std::printf("created %s: %u episodes of up to %u tokens, %s slabs, %s when full\n",
               a.file.c_str(), g.max_episodes, g.max_tokens, slab_type_name(g.slab_type),
@@ -80,68 +82,55 @@ int run_create(const MemArgs& a) {
   return 0;
 }
 
+// A fresh session of `model` whose anchors are BOS (when the model adds one): where `mem add`
+// and `mem query` run a text, as a prompt is run.
+std::unique_ptr<StreamSession> text_session(const std::shared_ptr<const Model>& model,
+                                            size_t n_tokens, int threads) {
+  const Tokenizer& tok = model->tokenizer();
+  RingSessionConfig rc;
+  rc.ring.n_slots =
+      static_cast<uint32_t>(std::max<size_t>(SlotGeometry::kDefaultSlots, n_tokens * 2 + 256));
+  rc.ring.n_recall = 0;
+  rc.n_threads = threads;
+  auto ss = std::make_unique<StreamSession>(model, rc, SamplerConfig{});
+  if (tok.add_bos_default() && tok.bos_id() >= 0) {
+    const int32_t bos = tok.bos_id();
+    ss->append(SpanType::system, {&bos, 1});
+  }
+  ss->seal();
+  return ss;
+}
+
+// The text runs in a fresh session (BOS, then the text as one user span) with the store
+// attached, and is consolidated as one episode by the same path a live session takes: the
+// centroid, and for a version 2 store the representative keys chosen by the text's own
+// attention and the retrieval head's vectors.
 int run_add(const MemArgs& a) {
   const auto model = load_model(a.model);
   EpisodicStore s = open_for_model(a.file, *model, false);
-  const EncodedText e = encode_text(*model, a.text, a.threads);
-  const size_t E = static_cast<size_t>(model->hparams().n_embd);
-  StagedEpisode staged;  // for salience_of: x_before is the first token's own state
-  staged.tokens = e.tokens;
-  staged.hidden = e.hidden;
-  const std::vector<float> centroid = centroid_of(e.hidden, E);
-  const std::string summary = model->tokenizer().decode(e.tokens);
-  EpisodeRecord r;
-  const auto last = s.list();
-  r.parent_episode_id = last.empty() ? kNoEpisode : last.back().episode_id;
-  r.start_clock = e.start;
-  r.salience_norm = salience_of(staged, E);
-  r.summary = summary;
-  r.tokens = e.tokens;
-  r.centroid = centroid;
-  r.kv = e.kv;
-  if (e.tokens.size() > s.layout().max_tokens) {
-    throw_error("mem: the text is {} tokens; the store takes at most {} per episode",
-                e.tokens.size(), s.layout().max_tokens);
+  const Tokenizer& tok = model->tokenizer();
+  const std::vector<int32_t> ids = tok.encode(a.text, false, true);
+  if (ids.empty()) throw Error("mem add: the text has no tokens");
+  if (ids.size() > s.layout().max_tokens) {
+    throw_error("mem: the text is {} tokens; the store takes at most {} per episode", ids.size(),
+                s.layout().max_tokens);
   }
-  // A version 2 store's retrieval data. The text ran on its own, without a session's query
-  // capture, so its keys are chosen by norm (retrieval_features.h).
-  const StoreLayout& L = s.layout();
-  std::vector<float> keys, proj;
-  if (L.ext_kinds) {
-    const ModelHparams& hp = model->hparams();
-    RetrievalFeatureConfig fc;
-    fc.kinds = L.ext_kinds;
-    fc.num_layers = L.num_layers;
-    fc.n_kv_heads = L.key_heads;
-    fc.group = static_cast<uint32_t>(hp.n_head / hp.n_head_kv);
-    fc.head_dim = L.head_dim;
-    fc.keys_per_head = L.keys_per_head;
-    fc.attn_scale = hp.attn_scale;
-    const float* factors =
-        model->weights().rope_freqs.empty() ? nullptr : model->weights().rope_freqs.data();
-    fc.rope = RopeFreqs::make(hp.rope_style == RopeStyle::neox ? RopeLayout::neox
-                                                               : RopeLayout::normal,
-                              static_cast<uint32_t>(hp.n_rot), hp.rope_base,
-                              hp.rope_freq_scale, factors);
-    staged.start_clock = e.start;
-    const size_t n = e.tokens.size(), D = L.kv_dim;
-    staged.kv.resize(n * L.num_layers * 2 * D);  // slab order [L][2][n][D] -> staging order
-    for (size_t l = 0; l < L.num_layers; ++l)
-      for (size_t kv = 0; kv < 2; ++kv)
-        for (size_t t = 0; t < n; ++t)
-          std::copy_n(e.kv.data() + ((l * 2 + kv) * n + t) * D, D,
-                      staged.kv.data() + ((t * L.num_layers + l) * 2 + kv) * D);
-    if (L.has_keys()) keys = representative_keys(fc, staged);
-    if (L.has_proj()) {
-      const auto head = load_retrieval_head(model->gguf(), E);
-      if (!head) throw_error("mem: {} keeps retrieval vectors; this model has no retrieval head",
-                             a.file);
-      proj = projected_tokens(*head, staged);
-    }
+  const auto ss = text_session(model, ids.size(), a.threads);
+  MemoryConfig mc;
+  mc.staging.capacity = s.layout().max_tokens;
+  mc.summarize = [&tok](std::span<const int32_t> t) { return tok.decode(t); };
+  mc.query_threads = a.threads;
+  WorkerStats st;
+  {
+    MemoryAttachment mem(ss->ring_session(), s, mc);
+    ss->append(SpanType::user, ids);
+    mem.consolidate_window();
+    st = mem.stats().worker;
   }
-  r.rep_keys = keys;
-  r.proj = proj;
-  std::printf("%llu\n", static_cast<unsigned long long>(s.append(r)));
+  if (st.failed > 0 || st.written != 1)
+    throw_error("mem add: {}: the episode was not written: {}", a.file,
+                st.last_error.empty() ? "nothing was staged" : st.last_error);
+  std::printf("%llu\n", static_cast<unsigned long long>(st.last_episode_id));
   return 0;
 }
 
@@ -154,22 +143,12 @@ std::vector<RecallHit> query_by_state(const std::shared_ptr<const Model>& model,
   const Tokenizer& tok = model->tokenizer();
   const std::vector<int32_t> ids = tok.encode(a.text, false, true);
   if (ids.empty()) throw Error("mem query: the cue has no tokens");
-  RingSessionConfig rc;
-  rc.ring.n_slots = static_cast<uint32_t>(std::max<size_t>(SlotGeometry::kDefaultSlots,
-                                                           ids.size() * 2 + 256));
-  rc.ring.n_recall = 0;
-  rc.n_threads = a.threads;
-  StreamSession ss(model, rc, SamplerConfig{});
-  if (tok.add_bos_default() && tok.bos_id() >= 0) {
-    const int32_t bos = tok.bos_id();
-    ss.append(SpanType::system, {&bos, 1});
-  }
-  ss.seal();
+  const auto ss = text_session(model, ids.size(), a.threads);
   MemoryConfig mc;
   mc.consolidate = false;
   mc.query_threads = a.threads;
-  MemoryAttachment mem(ss.ring_session(), s, mc);
-  ss.feed(SpanType::user, ids);
+  MemoryAttachment mem(ss->ring_session(), s, mc);
+  ss->feed(SpanType::user, ids);
   CueState cue = mem.current_cue();
   cue.centroid = centroid;
   return mem.query_state(cue, m, a.k);
@@ -348,6 +327,12 @@ int run_stats(const MemArgs& a) {
   }
   std::printf("file               %s\n", a.file.c_str());
   std::printf("file size          %s (allocated sparsely)\n", format_bytes(L.file_size).c_str());
+  std::printf("version            %u\n", L.version);
+  std::string retrieval = L.ext_kinds ? "" : "none (recall by centroid only)";
+  if (L.has_keys()) retrieval += fmt::format("keys (R {} per KV head)", L.keys_per_head);
+  if (L.has_proj())
+    retrieval += fmt::format("{}projected vectors (d_r {})", L.has_keys() ? ", " : "", L.proj_dim);
+  std::printf("retrieval          %s\n", retrieval.c_str());
   std::printf("slab type          %s\n", slab_type_name(L.slab_type));
   std::printf("layers             %u\n", L.num_layers);
   std::printf("hidden size        %u\n", L.hidden_size);
@@ -415,7 +400,7 @@ const CommandRegistrar registrar{
       CLI::App* add =
           sub.add_subcommand("add", "Run TEXT through the model and store it as an episode");
       CLI::App* query =
-          sub.add_subcommand("query", "The episodes closest to a text cue (cosine top-k)");
+          sub.add_subcommand("query", "The episodes closest to a text cue (top-k)");
       for (CLI::App* c : {ls, show, stats, verify, create, add, query}) {
         c->add_option("FILE", args->file, "The .episodic.mem file")->required();
       }
@@ -440,6 +425,8 @@ const CommandRegistrar registrar{
       create->add_option("--max-tokens", args->max_tokens, "Tokens per episode (default 64)")
           ->check(CLI::Range(1u, 1u << 16));
       create->add_flag("--q8_0", args->q8_0, "Store K/V as Q8_0 instead of FP16");
+      create->add_flag("--v1", args->v1,
+                       "A version 1 store: no retrieval section, recall by centroid only");
       return [args, ls, show, stats, verify, create, add] {
         if (ls->parsed()) return run_ls(*args);
         if (show->parsed()) return run_show(*args);

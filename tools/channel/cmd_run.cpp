@@ -79,6 +79,14 @@ int run_session(const RunArgs& args) {
       throw_error("--recall-only: the store {} does not exist", args.memory);
     store = std::make_unique<EpisodicStore>(open_or_create_store(
         args.memory, *loaded.model, static_cast<uint32_t>(args.memory_capacity), 64, &created));
+    for (uint64_t id : args.replay)  // before anything is printed or fed
+      if (!store->find(id)) throw_error("--replay: {}: no episode {}", args.memory, id);
+    if (!args.no_auto_recall)  // a method the store or the model cannot serve stops here
+      (void)resolve_recall_method(
+          *parse_recall_method(args.recall_method), store->layout(),
+          load_retrieval_head(loaded.model->gguf(), size_t(loaded.model->hparams().n_embd))
+              .has_value(),
+          args.memory);
   }
   std::unique_ptr<StreamSession> s;
   if (resume) {
@@ -114,8 +122,6 @@ int run_session(const RunArgs& args) {
   }
   // Explicit foreground replay (seed 003): the episodes' tokens enter the main stream.
   for (uint64_t id : args.replay) {
-    if (!store) throw Error("--replay needs --memory FILE");
-    if (!store->find(id)) throw_error("--replay: {}: no episode {}", args.memory, id);
     const Episode e = store->read(id);
     s->feed(SpanType::user, e.tokens);
     std::fprintf(stderr, "channel: memory %s: replayed episode %llu (%zu tokens)\n",
