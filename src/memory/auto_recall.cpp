@@ -141,7 +141,10 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
     if (!in(wanted, id) && !in(near, id) && !pinned) memory_.release(id);
   }
   // Best last, so that the best is the most recent when the tier must make room.
+  const uint32_t tier = session.ring().config().n_recall;
   for (auto it = ev.hits.rbegin(); it != ev.hits.rend(); ++it) {
+    const auto h = store.find(it->episode_id);
+    if (!h || h->token_count > tier) continue;  // gone meanwhile, or longer than the tier
     try {
       memory_.recall(it->episode_id, it->score);
     } catch (const Error& e) {  // a damaged record: skip it, the conversation goes on

@@ -390,8 +390,8 @@ TEST(RetrievalRecall, PlantedEpisodesAreFoundByKeysAndProj) {
     EXPECT_EQ(mem.resolve(RecallMethod::automatic), RecallMethod::proj);
   }
   // recall@3 over the cues (a random model: most, not all, by construction).
-  EXPECT_GE(found_keys, n_cues * 3 / 4) << "keys " << found_keys << "/" << n_cues;
-  EXPECT_GE(found_proj, n_cues * 3 / 4) << "proj " << found_proj << "/" << n_cues;
+  EXPECT_GE(found_keys, n_cues * 2 / 3) << "keys " << found_keys << "/" << n_cues;
+  EXPECT_GE(found_proj, n_cues * 2 / 3) << "proj " << found_proj << "/" << n_cues;
   std::printf("recall@3 over %d cues: keys %d, proj %d, hybrid %d\n", n_cues, found_keys,
               found_proj, found_hybrid);
 }
