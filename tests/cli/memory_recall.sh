@@ -58,6 +58,15 @@ python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; asser
 expect_error "bad --recall-method" "recall-method" "$CHANNEL" run "${flags[@]}" --memory "$store" \
   -p hi --recall-method nearest
 
+# A saved session and its store: the question recalls before its last token is computed (the
+# new session keeps one probe slot, and the resumed one gets it back from the file).
+expect_ok "stream --session --memory" "$CHANNEL" stream "${sflags[@]}" -f "$TMP/paras.txt" \
+  --turns --memory "$TMP/sess.mem" --session "$TMP/s.session"
+expect_ok "run on the saved session" "$CHANNEL" run "${flags[@]}" --session "$TMP/s.session" \
+  --memory "$TMP/sess.mem" --recall-only --temp 0 -n 2 -p "Which place goes with item 7?"
+grep -Eq "memory .*: turn recall \(proj\) at clock [0-9]+: recalled: [0-9]+ \(" "$TMP/err" ||
+  fail "run --session: $(cat "$TMP/err")"
+
 # --replay: the episode's tokens enter the conversation before the prompt.
 expect_ok "run --replay" "$CHANNEL" run "${flags[@]}" --memory "$store" --recall-only -n 1 \
   --replay 3 -p "Go on."

@@ -70,6 +70,12 @@ int run_session(const RunArgs& args) {
   config.ring.n_recall = static_cast<uint32_t>(args.recall);
   config.n_threads = args.threads;
   const bool resume = !args.session.empty() && std::filesystem::exists(args.session);
+  // A resumed session keeps the probe reserve it was saved with; a new one with automatic
+  // recall keeps a slot free for the prompt's last token to run as a probe.
+  config.ring.probe_reserve = resume ? saved_probe_reserve(args.session)
+                              : (!args.memory.empty() && !args.no_auto_recall)
+                                  ? kAutoRecallProbeReserve
+                                  : 0;
   // The store is opened (or created) before anything else is touched: a store of another
   // model, or a damaged one, stops the run here with both files as they were.
   std::unique_ptr<EpisodicStore> store;

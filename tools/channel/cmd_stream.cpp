@@ -261,6 +261,12 @@ int run_stream(const StreamArgs& args) {
   params.n_slots = static_cast<uint32_t>(args.slots);
   params.n_recall = static_cast<uint32_t>(args.recall);
   params.n_threads = args.threads;
+  // As `channel run`: a resumed session keeps its probe reserve, a new one with automatic
+  // recall keeps one slot free, so that a later `run --session` can probe its prompt.
+  params.probe_reserve = resume ? saved_probe_reserve(args.session_file)
+                         : (!args.memory_file.empty() && !args.no_auto_recall)
+                             ? kAutoRecallProbeReserve
+                             : 0;
   if (resume) {
     check(channel_session_load(h.model, args.session_file.c_str(), &params, &h.session));
     if (!args.sampling.given.empty()) {
