@@ -330,7 +330,10 @@ int run_stream(const StreamArgs& args) {
       }
       size_t done = 0;
       while (done < total && !g_interrupted) {
-        const size_t n = std::min(total - done, static_cast<size_t>(stats.to_next()));
+        // With automatic recall, pieces of at most 64 tokens: a background recall lands
+        // between pieces (fed text continues its sentence across pieces: same spans).
+        const size_t n = std::min({total - done, static_cast<size_t>(stats.to_next()),
+                                   auto_recall ? size_t{64} : total});
         if (auto_recall) check(channel_session_recall_poll(h.session));
         check(channel_session_feed(h.session, CHANNEL_SPAN_USER, ids.data() + done, n));
         done += n;
