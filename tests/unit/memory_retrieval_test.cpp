@@ -444,5 +444,44 @@ TEST(RetrievalRecall, AutoRecallKeepsTier3AsACache) {
   EXPECT_FALSE(c.hits.empty());
 }
 
+TEST(RetrievalRecall, NeighboursComeWhereTier3HasRoom) {
+  const auto model = matched_model();
+  ScratchDir dir;
+  StoreOptions o;
+  o.durable = false;
+  EpisodicStore store = EpisodicStore::create(
+      dir.file("s.mem"), session_store_geometry(*model, 64, 16), model_id_hash(model->gguf()), o);
+  StreamSession ss(model, small_geometry(), SamplerConfig{});  // tier 3: 24 slots
+  const int32_t bos = 2, turn_end = 1;
+  ss.append(SpanType::system, {&bos, 1});
+  ss.seal();
+  MemoryConfig mc;
+  mc.staging.capacity = 16;
+  MemoryAttachment mem(ss.ring_session(), store, mc);
+  for (int i = 0; i < 12; ++i) {  // episodes of 5 tokens (4 + turn_end), a lineage
+    std::vector<int32_t> t(4);
+    for (int j = 0; j < 4; ++j) t[j] = 100 + i * 4 + j;
+    ss.append(SpanType::user, t);
+    ss.append(SpanType::turn_end, {&turn_end, 1});
+  }
+  mem.flush();
+  AutoRecallConfig ac;
+  ac.k = 1;
+  ac.neighbours = 1;
+  AutoRecall ar(mem, ac);
+  const RecallEvent e = ar.recall_now();
+  ASSERT_EQ(e.hits.size(), 1u);
+  const uint64_t hit = e.hits[0].episode_id;
+  ASSERT_FALSE(e.neighbours.empty());
+  for (uint64_t n : e.neighbours) EXPECT_TRUE(n + 1 == hit || n == hit + 1) << n << " " << hit;
+  std::vector<uint64_t> active;
+  for (const RecallEpisode& r : ss.ring_session().ring().recall_episodes()) active.push_back(r.id);
+  EXPECT_EQ(active.size(), 1 + e.neighbours.size());
+  // The same cue again: the hit and its neighbours all stay.
+  const RecallEvent again = ar.recall_now();
+  EXPECT_TRUE(again.released.empty());
+  EXPECT_EQ(again.kept.size(), active.size());
+}
+
 }  // namespace
 }  // namespace channel
