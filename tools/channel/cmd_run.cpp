@@ -146,10 +146,15 @@ int run_session(const RunArgs& args) {
     recall->set_listener([&](const RecallEvent& e) {
       std::string hits;
       for (const RecallHit& h : e.hits) hits += fmt::format(" {} ({:.3f})", h.episode_id, h.score);
-      std::fprintf(stderr, "channel: memory %s: %s recall (%s) at clock %llu:%s%s\n",
+      std::string skipped;
+      for (uint64_t id : e.skipped) skipped += fmt::format(" {}", id);
+      std::fprintf(stderr,
+                   "channel: memory %s: %s recall (%s) at clock %llu:%s%s (query %.3f ms, tier 3 "
+                   "%.3f ms%s%s)\n",
                    args.memory.c_str(), recall_reason_name(e.reason),
                    recall_method_name(e.method), static_cast<unsigned long long>(e.clock),
-                   hits.empty() ? " none" : " recalled:", hits.c_str());
+                   hits.empty() ? " none" : " recalled:", hits.c_str(), e.query_ms, e.recall_ms,
+                   skipped.empty() ? "" : ", skipped damaged:", skipped.c_str());
     });
   }
 
