@@ -9,7 +9,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizers
-  python3 python3-numpy
+  python3 python3-numpy python3-jinja2   # python3-jinja2: chat template goldens
+  libyaml-cpp-dev                     # system prompt front matter (tools)
+  tmux                                # the interactive chat test
 )
 # The training smoke test's needs are listed by train/ itself.
 if [[ -f train/apt-packages.txt ]]; then
