@@ -90,6 +90,12 @@ class ChatFormatter {
   virtual void close(ChatOutput& out) { (void)out; }
   // Text that ends a reply besides an end-of-generation token (Channel's one-line answers).
   virtual std::vector<std::string> stop_strings() const { return {}; }
+  // The text of the token (or line end) that closes an assistant turn: fed after a reply
+  // that ended without it (a token limit, an interrupt), before end_generated_reply().
+  virtual std::string end_of_turn() const = 0;
+  // Puts a fresh formatter in the state it has after open() and a complete reply (a
+  // conversation resumed from a session file, which is saved between turns).
+  virtual void resume_after_reply() = 0;
 
  protected:
   explicit ChatFormatter(ChatTemplateSpec spec) : spec_(std::move(spec)) {}

@@ -68,6 +68,9 @@ class ChatmlFormatter final : public ChatFormatter {
 
   std::string end_generated_reply() override { return "\n"; }
 
+  std::string end_of_turn() const override { return "<|im_end|>"; }
+  void resume_after_reply() override { in_tool_turn_ = false; }
+
   void close(ChatOutput& out) override {
     if (!in_tool_turn_) return;
     out.add(SpanType::tool_result, "<|im_end|>\n");

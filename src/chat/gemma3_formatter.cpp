@@ -106,6 +106,13 @@ class Gemma3Formatter final : public ChatFormatter {
 
   std::string end_generated_reply() override { return "\n"; }
 
+  std::string end_of_turn() const override { return "<end_of_turn>"; }
+  void resume_after_reply() override {
+    first_user_open_ = false;
+    in_tool_turn_ = false;
+    turns_ = 2;
+  }
+
   void close(ChatOutput& out) override {
     if (!in_tool_turn_) return;
     out.add(SpanType::tool_result, "<end_of_turn>\n");

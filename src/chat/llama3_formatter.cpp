@@ -88,6 +88,12 @@ class Llama3Formatter final : public ChatFormatter {
 
   std::string end_generated_reply() override { return ""; }
 
+  std::string end_of_turn() const override { return "<|eot_id|>"; }
+  void resume_after_reply() override {
+    first_user_open_ = false;
+    bos_written_ = true;
+  }
+
  private:
   static std::string tool_instructions(std::span<const ToolSpec> tools) {
     std::string s =

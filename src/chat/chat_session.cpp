@@ -1,0 +1,248 @@
+// ChatSession (chat_session.h): cold boot into the anchors, turns as typed spans, replies
+// with stop strings and interrupts, memory recall at each user turn.
+#include "chat/chat_session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "memory/text_cue.h"
+#include "model/model.h"
+#include "runtime/session_file.h"
+#include "util/error.h"
+
+namespace channel {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::tool_calls: return "tool_calls";
+    case FinishReason::interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+ChatSession::ChatSession(std::shared_ptr<const Model> model, ChatConfig config)
+    : ChatSession(model, std::move(config), nullptr) {}
+
+ChatSession::ChatSession(std::shared_ptr<const Model> model, ChatConfig config,
+                         std::unique_ptr<StreamSession> resumed)
+    : model_(std::move(model)), config_(std::move(config)) {
+  formatter_ = make_chat_formatter(config_.chat_template);
+  // The store is opened before anything else: a store of another model stops here.
+  if (!config_.memory_path.empty()) {
+    store_ = std::make_unique<EpisodicStore>(
+        open_or_create_store(config_.memory_path, *model_, config_.memory_capacity, 64));
+  }
+  if (resumed) {
+    stream_ = std::move(resumed);
+    formatter_->resume_after_reply();
+  } else {
+    stream_ = std::make_unique<StreamSession>(model_, config_.ring, config_.sampling);
+    ChatOutput anchors;
+    const bool has_system = !config_.system.text.empty();
+    formatter_->open(has_system ? std::optional<std::string>(config_.system.text) : std::nullopt,
+                     config_.system.tools, anchors);
+    feed(anchors, /*anchors=*/true);
+    stream_->seal();
+  }
+  attach_memory();
+}
+
+std::unique_ptr<ChatSession> ChatSession::load(std::shared_ptr<const Model> model,
+                                               ChatConfig config, const std::string& path) {
+  auto stream = load_session_file(path, model, config.ring);
+  return std::unique_ptr<ChatSession>(new ChatSession(model, std::move(config), std::move(stream)));
+}
+
+ChatSession::~ChatSession() {
+  memory_.reset();  // flushes staged episodes while the ring still exists
+}
+
+void ChatSession::attach_memory() {
+  if (!store_) return;
+  MemoryConfig mc;
+  const Tokenizer* tok = &model_->tokenizer();
+  mc.summarize = [tok](std::span<const int32_t> t) { return tok->decode(t); };
+  mc.query_threads = std::max(1, config_.ring.n_threads);
+  memory_ = std::make_unique<MemoryAttachment>(stream_->ring_session(), *store_, mc);
+}
+
+void ChatSession::feed(const ChatOutput& out, bool anchors) {
+  const Tokenizer& tok = model_->tokenizer();
+  for (const ChatSegment& seg : out.segments()) {
+    const std::vector<int32_t> ids = tok.encode(seg.text, /*add_bos=*/false, /*parse_special=*/true);
+    if (ids.empty()) continue;
+    if (anchors || seg.type == SpanType::tool_call || seg.type == SpanType::turn_end) {
+      stream_->append(seg.type, ids);  // one span: a call or an end of turn is never cut
+    } else {
+      stream_->feed(seg.type, ids);  // text: cut into spans at sentence ends
+    }
+  }
+}
+
+void ChatSession::recall_for(std::string_view text) {
+  if (!memory_ || config_.recall_k == 0 || store_->live_count() == 0 ||
+      stream_->ring_session().ring().config().n_recall == 0) {
+    return;
+  }
+  const std::vector<float> cue = text_cue(*model_, text, std::max(1, config_.ring.n_threads));
+  last_recalls_.clear();
+  for (const RecallResult& r : memory_->recall_top(cue, config_.recall_k)) {
+    RecallNote note;
+    note.episode_id = r.episode_id;
+    note.score = r.score;
+    note.cue = std::string(text.substr(0, 200));
+    try {
+      note.summary = store_->read(r.episode_id).summary;
+    } catch (const Error&) {
+    }
+    last_recalls_.push_back(std::move(note));
+  }
+}
+
+void ChatSession::add_user(std::string_view text) {
+  ChatMessage m;
+  m.role = ChatRole::user;
+  m.content = std::string(text);
+  ChatOutput out;
+  formatter_->add(m, out);
+  recall_for(text);  // before the text is fed, so the recalled episode is seen with it
+  feed(out, false);
+}
+
+void ChatSession::add_tool_result(std::string_view name, std::string_view content) {
+  ChatMessage m;
+  m.role = ChatRole::tool;
+  m.name = std::string(name);
+  m.content = std::string(content);
+  ChatOutput out;
+  formatter_->add(m, out);
+  feed(out, false);
+}
+
+void ChatSession::add_assistant(const ChatMessage& message) {
+  ChatOutput out;
+  formatter_->add(message, out);
+  feed(out, false);
+  ++turns_;
+}
+
+namespace {
+
+// The end of the longest prefix of `text` that is whole UTF-8 characters.
+size_t utf8_boundary(const std::string& text, size_t end) {
+  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return end;
+}
+
+}  // namespace
+
+ChatReply ChatSession::reply(const ReplyOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.sampling) stream_->set_sampler(*options.sampling);
+  ChatOutput prompt;
+  formatter_->generation_prompt(prompt);
+  feed(prompt, false);
+
+  const std::vector<std::string> template_stops = formatter_->stop_strings();
+  std::vector<std::string> stops = template_stops;
+  for (const std::string& s : options.stop)
+    if (!s.empty()) stops.push_back(s);
+  size_t hold = 0;  // bytes kept back while they may still begin a stop string
+  for (const std::string& s : stops) hold = std::max(hold, s.size() - 1);
+
+  ChatReply r;
+  bool template_stop = false;
+  bool client_alive = true;
+  size_t emitted = 0;
+  const auto emit = [&](size_t upto) {
+    if (upto > emitted && client_alive && options.on_text) {
+      client_alive = options.on_text(std::string_view(r.text).substr(emitted, upto - emitted));
+    }
+    emitted = std::max(emitted, upto);
+  };
+  r.finish = FinishReason::length;
+  while (r.n_tokens < options.max_tokens) {
+    const GeneratedToken g = stream_->next(EogPolicy::stop);
+    if (g.end_of_generation) {
+      r.finish = FinishReason::stop;
+      break;
+    }
+    ++r.n_tokens;
+    const size_t before = r.text.size();
+    r.text += g.text;
+    // A stop string ends the reply; it is not part of the text.
+    size_t cut = std::string::npos;
+    bool is_template_stop = false;
+    for (size_t i = 0; i < stops.size(); ++i) {
+      const size_t from = before >= stops[i].size() ? before - stops[i].size() + 1 : 0;
+      const size_t at = r.text.find(stops[i], from);
+      if (at != std::string::npos && at < cut) {
+        cut = at;
+        is_template_stop = i < template_stops.size();
+      }
+    }
+    if (cut != std::string::npos) {
+      // Channel's answers: a line end before any text is the model's spacing, not an end.
+      if (!(is_template_stop && trim_whitespace(r.text.substr(0, cut)).empty())) {
+        r.text.resize(cut);
+        emit(r.text.size());
+        r.finish = FinishReason::stop;
+        template_stop = is_template_stop;
+        break;
+      }
+    }
+    emit(utf8_boundary(r.text, r.text.size() > hold ? r.text.size() - hold : 0));
+    if (!client_alive || (options.interrupt && options.interrupt->load())) {
+      r.finish = FinishReason::interrupted;
+      break;
+    }
+  }
+  if (r.finish != FinishReason::stop || !template_stop) emit(r.text.size());
+  // Close the turn as the template writes it: the end-of-turn token (not fed when it was
+  // sampled, and missing after a limit or an interrupt), then what follows it.
+  ChatOutput close;
+  if (!template_stop) close.add(SpanType::turn_end, formatter_->end_of_turn());
+  close.add(SpanType::turn_end, formatter_->end_generated_reply());
+  feed(close, false);
+  ++turns_;
+  if (memory_) memory_->cut();
+
+  r.parsed = parse_tool_calls(config_.chat_template.family, r.text, config_.system.tools);
+  if (!r.parsed.tool_calls.empty() && r.finish == FinishReason::stop) r.finish = FinishReason::tool_calls;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+void ChatSession::save(const std::string& path) const {
+  if (memory_) memory_->flush();
+  save_session_file(path, *stream_);
+}
+
+ChatStats ChatSession::stats() const {
+  ChatStats s;
+  const SlotRing& ring = stream_->ring_session().ring();
+  s.clock = ring.clock();
+  s.n_slots = ring.config().n_slots;
+  s.anchors = ring.n_sys();
+  s.window_live = ring.window_live();
+  s.window_capacity = ring.window_capacity();
+  s.recall_slots = ring.config().n_recall;
+  s.recall_used = ring.recall_used();
+  s.recall_episodes = static_cast<uint32_t>(ring.recall_episodes().size());
+  s.anchor_spans = ring.anchor_spans().size();
+  s.window_spans = ring.window_span_count();
+  s.evicted_spans = ring.evicted_spans();
+  s.turns = turns_;
+  if (memory_) {
+    s.memory = true;
+    const MemoryStats ms = memory_->stats();
+    s.episodes_stored = store_->live_count();
+    s.episodes_written = ms.worker.written;
+    s.recalls = ms.recalls;
+  }
+  return s;
+}
+
+}  // namespace channel
