@@ -65,6 +65,9 @@ class ChannelFormatter final : public ChatFormatter {
   // The reply ends at its newline, which the model generated itself.
   std::string end_generated_reply() override { return ""; }
   std::string end_of_turn() const override { return "\n"; }
+  std::string tool_call_opener(const std::string& name) const override {
+    return " Call: " + (name.empty() ? std::string() : name + " ");
+  }
   void resume_after_reply() override {}
   std::vector<std::string> stop_strings() const override { return {"\n"}; }
 };

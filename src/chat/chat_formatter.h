@@ -93,6 +93,9 @@ class ChatFormatter {
   // The text of the token (or line end) that closes an assistant turn: fed after a reply
   // that ended without it (a token limit, an interrupt), before end_generated_reply().
   virtual std::string end_of_turn() const = 0;
+  // The start of a reply that calls `name` (any tool when empty), to force a tool call
+  // (OpenAI tool_choice "required" or a named function): the model writes the rest.
+  virtual std::string tool_call_opener(const std::string& name) const = 0;
   // Puts a fresh formatter in the state it has after open() and a complete reply (a
   // conversation resumed from a session file, which is saved between turns).
   virtual void resume_after_reply() = 0;

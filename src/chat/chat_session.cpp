@@ -12,16 +12,6 @@
 
 namespace channel {
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::tool_calls: return "tool_calls";
-    case FinishReason::interrupted: return "interrupted";
-  }
-  return "?";
-}
-
 ChatSession::ChatSession(std::shared_ptr<const Model> model, ChatConfig config)
     : ChatSession(model, std::move(config), nullptr) {}
 
@@ -128,78 +118,19 @@ void ChatSession::add_assistant(const ChatMessage& message) {
   ++turns_;
 }
 
-namespace {
-
-// The end of the longest prefix of `text` that is whole UTF-8 characters.
-size_t utf8_boundary(const std::string& text, size_t end) {
-  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return end;
-}
-
-}  // namespace
-
 ChatReply ChatSession::reply(const ReplyOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (options.sampling) stream_->set_sampler(*options.sampling);
   ChatOutput prompt;
   formatter_->generation_prompt(prompt);
   feed(prompt, false);
 
   const std::vector<std::string> template_stops = formatter_->stop_strings();
-  std::vector<std::string> stops = template_stops;
-  for (const std::string& s : options.stop)
-    if (!s.empty()) stops.push_back(s);
-  size_t hold = 0;  // bytes kept back while they may still begin a stop string
-  for (const std::string& s : stops) hold = std::max(hold, s.size() - 1);
-
+  const GenerationResult g = run_generation(*stream_, options, template_stops);
   ChatReply r;
-  bool template_stop = false;
-  bool client_alive = true;
-  size_t emitted = 0;
-  const auto emit = [&](size_t upto) {
-    if (upto > emitted && client_alive && options.on_text) {
-      client_alive = options.on_text(std::string_view(r.text).substr(emitted, upto - emitted));
-    }
-    emitted = std::max(emitted, upto);
-  };
-  r.finish = FinishReason::length;
-  while (r.n_tokens < options.max_tokens) {
-    const GeneratedToken g = stream_->next(EogPolicy::stop);
-    if (g.end_of_generation) {
-      r.finish = FinishReason::stop;
-      break;
-    }
-    ++r.n_tokens;
-    const size_t before = r.text.size();
-    r.text += g.text;
-    // A stop string ends the reply; it is not part of the text.
-    size_t cut = std::string::npos;
-    bool is_template_stop = false;
-    for (size_t i = 0; i < stops.size(); ++i) {
-      const size_t from = before >= stops[i].size() ? before - stops[i].size() + 1 : 0;
-      const size_t at = r.text.find(stops[i], from);
-      if (at != std::string::npos && at < cut) {
-        cut = at;
-        is_template_stop = i < template_stops.size();
-      }
-    }
-    if (cut != std::string::npos) {
-      // Channel's answers: a line end before any text is the model's spacing, not an end.
-      if (!(is_template_stop && trim_whitespace(r.text.substr(0, cut)).empty())) {
-        r.text.resize(cut);
-        emit(r.text.size());
-        r.finish = FinishReason::stop;
-        template_stop = is_template_stop;
-        break;
-      }
-    }
-    emit(utf8_boundary(r.text, r.text.size() > hold ? r.text.size() - hold : 0));
-    if (!client_alive || (options.interrupt && options.interrupt->load())) {
-      r.finish = FinishReason::interrupted;
-      break;
-    }
-  }
-  if (r.finish != FinishReason::stop || !template_stop) emit(r.text.size());
+  r.text = g.text;
+  r.finish = g.finish;
+  r.n_tokens = g.n_tokens;
+  const bool template_stop = g.template_stop;
   // Close the turn as the template writes it: the end-of-turn token (not fed when it was
   // sampled, and missing after a limit or an interrupt), then what follows it.
   ChatOutput close;

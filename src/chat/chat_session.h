@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "chat/chat_formatter.h"
+#include "chat/generation_loop.h"
 #include "chat/system_prompt.h"
 #include "chat/tool_call_parser.h"
 #include "memory/memory_attachment.h"
@@ -35,24 +36,12 @@ struct ChatConfig {
   uint32_t recall_k = 2;
 };
 
-enum class FinishReason : uint8_t { stop, length, tool_calls, interrupted };
-const char* finish_reason_name(FinishReason r);
-
 struct ChatReply {
   std::string text;    // the reply as generated (stop string cut off)
   ParsedReply parsed;  // text split into content and tool calls
   FinishReason finish = FinishReason::stop;
   int n_tokens = 0;
   double seconds = 0.0;
-};
-
-struct ReplyOptions {
-  int max_tokens = 512;
-  std::vector<std::string> stop;              // besides the template's own
-  const std::atomic<bool>* interrupt = nullptr;  // set: the reply ends after the next token
-  // Each piece of text as it is generated; return false to stop (a closed client).
-  std::function<bool(std::string_view)> on_text;
-  std::optional<SamplerConfig> sampling;  // this reply only (OpenAI temperature, seed, ...)
 };
 
 // What one recall at a turn boundary brought back, for /memory and the web view.

@@ -69,6 +69,9 @@ class ChatmlFormatter final : public ChatFormatter {
   std::string end_generated_reply() override { return "\n"; }
 
   std::string end_of_turn() const override { return "<|im_end|>"; }
+  std::string tool_call_opener(const std::string& name) const override {
+    return "<tool_call>\n{\"name\": \"" + (name.empty() ? std::string() : name + "\", \"arguments\": ");
+  }
   void resume_after_reply() override { in_tool_turn_ = false; }
 
   void close(ChatOutput& out) override {

@@ -107,6 +107,9 @@ class Gemma3Formatter final : public ChatFormatter {
   std::string end_generated_reply() override { return "\n"; }
 
   std::string end_of_turn() const override { return "<end_of_turn>"; }
+  std::string tool_call_opener(const std::string& name) const override {
+    return "```tool_code\n" + name + (name.empty() ? "" : "(");
+  }
   void resume_after_reply() override {
     first_user_open_ = false;
     in_tool_turn_ = false;

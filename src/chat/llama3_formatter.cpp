@@ -89,6 +89,9 @@ class Llama3Formatter final : public ChatFormatter {
   std::string end_generated_reply() override { return ""; }
 
   std::string end_of_turn() const override { return "<|eot_id|>"; }
+  std::string tool_call_opener(const std::string& name) const override {
+    return "{\"name\": \"" + (name.empty() ? std::string() : name + "\", \"parameters\": ");
+  }
   void resume_after_reply() override {
     first_user_open_ = false;
     bos_written_ = true;
