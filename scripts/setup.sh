@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizers
   python3 python3-numpy python3-jinja2   # python3-jinja2: chat template goldens
   libyaml-cpp-dev                     # system prompt front matter (tools)
+  libcpp-httplib-dev                  # channel serve
   tmux                                # the interactive chat test
 )
 # The training smoke test's needs are listed by train/ itself.
