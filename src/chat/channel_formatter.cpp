@@ -68,6 +68,7 @@ class ChannelFormatter final : public ChatFormatter {
   std::string tool_call_opener(const std::string& name) const override {
     return " Call: " + (name.empty() ? std::string() : name + " ");
   }
+  std::optional<std::string> tool_call_closer() const override { return ""; }
   void resume_after_reply() override {}
   std::vector<std::string> stop_strings() const override { return {"\n"}; }
 };

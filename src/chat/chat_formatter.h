@@ -96,6 +96,10 @@ class ChatFormatter {
   // The start of a reply that calls `name` (any tool when empty), to force a tool call
   // (OpenAI tool_choice "required" or a named function): the model writes the rest.
   virtual std::string tool_call_opener(const std::string& name) const = 0;
+  // What closes a call after its arguments object, when the family writes the arguments as
+  // a JSON object after tool_call_opener(name) (then they can be generated under the JSON
+  // constraint); nullopt when it does not (Gemma's Python calls).
+  virtual std::optional<std::string> tool_call_closer() const = 0;
   // Puts a fresh formatter in the state it has after open() and a complete reply (a
   // conversation resumed from a session file, which is saved between turns).
   virtual void resume_after_reply() = 0;

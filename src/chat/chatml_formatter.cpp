@@ -72,6 +72,7 @@ class ChatmlFormatter final : public ChatFormatter {
   std::string tool_call_opener(const std::string& name) const override {
     return "<tool_call>\n{\"name\": \"" + (name.empty() ? std::string() : name + "\", \"arguments\": ");
   }
+  std::optional<std::string> tool_call_closer() const override { return "}\n</tool_call>"; }
   void resume_after_reply() override { in_tool_turn_ = false; }
 
   void close(ChatOutput& out) override {

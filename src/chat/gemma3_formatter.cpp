@@ -110,6 +110,7 @@ class Gemma3Formatter final : public ChatFormatter {
   std::string tool_call_opener(const std::string& name) const override {
     return "```tool_code\n" + name + (name.empty() ? "" : "(");
   }
+  std::optional<std::string> tool_call_closer() const override { return std::nullopt; }
   void resume_after_reply() override {
     first_user_open_ = false;
     in_tool_turn_ = false;

@@ -76,7 +76,11 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     if (options.json_object) {
       json.push(tok.token_to_piece(g.token, false));
       if (json.complete()) {
-        r.text = std::string(trim_whitespace(r.text));
+        if (options.prefix.empty()) r.text = std::string(trim_whitespace(r.text));
+        if (!options.suffix.empty()) {
+          stream.feed(SpanType::response_sentence, tok.encode(options.suffix, false, true));
+          r.text += options.suffix;
+        }
         r.finish = FinishReason::stop;
         break;
       }

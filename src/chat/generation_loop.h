@@ -29,6 +29,8 @@ struct ReplyOptions {
   std::optional<SamplerConfig> sampling;  // this reply only (OpenAI temperature, seed, ...)
   std::string prefix;        // fed before sampling and part of the reply (forced tool call)
   bool json_object = false;  // only tokens that keep the reply a prefix of a JSON object
+                             // (after `prefix`)
+  std::string suffix;        // with json_object: fed and appended once the object is whole
 };
 
 struct GenerationResult {

@@ -43,7 +43,7 @@ bool JsonPrefix::end_number() {
 }
 
 bool JsonPrefix::push_char(char c) {
-  if (done_) return is_ws(c);
+  if (done_) return false;  // nothing follows the object
   if (in_string_) {
     const auto u = static_cast<unsigned char>(c);
     if (unicode_left_ > 0) {
@@ -87,7 +87,11 @@ bool JsonPrefix::push_char(char c) {
     }
     if (!end_number()) return false;
   }
-  if (is_ws(c)) return true;
+  if (is_ws(c)) {
+    if (!started_ || ++ws_run_ > 16) return false;
+    return true;
+  }
+  ws_run_ = 0;
   const auto close = [&](char open) {
     if (stack_.empty() || stack_.back() != open) return false;
     stack_.pop_back();

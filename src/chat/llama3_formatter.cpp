@@ -92,6 +92,7 @@ class Llama3Formatter final : public ChatFormatter {
   std::string tool_call_opener(const std::string& name) const override {
     return "{\"name\": \"" + (name.empty() ? std::string() : name + "\", \"parameters\": ");
   }
+  std::optional<std::string> tool_call_closer() const override { return "}"; }
   void resume_after_reply() override {
     first_user_open_ = false;
     bos_written_ = true;

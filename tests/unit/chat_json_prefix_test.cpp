@@ -15,7 +15,7 @@ bool accepts(const std::string& text, bool* complete = nullptr) {
 
 TEST(JsonPrefix, AcceptsPrefixesOfObjects) {
   const std::string doc =
-      R"( {"a": [1, -2.5e+3, true, false, null, "x\"\u00e9"], "b": {"c": {}}, "d": []} )";
+      R"({"a": [1, -2.5e+3, true, false, null, "x\"\u00e9"], "b": {"c": {}}, "d": []})";
   for (size_t n = 0; n <= doc.size(); ++n) EXPECT_TRUE(accepts(doc.substr(0, n))) << doc.substr(0, n);
   bool complete = false;
   EXPECT_TRUE(accepts(doc, &complete));
@@ -29,7 +29,8 @@ TEST(JsonPrefix, AcceptsPrefixesOfObjects) {
 TEST(JsonPrefix, RefusesWhatCannotBecomeAnObject) {
   for (const char* bad : {"[1]", "\"s\"", "12", "{a", "{\"a\" 1", "{\"a\": tru e", "{\"a\": 01",
                           "{\"a\": 1,}", "{\"a\": [1,]", "{\"a\": 1]", "{} x", "{\"a\": \"\\q\"",
-                          "{\"a\": -}", "{\"a\": \"\n\"}", "{,"}) {
+                          "{\"a\": -}", "{\"a\": \"\n\"}", "{,", " {}", "{}\n",
+                          "{\"a\":                  1}"}) {
     EXPECT_FALSE(accepts(bad)) << bad;
   }
   JsonPrefix j;

@@ -71,8 +71,15 @@ std::unique_ptr<PreparedChat> prepare_chat(ServerContext& ctx, const ChatRequest
   p->options.stop = req.params.stop;
   p->options.sampling = req.params.sampling;
   p->options.json_object = req.params.json_object;
-  if (req.tool_choice == ToolChoice::required || req.tool_choice == ToolChoice::named)
-    p->options.prefix = p->chat->formatter().tool_call_opener(req.tool_choice == ToolChoice::named ? req.tool_name : "");
+  if (req.tool_choice == ToolChoice::required || req.tool_choice == ToolChoice::named) {
+    const ChatFormatter& f = p->chat->formatter();
+    p->options.prefix = f.tool_call_opener(req.tool_choice == ToolChoice::named ? req.tool_name : "");
+    // A named call whose arguments are a JSON object: generate them under the JSON constraint.
+    if (req.tool_choice == ToolChoice::named && f.tool_call_closer()) {
+      p->options.json_object = true;
+      p->options.suffix = *f.tool_call_closer();
+    }
+  }
   p->meta = new_meta("chatcmpl", ctx.config.model_id);
   p->meta.prompt_tokens = p->chat->stats().clock;
   ctx.metrics.prompt_tokens += p->meta.prompt_tokens;
@@ -97,8 +104,15 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     bool alive = sink.write(first.data(), first.size());
     ReplyOptions o = p->options;
     // With tools offered the reply may turn out to be a call: it is sent whole at the end.
+    bool started = false;
     o.on_text = [&](std::string_view text) {
       if (p->tools_offered || !alive) return alive;
+      if (!started) {  // the model's spacing before the reply (parsed content is trimmed too)
+        const size_t b = text.find_first_not_of(" \n\t\r");
+        if (b == std::string_view::npos) return alive;
+        text = text.substr(b);
+        started = true;
+      }
       const std::string chunk = sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr));
       alive = sink.write(chunk.data(), chunk.size());
       return alive;

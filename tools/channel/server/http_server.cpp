@@ -89,7 +89,7 @@ int run_server(ServerConfig config) {
     } else if (res.status == 404) {
       send_json(res, ApiError(404, "no route " + req.method + " " + req.path).to_json(), 404);
     } else if (res.status >= 400) {
-      send_json(res, ApiError(res.status, "request failed").to_json(), res.status);
+      send_json(res, ApiError(res.status, "the request could not be read (a POST needs a body or Content-Length: 0)").to_json(), res.status);
     }
   });
   http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
@@ -118,7 +118,10 @@ int run_server(ServerConfig config) {
   register_session_routes(http, ctx);
   register_web_routes(http, ctx);
 
-  if (!http.bind_to_port(ctx.config.host, ctx.config.port)) {
+  if (ctx.config.port == 0) {
+    ctx.config.port = http.bind_to_any_port(ctx.config.host);  // --port 0: any free port
+    if (ctx.config.port <= 0) throw_error("cannot listen on {}", ctx.config.host);
+  } else if (!http.bind_to_port(ctx.config.host, ctx.config.port)) {
     throw_error("cannot listen on {}:{} (in use, or not an address of this machine)", ctx.config.host,
                 ctx.config.port);
   }

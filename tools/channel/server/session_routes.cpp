@@ -101,8 +101,15 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
     const std::string first = sse(chat_chunk(meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
     bool alive = sink.write(first.data(), first.size());
     const bool tools = !s->chat->config().system.tools.empty();
+    bool started = false;
     ChatReply reply = generate(o, [&](std::string_view t) {
       if (tools || !alive) return alive;
+      if (!started) {
+        const size_t b = t.find_first_not_of(" \n\t\r");
+        if (b == std::string_view::npos) return alive;
+        t = t.substr(b);
+        started = true;
+      }
       const std::string c = sse(chat_chunk(meta, {{"content", std::string(t)}}, nullptr));
       return alive = sink.write(c.data(), c.size());
     });
