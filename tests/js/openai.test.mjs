@@ -237,9 +237,8 @@ test("an API key is required when set; 503 when every generation slot is busy", 
     await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
     const good = new OpenAI({ baseURL: keyed.base + "/v1", apiKey: "sekrit", maxRetries: 0 });
     assert.equal((await good.models.list()).data[0].id, "channel");
-    const long = good.chat.completions.create({
-      model: "channel", max_tokens: 300, temperature: 0.8, messages: [{ role: "user", content: "Tell me a long story." }],
-    });
+    // A plain completion has no one-line stop: it runs until max_tokens.
+    const long = good.completions.create({ model: "channel", max_tokens: 2000, temperature: 0.8, prompt: "The history of the harbour" });
     await new Promise((r) => setTimeout(r, 300));
     await assert.rejects(
       good.chat.completions.create({ model: "channel", messages: [{ role: "user", content: "hi" }] }),

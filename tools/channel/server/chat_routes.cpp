@@ -121,12 +121,14 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     try {
       reply = p->chat->reply(o);
     } catch (const std::exception& e) {
+      lease->release();
       const std::string err = sse(ApiError(500, e.what()).to_json());
       sink.write(err.data(), err.size());
       sink.done();
       return true;
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    lease->release();
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
@@ -201,6 +203,7 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
     };
     const GenerationResult g = run_generation(*stream, o, {});
     ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
+    lease->release();
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();

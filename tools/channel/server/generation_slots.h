@@ -22,7 +22,12 @@ class GenerationSlots {
       } while (!s_.free_.compare_exchange_weak(f, f - 1));
       ++s_.metrics_.active_generations;
     }
-    ~Lease() {
+    ~Lease() { release(); }
+    // Frees the slot before the response is fully sent (a client that gets [DONE] and asks
+    // again at once must find it free). Idempotent.
+    void release() {
+      if (released_) return;
+      released_ = true;
       ++s_.free_;
       --s_.metrics_.active_generations;
     }
@@ -31,6 +36,7 @@ class GenerationSlots {
 
    private:
     GenerationSlots& s_;
+    bool released_ = false;
   };
 
  private:

@@ -113,6 +113,8 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
       const std::string c = sse(chat_chunk(meta, {{"content", std::string(t)}}, nullptr));
       return alive = sink.write(c.data(), c.size());
     });
+    lease->release();
+    lock->unlock();
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
