@@ -75,6 +75,13 @@ printf -- '---\ntools:\n  - name: x\n    parameters: {type: object, properties: 
 expect_error "not a JSON schema" "schema.md:4: parameters are not a JSON schema" "$CHANNEL" chat --system "$TMP/schema.md"
 expect_error "unknown template" "unknown chat template 'jinja'" "$CHANNEL" chat --chat-template jinja
 expect_error "missing system file" "cannot open" "$CHANNEL" chat --system "$TMP/none.md"
+# `channel run` is on the ring too: --system is prefilled into the anchors; --ctx asks for
+# the contiguous context, which takes no session, memory or system prompt.
+"$CHANNEL" run --system "$sys" --temp 0 -n 4 --no-echo -t 1 \
+  -p $'Question: What is the access code of Vera Okafor?\nAnswer:' >"$TMP/out" 2>"$TMP/err" || fail "run --system: $(cat "$TMP/err")"
+grep -q "48213" "$TMP/out" || fail "run --system: the anchors were not read: $(cat "$TMP/out")"
+grep -q "| clock" "$TMP/err" || fail "run is not on the ring: $(cat "$TMP/err")"
+expect_error "run --ctx with --system" "contiguous" "$CHANNEL" run --ctx 64 --system "$sys" -p hi
 printf '/nope\n/load\n' | "${chat[@]}" >"$TMP/out" 2>"$TMP/err" || fail "bad commands ended the chat"
 grep -q "unknown command /nope" "$TMP/err" || fail "unknown command: $(cat "$TMP/err")"
 grep -q "/load needs a FILE" "$TMP/err" || fail "/load: $(cat "$TMP/err")"
