@@ -77,7 +77,7 @@ expect_error "unknown template" "unknown chat template 'jinja'" "$CHANNEL" chat 
 expect_error "missing system file" "cannot open" "$CHANNEL" chat --system "$TMP/none.md"
 # `channel run` is on the ring too: --system is prefilled into the anchors; --ctx asks for
 # the contiguous context, which takes no session, memory or system prompt.
-"$CHANNEL" run --system "$sys" --temp 0 -n 4 --no-echo -t 1 \
+"$CHANNEL" run --system "$sys" --temp 0 -n 8 --no-echo -t 1 \
   -p $'Question: What is the access code of Vera Okafor?\nAnswer:' >"$TMP/out" 2>"$TMP/err" || fail "run --system: $(cat "$TMP/err")"
 grep -q "48213" "$TMP/out" || fail "run --system: the anchors were not read: $(cat "$TMP/out")"
 grep -q "| clock" "$TMP/err" || fail "run is not on the ring: $(cat "$TMP/err")"
