@@ -125,7 +125,15 @@ ChatReply ChatSession::reply(const ReplyOptions& options) {
   feed(prompt, false);
 
   const std::vector<std::string> template_stops = formatter_->stop_strings();
-  const GenerationResult g = run_generation(*stream_, options, template_stops);
+  ReplyOptions o = options;
+  if (!config_.system.tools.empty()) {
+    // What a call opens with, up to its tool's name: from there the reply is a tool_call span.
+    std::string marker(trim_whitespace(formatter_->tool_call_opener("")));
+    marker = marker.substr(0, std::min(marker.find('\n'), marker.find("\": ")));
+    o.tool_marker = marker;
+    o.prefix_is_call = !o.prefix.empty();
+  }
+  const GenerationResult g = run_generation(*stream_, o, template_stops);
   ChatReply r;
   r.text = g.text;
   r.finish = g.finish;

@@ -52,8 +52,14 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     }
     emitted = std::max(emitted, upto);
   };
+  bool in_call = options.prefix_is_call;
   if (!options.prefix.empty()) {
-    stream.feed(SpanType::response_sentence, tok.encode(options.prefix, false, true));
+    const std::vector<int32_t> ids = tok.encode(options.prefix, false, true);
+    if (in_call) {
+      stream.append(SpanType::tool_call, ids);
+    } else {
+      stream.feed(SpanType::response_sentence, ids);
+    }
     r.text = options.prefix;
   }
   JsonPrefix json;
@@ -64,8 +70,9 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     return probe.push(tok.token_to_piece(t, false));
   };
   while (r.n_tokens < options.max_tokens) {
-    const GeneratedToken g =
-        options.json_object ? stream.next(EogPolicy::stop, allowed) : stream.next(EogPolicy::stop);
+    const SpanType type = in_call ? SpanType::tool_call : SpanType::response_sentence;
+    const GeneratedToken g = options.json_object ? stream.next(EogPolicy::stop, allowed, type)
+                                                 : stream.next(EogPolicy::stop, type);
     if (g.end_of_generation) {
       r.finish = FinishReason::stop;
       break;
@@ -73,12 +80,17 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     ++r.n_tokens;
     const size_t before = r.text.size();
     r.text += g.text;
+    if (!in_call && !options.tool_marker.empty()) {
+      const size_t m = options.tool_marker.size();
+      in_call = r.text.find(options.tool_marker, before >= m ? before - m + 1 : 0) != std::string::npos;
+    }
     if (options.json_object) {
       json.push(tok.token_to_piece(g.token, false));
       if (json.complete()) {
         if (options.prefix.empty()) r.text = std::string(trim_whitespace(r.text));
         if (!options.suffix.empty()) {
-          stream.feed(SpanType::response_sentence, tok.encode(options.suffix, false, true));
+          stream.feed(in_call ? SpanType::tool_call : SpanType::response_sentence,
+                      tok.encode(options.suffix, false, true));
           r.text += options.suffix;
         }
         r.finish = FinishReason::stop;

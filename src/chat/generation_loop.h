@@ -31,6 +31,10 @@ struct ReplyOptions {
   bool json_object = false;  // only tokens that keep the reply a prefix of a JSON object
                              // (after `prefix`)
   std::string suffix;        // with json_object: fed and appended once the object is whole
+  // Text that opens a tool call (the template's marker): once the reply contains it, the
+  // tokens after it are stored as a tool_call span instead of response sentences.
+  std::string tool_marker;
+  bool prefix_is_call = false;  // `prefix` opens a tool call (a forced tool_choice)
 };
 
 struct GenerationResult {

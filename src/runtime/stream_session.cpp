@@ -78,19 +78,20 @@ std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_
   return logits;
 }
 
-GeneratedToken StreamSession::next(EogPolicy eog) {
+GeneratedToken StreamSession::next(EogPolicy eog, SpanType type) {
   if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
-  return take(sampler_.sample(ring_->logits()), eog);
+  return take(sampler_.sample(ring_->logits()), eog, type);
 }
 
-GeneratedToken StreamSession::next(EogPolicy eog, const std::function<bool(int32_t)>& allowed) {
+GeneratedToken StreamSession::next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
+                                   SpanType type) {
   if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
   const std::span<const float> logits = ring_->logits();
   masked_.assign(logits.begin(), logits.end());
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (int attempt = 0; attempt < 32; ++attempt) {
     const int32_t t = sampler_.sample(masked_);
-    if (allowed(t)) return take(t, eog);
+    if (allowed(t)) return take(t, eog, type);
     masked_[static_cast<size_t>(t)] = kMasked;
   }
   int32_t best = -1;
@@ -99,10 +100,10 @@ GeneratedToken StreamSession::next(EogPolicy eog, const std::function<bool(int32
     if (allowed(static_cast<int32_t>(t))) best = static_cast<int32_t>(t);
   }
   if (best < 0) throw Error("generate: the constraint allows no token");
-  return take(best, eog);
+  return take(best, eog, type);
 }
 
-GeneratedToken StreamSession::take(int32_t token, EogPolicy eog) {
+GeneratedToken StreamSession::take(int32_t token, EogPolicy eog, SpanType type) {
   GeneratedToken out;
   out.token = token;
   if (tokenizer().is_end_of_generation(out.token)) {
@@ -117,7 +118,7 @@ GeneratedToken StreamSession::take(int32_t token, EogPolicy eog) {
     out.text = text_.flush();
     return out;
   }
-  feed(SpanType::response_sentence, {&out.token, 1});
+  feed(type, {&out.token, 1});
   out.new_span = starts_[0] != 0;
   out.text = text_.push(out.token);
   return out;

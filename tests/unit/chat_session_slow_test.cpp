@@ -122,6 +122,31 @@ TEST(ChatSession, SavedConversationResumesExactly) {
   std::filesystem::remove(path);
 }
 
+// A forced call (OpenAI tool_choice naming a function) is written under the JSON constraint
+// and stored as a tool_call span; its result goes back as a tool_result span.
+TEST(ChatSession, ToolCallsAndResultsAreTheirOwnSpans) {
+  ChatSession s(model(), config());
+  s.add_user("What does lamp mean?");
+  ReplyOptions o;
+  o.max_tokens = 30;
+  o.prefix = s.formatter().tool_call_opener("lookup");
+  o.json_object = true;
+  o.suffix = *s.formatter().tool_call_closer();
+  const ChatReply r = s.reply(o);
+  ASSERT_EQ(r.parsed.tool_calls.size(), 1u) << r.text;
+  EXPECT_EQ(r.parsed.tool_calls[0].name, "lookup");
+  EXPECT_EQ(r.finish, FinishReason::tool_calls);
+  s.add_tool_result("lookup", "A lamp is a device that gives light.");
+  const SlotRing& ring = s.stream().ring_session().ring();
+  bool call = false, result = false;
+  for (size_t i = 0; i < ring.window_span_count(); ++i) {
+    call |= ring.window_span(i).span_type == SpanType::tool_call;
+    result |= ring.window_span(i).span_type == SpanType::tool_result;
+  }
+  EXPECT_TRUE(call);
+  EXPECT_TRUE(result);
+}
+
 TEST(ChatSession, StopStringsEndTheReply) {
   ChatSession s(model(), config());
   s.add_user("What is a dog?");
