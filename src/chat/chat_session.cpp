@@ -28,7 +28,10 @@ ChatSession::ChatSession(std::shared_ptr<const Model> model, ChatConfig config,
     stream_ = std::move(resumed);
     formatter_->resume_after_reply();
   } else {
-    stream_ = std::make_unique<StreamSession>(model_, config_.ring, config_.sampling);
+    // Automatic recall probes a turn's last token: one slot of the window stays free for it.
+    RingSessionConfig ring = config_.ring;
+    if (store_ && config_.auto_recall) ring.ring.probe_reserve = std::max<uint32_t>(ring.ring.probe_reserve, 1);
+    stream_ = std::make_unique<StreamSession>(model_, ring, config_.sampling);
     ChatOutput anchors;
     const bool has_system = !config_.system.text.empty();
     formatter_->open(has_system ? std::optional<std::string>(config_.system.text) : std::nullopt,
@@ -46,6 +49,7 @@ std::unique_ptr<ChatSession> ChatSession::load(std::shared_ptr<const Model> mode
 }
 
 ChatSession::~ChatSession() {
+  recall_.reset();  // stops its background thread before the attachment goes
   memory_.reset();  // flushes staged episodes while the ring still exists
 }
 
@@ -56,6 +60,29 @@ void ChatSession::attach_memory() {
   mc.summarize = [tok](std::span<const int32_t> t) { return tok->decode(t); };
   mc.query_threads = std::max(1, config_.ring.n_threads);
   memory_ = std::make_unique<MemoryAttachment>(stream_->ring_session(), *store_, mc);
+  if (!config_.auto_recall || config_.recall_k == 0 || stream_->ring_session().ring().config().n_recall == 0)
+    return;
+  AutoRecallConfig rc;
+  rc.method = config_.recall_method;
+  rc.k = config_.recall_k;
+  rc.velocity_factor = config_.recall_velocity;
+  recall_ = std::make_unique<AutoRecall>(*memory_, rc);
+  recall_->set_listener([this](const RecallEvent& e) {
+    if (e.hits.empty()) return;
+    last_recalls_.clear();
+    for (const RecallHit& h : e.hits) {
+      RecallNote note;
+      note.episode_id = h.episode_id;
+      note.score = h.score;
+      note.reason = recall_reason_name(e.reason);
+      note.cue = e.reason == RecallReason::turn ? pending_cue_ : std::string("the state moved");
+      try {
+        note.summary = store_->read(h.episode_id).summary;
+      } catch (const Error&) {
+      }
+      last_recalls_.push_back(std::move(note));
+    }
+  });
 }
 
 void ChatSession::feed(const ChatOutput& out, bool anchors) {
@@ -71,24 +98,22 @@ void ChatSession::feed(const ChatOutput& out, bool anchors) {
   }
 }
 
-void ChatSession::recall_for(std::string_view text) {
-  if (!memory_ || config_.recall_k == 0 || store_->live_count() == 0 ||
-      stream_->ring_session().ring().config().n_recall == 0) {
+void ChatSession::feed_turn(const ChatOutput& out, std::string_view text) {
+  if (!recall_ || out.empty()) {
+    feed(out, false);
     return;
   }
-  const std::vector<float> cue = text_cue(*model_, text, std::max(1, config_.ring.n_threads));
-  last_recalls_.clear();
-  for (const RecallResult& r : memory_->recall_top(cue, config_.recall_k)) {
-    RecallNote note;
-    note.episode_id = r.episode_id;
-    note.score = r.score;
-    note.cue = std::string(text.substr(0, 200));
-    try {
-      note.summary = store_->read(r.episode_id).summary;
-    } catch (const Error&) {
-    }
-    last_recalls_.push_back(std::move(note));
-  }
+  const std::vector<ChatSegment>& segs = out.segments();
+  ChatOutput head;
+  for (size_t i = 0; i + 1 < segs.size(); ++i) head.add(segs[i].type, segs[i].text);
+  feed(head, false);
+  const ChatSegment& last = segs.back();
+  const std::vector<int32_t> ids = model_->tokenizer().encode(last.text, false, true);
+  std::vector<float> centroid;
+  if (recall_->method() == RecallMethod::centroid || recall_->method() == RecallMethod::hybrid)
+    centroid = text_cue(*model_, text, std::max(1, config_.ring.n_threads));
+  pending_cue_ = std::string(text.substr(0, 200));
+  feed_turn_with_recall(*stream_, *recall_, ids, last.type, std::move(centroid));
 }
 
 void ChatSession::add_user(std::string_view text) {
@@ -97,8 +122,7 @@ void ChatSession::add_user(std::string_view text) {
   m.content = std::string(text);
   ChatOutput out;
   formatter_->add(m, out);
-  recall_for(text);  // before the text is fed, so the recalled episode is seen with it
-  feed(out, false);
+  feed_turn(out, text);
 }
 
 void ChatSession::add_tool_result(std::string_view name, std::string_view content) {
@@ -108,7 +132,7 @@ void ChatSession::add_tool_result(std::string_view name, std::string_view conten
   m.content = std::string(content);
   ChatOutput out;
   formatter_->add(m, out);
-  feed(out, false);
+  feed_turn(out, content);
 }
 
 void ChatSession::add_assistant(const ChatMessage& message) {
@@ -126,6 +150,10 @@ ChatReply ChatSession::reply(const ReplyOptions& options) {
 
   const std::vector<std::string> template_stops = formatter_->stop_strings();
   ReplyOptions o = options;
+  if (recall_) {
+    AutoRecall* r = recall_.get();
+    o.between_tokens = [r] { (void)r->poll(); };  // a background recall lands between tokens
+  }
   if (!config_.system.tools.empty()) {
     // What a call opens with, up to its tool's name: from there the reply is a tool_call span.
     std::string marker(trim_whitespace(formatter_->tool_call_opener("")));

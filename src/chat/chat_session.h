@@ -19,6 +19,7 @@
 #include "chat/generation_loop.h"
 #include "chat/system_prompt.h"
 #include "chat/tool_call_parser.h"
+#include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
 #include "runtime/stream_session.h"
 
@@ -34,6 +35,11 @@ struct ChatConfig {
   std::string memory_path;
   uint32_t memory_capacity = 4096;
   uint32_t recall_k = 2;
+  // Automatic recall (memory/auto_recall.h) at every turn boundary (each user message and
+  // tool result) and, with a velocity factor, when the hidden state moves sharply.
+  bool auto_recall = true;
+  RecallMethod recall_method = RecallMethod::automatic;
+  float recall_velocity = 0.0f;
 };
 
 struct ChatReply {
@@ -44,12 +50,13 @@ struct ChatReply {
   double seconds = 0.0;
 };
 
-// What one recall at a turn boundary brought back, for /memory and the web view.
+// What one automatic recall brought back, for /memory and the web view.
 struct RecallNote {
   uint64_t episode_id = 0;
   float score = 0.0f;
   std::string summary;
-  std::string cue;  // the user text it was recalled for
+  std::string cue;     // the turn it was recalled for (or "velocity": the state moved)
+  std::string reason;  // turn, velocity
 };
 
 struct ChatStats {
@@ -93,7 +100,9 @@ class ChatSession {
               std::unique_ptr<StreamSession> resumed);
   void attach_memory();
   void feed(const ChatOutput& out, bool anchors);
-  void recall_for(std::string_view text);
+  // Feeds a rendered turn; its last segment is fed with the turn-boundary recall (the
+  // recall lands before the turn's last token is computed, so the reply sees it).
+  void feed_turn(const ChatOutput& out, std::string_view text);
   std::string end_of_turn_text() const;
 
   std::shared_ptr<const Model> model_;
@@ -102,7 +111,9 @@ class ChatSession {
   std::unique_ptr<StreamSession> stream_;
   std::unique_ptr<EpisodicStore> store_;
   std::unique_ptr<MemoryAttachment> memory_;
+  std::unique_ptr<AutoRecall> recall_;
   std::vector<RecallNote> last_recalls_;
+  std::string pending_cue_;  // the text of the turn being fed with its recall
   uint64_t turns_ = 0;
 };
 

@@ -70,6 +70,7 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     return probe.push(tok.token_to_piece(t, false));
   };
   while (r.n_tokens < options.max_tokens) {
+    if (options.between_tokens) options.between_tokens();
     const SpanType type = in_call ? SpanType::tool_call : SpanType::response_sentence;
     const GeneratedToken g = options.json_object ? stream.next(EogPolicy::stop, allowed, type)
                                                  : stream.next(EogPolicy::stop, type);

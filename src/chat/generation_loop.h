@@ -35,6 +35,7 @@ struct ReplyOptions {
   // tokens after it are stored as a tool_call span instead of response sentences.
   std::string tool_marker;
   bool prefix_is_call = false;  // `prefix` opens a tool call (a forced tool_choice)
+  std::function<void()> between_tokens;  // before each token (a background recall lands)
 };
 
 struct GenerationResult {

@@ -61,6 +61,17 @@ printf 'What is a lamp?\n/tool lookup A lamp is a device that gives light.\n/sta
 grep -q "chat template channel, 1 tools" "$TMP/err" || fail "tools not read: $(cat "$TMP/err")"
 grep -q "turns 2$" "$TMP/out" || fail "/tool did not make a turn: $(cat "$TMP/out")"
 
+# Memory: what leaves a small ring is stored; a later chat recalls it automatically at its
+# turn boundary (memory/auto_recall.h), and /memory says what was recalled and for what.
+{ echo "Remember this: the access code of Vera Okafor is 48213."
+  for i in $(seq 1 30); do echo "Question $i: what does the word harbour mean in the old texts of the town?"; done; } |
+  "$CHANNEL" chat --temp 0 -n 8 -t 1 --slots 640 --memory "$TMP/r.mem" >/dev/null 2>"$TMP/err" || fail "memory 1: $(cat "$TMP/err")"
+printf 'What is the access code of Vera Okafor?\n/memory\n' |
+  "$CHANNEL" chat --temp 0 -n 8 -t 1 --slots 640 --memory "$TMP/r.mem" >"$TMP/out" 2>"$TMP/err" || fail "memory 2: $(cat "$TMP/err")"
+grep -Eq '^last recall \(turn\): #[0-9]+ \(score [0-9.]+\) for "What is the access code of Vera Okafor\?"' "$TMP/out" ||
+  fail "no automatic recall at the turn boundary: $(cat "$TMP/out")"
+grep -q "Vera Okafor is 4" "$TMP/out" || fail "the fact's episode was not recalled: $(cat "$TMP/out")"
+
 # Memory: /memory lists the store.
 printf 'What is a dog?\n/memory\n' | "${chat[@]}" --memory "$TMP/m.mem" >"$TMP/out" 2>"$TMP/err" ||
   fail "memory: $(cat "$TMP/err")"

@@ -19,6 +19,15 @@ wait_for() {
   fail "the screen never showed '$1'; it shows:"$'\n'"$(screen | tail -15)"
   return 1
 }
+# wait_count REGEX N: until N lines of the screen match REGEX.
+wait_count() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    (($(screen | grep -Ec -- "$1") >= $2)) && return 0
+    sleep 0.1
+  done
+  fail "the screen never showed $2 lines of '$1'; it shows:"$'\n'"$(screen | tail -15)"
+}
 printf 'Remember this: the access code of Vera Okafor is 48213.\n' >"$TMP/sys.md"
 
 start() {
@@ -33,7 +42,7 @@ wait_for '^48213\.$'
 tm send-keys -t chat 'What is the access code \' Enter
 wait_for '^\.\.\.$'
 tm send-keys -t chat 'of Vera Okafor?' Enter
-[[ $(screen | grep -c '^48213\.$') -ge 2 ]] || wait_for '48213\.(.|\n)*48213\.' 5
+wait_count '^48213\.$' 2
 tm send-keys -t chat 'half a line' C-c
 wait_for 'Ctrl-C: input dropped'
 tm send-keys -t chat '/stats' Enter
@@ -41,6 +50,7 @@ wait_for 'turns 2$'
 tm send-keys -t chat C-d
 wait_for 'CHAT-EXITED 0'
 tm kill-server
+sock="$TMP/tmux2.sock"
 
 # Ctrl-C interrupts a long reply (a template without Channel's one-line stop) and the chat goes on.
 start "$CHANNEL" chat --temp 0.8 -t 1 -n 100000 --chat-template chatml

@@ -27,6 +27,9 @@ struct ChatFlags {
   std::string memory;  // --memory FILE
   int64_t recall_k = 2;
   int64_t memory_capacity = 4096;
+  bool no_auto_recall = false;
+  std::string recall_method = "auto";
+  float recall_velocity = 0.0f;
   int max_tokens = 512;  // per reply
   SamplingFlags sampling;
 };

@@ -122,9 +122,13 @@ void print_memory(ChatSession& s) {
   if (recalls.empty()) {
     out("last recall: none\n");
   } else {
-    for (const RecallNote& r : recalls) {
-      std::printf("last recall: #%llu (score %.3f) for \"%s\"\n",
-                  static_cast<unsigned long long>(r.episode_id), r.score, r.cue.c_str());
+    for (RecallNote r : recalls) {
+      for (char& c : r.summary) {
+        if (c == '\n') c = ' ';
+      }
+      std::printf("last recall (%s): #%llu (score %.3f) for \"%s\": %s\n", r.reason.c_str(),
+                  static_cast<unsigned long long>(r.episode_id), r.score, r.cue.c_str(),
+                  r.summary.substr(0, 60).c_str());
     }
   }
   std::fflush(stdout);

@@ -62,7 +62,7 @@ json session_state_json(const ChatSession& chat, std::vector<SpanRecord>& previo
     mem["episodes"] = eps;
     json last = json::array();
     for (const RecallNote& r : chat.last_recalls())
-      last.push_back({{"episode", r.episode_id}, {"score", r.score}, {"summary", r.summary}, {"cue", r.cue}});
+      last.push_back({{"episode", r.episode_id}, {"score", r.score}, {"summary", r.summary}, {"cue", r.cue}, {"reason", r.reason}});
     mem["last_recalls"] = last;
   }
   j["memory"] = mem;
