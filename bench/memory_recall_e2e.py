@@ -146,25 +146,28 @@ def run(cmd, timeout=None, check=True):
     return r
 
 
-def count_tokens(channel, model, text):
-    ids = json.loads(run([channel, "tokenize", "-m", model, "--no-bos", text]).stdout)
+def count_tokens(channel, margs, text):
+    ids = json.loads(run([channel, "tokenize", *margs, "--no-bos", text]).stdout)
     return len(ids)
 
 
+RECALL_LINE = re.compile(r"recall \((\w+)\) at clock \d+:(?: recalled:)?(.*?) \(query ([\d.]+) ms, "
+                         r"tier 3 ([\d.]+) ms")
+
+
 def recall_events(stderr):
-    """The automatic recall's events that `run` prints on stderr as JSON lines
-    ({"event":"recall",...}): a list of (ranked ids, ms)."""
+    """The automatic recalls `channel run` reports on stderr ("channel: memory F: turn recall
+    (proj) at clock N: recalled: ID (SCORE) ... (query Q ms, tier 3 R ms)"): a list of dicts
+    with the hits ranked by score, and the query and tier-3 times."""
     out = []
     for line in stderr.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
+        m = RECALL_LINE.search(line)
+        if not m:
             continue
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if ev.get("event") == "recall":
-            out.append(ev)
+        hits = [(int(i), float(sc)) for i, sc in re.findall(r"(\d+) \(([-\d.eE+]+)\)", m.group(2))]
+        hits.sort(key=lambda h: -h[1])
+        out.append(dict(method=m.group(1), ranked=[dict(id=i, score=sc) for i, sc in hits],
+                        query_ms=float(m.group(3)), tier3_ms=float(m.group(4))))
     return out
 
 
@@ -198,9 +201,8 @@ def main():
             sys.exit("memory_recall_e2e: no filler text found (give --filler PATH ...)")
         rng = random.Random(args.seed)
         rng.shuffle(paras)
-        sample = "\n\n".join(paras[:200])
-        cpt = len(sample) / max(1, count_tokens(ch, model or "", sample) if model else
-                                len(json.loads(run([ch, "tokenize", "--no-bos", sample]).stdout)))
+        sample = "\n\n".join(paras[:100])
+        cpt = len(sample) / max(1, count_tokens(ch, margs, sample))
         need_chars = int(args.tokens * cpt * 1.02)
         body, n = [], 0
         i = 0
@@ -249,8 +251,8 @@ def main():
             facts = json.load(fh)
 
     # which episode holds each fact: the one whose stored text contains the value and the name
-    ls = json.loads(run([ch, "mem", "ls", store, "--json"]).stdout)
-    episodes = ls["episodes"] if isinstance(ls, dict) else ls
+    episodes = [json.loads(l) for l in run([ch, "mem", "ls", store, "--json"]).stdout.splitlines()
+                if l.startswith("{")]
     for f in facts:
         last = f["entity"].split()[-1]
         f["episodes"] = [e["id"] for e in episodes
@@ -268,7 +270,7 @@ def main():
                    "--temp", "0", "--no-echo", "-t", str(args.threads)]
             if method != "none":
                 cmd += ["--memory", store, "--recall-only", "--recall-k", str(args.recall_k),
-                        "--recall-method", method, "--recall-events"]
+                        "--recall-method", method]
             r = run(cmd)
             reply = r.stdout
             ok += int(f["value"].lower() in reply.lower())
@@ -276,7 +278,7 @@ def main():
                 evs = recall_events(r.stderr)
                 ranked = evs[-1]["ranked"] if evs else []
                 ids = [x["id"] for x in ranked]
-                times += [e.get("ms", 0.0) for e in evs]
+                times += [e["query_ms"] + e["tier3_ms"] for e in evs]
                 r1 += int(bool(ids) and ids[0] in f["episodes"])
                 r3 += int(any(i in f["episodes"] for i in ids[:3]))
             f.setdefault("replies", {})[method] = reply.strip()[:80]

@@ -53,7 +53,7 @@ channel_status channel_model_load_memory(const void* data, size_t size, const ch
                                          channel_model** out);
 /* The default model built into the program. Defined by the library that embeds it (the
  * `channel_embedded` target, which the channel CLI links); CHANNEL_ERR_UNAVAILABLE when
- * the build had no models/channel-default.gguf. */
+ * the build had no models/channel-bounded.gguf (the built-in model). */
 channel_status channel_model_load_default(channel_model** out);
 /* A deterministic random-weight model (as `channel mkmodel` writes), for tests and
  * benchmarks. arch: "llama" or "gemma3". Sizes left 0 take small defaults. */

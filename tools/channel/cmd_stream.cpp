@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "cli_common.h"
 #include "command.h"
+#include "kv/slot_geometry.h"
 #include "sampling_flags.h"
 #include "util/error.h"
 
@@ -28,7 +29,7 @@ struct StreamArgs {
   std::string model;
   int64_t tokens = -1;  // < 0: the whole file with -f, kDefaultGenerate when generating
   int64_t slots = 4096;
-  int64_t recall = 128;
+  int64_t recall = SlotGeometry::kDefaultRecall;
   std::string system_file;
   int64_t stats_every = 256;
   std::string text_file;
