@@ -1,6 +1,9 @@
 // `channel run`: generate text from a prompt, streaming it to stdout as it comes;
-// load progress and the prompt / generation speed go to stderr. With --session FILE the
-// conversation runs on the KV slot geometry and is resumed from / saved to FILE. With
+// load progress and the prompt / generation speed go to stderr. It runs on the KV slot
+// ring (the 4096-slot geometry) by default, so no prompt or generation hits a context
+// limit; --system FILE is prefilled as the anchors; --ctx N runs on a contiguous context of
+// N tokens instead (as perplexity, logits and bench do). With --session FILE the
+// conversation is resumed from / saved to FILE. With
 // --memory FILE an episodic store is attached: the episodes closest to the prompt are
 // recalled before it is fed, and what leaves the window is consolidated into FILE.
 #include <chrono>
@@ -8,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chat/system_prompt.h"
 #include "cli_common.h"
 #include "command.h"
 #include "memory/auto_recall.h"
@@ -41,6 +45,7 @@ struct RunArgs {
   int64_t recall_k = 2;
   int64_t memory_capacity = 4096;
   bool recall_only = false;  // --recall-only: recall from the store, store nothing
+  std::string system;        // --system FILE: prefilled into the anchors of a new ring session
   bool no_auto_recall = false;
   std::string recall_method = "auto";
   int64_t recall_neighbours = 0;
@@ -101,10 +106,16 @@ int run_session(const RunArgs& args) {
       s->sampler() = s->sampler().reconfigured(args.sampling.over(s->sampler().config()));
   } else {
     s = std::make_unique<StreamSession>(loaded.model, config, args.sampling.config);
-    if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) {
-      const int32_t bos = tokenizer.bos_id();
-      s->append(SpanType::system, {&bos, 1});
+    std::vector<int32_t> anchors;
+    if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) anchors.push_back(tokenizer.bos_id());
+    if (!args.system.empty()) {
+      const SystemPrompt sp = read_system_prompt_file(args.system);
+      if (!sp.tools.empty())
+        throw_error("{}: run takes no tools (they are for channel chat and serve)", args.system);
+      const std::vector<int32_t> text = tokenizer.encode(sp.text, false, true);
+      anchors.insert(anchors.end(), text.begin(), text.end());
     }
+    if (!anchors.empty()) s->append(SpanType::system, anchors);
     s->seal();
   }
   const std::vector<int32_t> prompt =
@@ -216,9 +227,11 @@ int run_session(const RunArgs& args) {
                   ms.worker.last_error);
   }
   std::fprintf(stderr,
-               "channel: prompt %zu tokens in %.3f s | generation %d tokens, %.2f tok/s | stop: "
-               "%s | clock %llu%s%s\n",
-               prompt.size(), prompt_seconds, n, gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
+               "channel: prompt %zu tokens in %.3f s (%.2f tok/s) | generation %d tokens, %.2f "
+               "tok/s | stop: %s | clock %llu%s%s\n",
+               prompt.size(), prompt_seconds,
+               prompt_seconds > 0 ? static_cast<double>(prompt.size()) / prompt_seconds : 0.0, n,
+               gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
                static_cast<unsigned long long>(s->clock()), args.session.empty() ? "" : ", saved ",
                args.session.c_str());
   return 0;
@@ -240,7 +253,10 @@ int run_run(const RunArgs& args) {
   }
   if (args.recall_only && args.memory.empty()) throw Error("--recall-only needs --memory FILE");
   if (!args.replay.empty() && args.memory.empty()) throw Error("--replay needs --memory FILE");
-  if (!args.session.empty() || !args.memory.empty()) return run_session(args);
+  // The slot ring is the engine: --ctx N asks for a contiguous context instead.
+  if (args.n_ctx == 0) return run_session(args);
+  if (!args.session.empty() || !args.memory.empty() || !args.system.empty())
+    throw Error("--ctx runs on a contiguous context; --session, --memory and --system need the ring");
 
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -289,18 +305,21 @@ const CommandRegistrar registrar{
       add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);
       sub.add_option("--ctx", args->n_ctx,
-                     "Context size in tokens (default: the model's, at most 4096)")
+                     "Run on a contiguous context of N tokens instead of the slot ring (which "
+                     "has no context limit)")
           ->check(integer_in(1, 1 << 24));
       sub.add_flag("--no-echo", args->no_echo, "Print only the generated text, not the prompt");
+      sub.add_option("--system", args->system,
+                     "System prompt FILE, prefilled into the anchors (tier 1) of a new session, "
+                     "where it never leaves");
       sub.add_option("--session", args->session,
                      "Keep the conversation in FILE: run on the KV slot geometry, resume from "
                      "FILE if it exists (with its sampler, except the sampling flags given), "
-                     "save it after the reply (--ctx does not apply)");
-      sub.add_option("--slots", args->slots,
-                     "With --session or --memory: KV slots per global layer")
+                     "save it after the reply");
+      sub.add_option("--slots", args->slots, "KV slots per global layer of the ring")
           ->check(integer_in(1, 1 << 30))
           ->capture_default_str();
-      sub.add_option("--recall-slots", args->recall, "With --session or --memory: recall slots")
+      sub.add_option("--recall-slots", args->recall, "Recall slots of the ring (tier 3)")
           ->check(integer_in(0, 1 << 30))
           ->capture_default_str();
       sub.add_option("--memory", args->memory,
