@@ -7,7 +7,7 @@ namespace channel {
 WeightMatrix make_weight_matrix(const TensorInfo& t) {
   const auto traits = ggml_type_traits(t.type_id);
   if (!traits) {
-    throw_error("weight {}: type {} is not supported (f32, f16, bf16, q8_0, q4_0 are)", t.name,
+    throw_error("weight {}: type {} is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K .. q6_K are)", t.name,
                 ggml_type_name(t.type_id));
   }
   if (t.n_dims < 1 || t.n_dims > 2 || t.ne[2] != 1 || t.ne[3] != 1) {

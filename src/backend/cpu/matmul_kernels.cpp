@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/quant.h"
 
@@ -17,7 +18,9 @@ int64_t matmul_row_granule(GgmlType, int64_t) {
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
   const int64_t nb = w.cols / kQK;
-  const size_t xq_row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  const size_t xq_row_bytes = x.xq_row_bytes;
+  const QuantTypeKernels* qk = quant_type_kernels(w.type);
+  const int64_t n_blocks = qk ? w.cols / qk->block_elems : 0;
   // Blocks of 16 rows stay in L1 while every token passes over them.
   for (int64_t rb = r0; rb < r1; rb += 16) {
     const int64_t re = std::min(rb + 16, r1);
@@ -43,6 +46,9 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
             break;
           case GgmlType::Q4_0:
             v = dot_q4_0(wr, xq, nb);
+            break;
+          default:
+            v = qk->dot(wr, xq, n_blocks);
             break;
         }
         y[t * y_stride + r] = v;

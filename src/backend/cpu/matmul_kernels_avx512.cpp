@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -203,6 +204,8 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
         dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked);
         break;
       }
+      default:  // other block types go through generic::matmul_rows
+        return;
     }
     for (int i = 0; i < 4 && r + i < r1; ++i) y[r + i] = out[i];
   }
@@ -491,12 +494,15 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 }  // namespace
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
+  if (cpu::quant_type_kernels(type)) return generic::matmul_row_granule(type, n);
   return use_gemm(type, n) && is_quant(type) ? kPanelRows : 16;
 }
 
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
-  if (!use_gemm(w.type, x.n)) {
+  if (cpu::quant_type_kernels(w.type)) {  // the other block types: their row dots
+    generic::matmul_rows(w, x, r0, r1, y, y_stride);
+  } else if (!use_gemm(w.type, x.n)) {
     matvec_rows(w, x, r0, r1, y, y_stride);
   } else if (is_quant(w.type)) {
     quant_gemm_rows(w, x, r0, r1, y, y_stride);
