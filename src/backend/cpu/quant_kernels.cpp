@@ -49,9 +49,9 @@ const QuantTypeKernels* quant_type_kernels_ref(GgmlType type) {
 }
 
 const QuantTypeKernels* quant_type_kernels(GgmlType type) {
-#if 0
+#if defined(CHANNEL_CPU_AVX512)
   return avx512::quant_type_kernels(type);
-#elif 0
+#elif defined(CHANNEL_CPU_AVX2)
   return avx2::quant_type_kernels(type);
 #else
   return quant_type_kernels_ref(type);
