@@ -44,6 +44,10 @@ void validate(const RandomModelSpec& spec);
 void write_random_model(const RandomModelSpec& spec, GgufWriter& writer, ThreadPool& pool,
                         const std::set<std::string>& skip = {});
 
+// llama.cpp's general.file_type for a file whose 2-D weights are all `type` (the _S value
+// for the K-quants).
+uint32_t llama_file_type_of(GgmlType type);
+
 // The synthetic vocabulary's piece for id (>= 260): distinct strings, shortest first.
 std::string synthetic_piece(int index);
 

@@ -4,6 +4,7 @@
 // batch-independent outputs, and the load-time errors for bad blocks.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -23,6 +24,7 @@
 #include "ops/quant.h"
 #include "ops/quant_k.h"
 #include "ops/quant_legacy.h"
+#include "ops/quantize.h"
 #include "ops/weight.h"
 #include "util/error.h"
 
@@ -229,6 +231,49 @@ TEST(QuantTypesRef, KBlockLayouts) {
   EXPECT_EQ(y[165], 0.25f * (165 / 16 - 8) * ((0xf | (1 << 4)) - 32));
   EXPECT_EQ(y[229], 0.25f * (229 / 16 - 8) * ((0x3 | (3 << 4)) - 32));
   EXPECT_EQ(y[0], 0.25f * -8 * -32);
+}
+
+// Channel's writers, decoded by the reference dequantizers: the error of every type against
+// the f32 input (Gaussian weights, relative RMS error), ordered by bits, within bounds.
+TEST(QuantTypesWrite, EveryTypeRoundTripsThroughTheReferenceDequantizer) {
+  struct Case {
+    GgmlType type;
+    double max_rel_rms;
+  };
+  const Case cases[] = {{GgmlType::Q2_K, 0.40}, {GgmlType::Q3_K, 0.22}, {GgmlType::Q4_K, 0.11},
+                        {GgmlType::Q5_K, 0.055}, {GgmlType::Q6_K, 0.028}, {GgmlType::Q4_1, 0.11},
+                        {GgmlType::Q5_0, 0.08},  {GgmlType::Q5_1, 0.055}, {GgmlType::Q8_0, 0.01},
+                        {GgmlType::Q4_0, 0.15}};
+  const int64_t k = 8 * kQK_K;
+  auto x = random_floats(k, 77, 0.02f);
+  for (int i = 0; i < 40; ++i) x[static_cast<size_t>(i * 53)] *= 6.0f;  // some outliers
+  double signal = 0;
+  for (float v : x) signal += static_cast<double>(v) * v;
+  double last = 1.0;
+  for (const Case& c : cases) {
+    const auto traits = *ggml_type_traits(static_cast<uint32_t>(c.type));
+    std::vector<uint8_t> q(ggml_row_bytes(traits, k));
+    quantize_row(c.type, x.data(), q.data(), k);
+    std::vector<float> y(static_cast<size_t>(k));
+    if (const auto* ref = cpu::quant_type_kernels_ref(c.type)) {
+      ref->dequantize(q.data(), y.data(), k);
+    } else if (c.type == GgmlType::Q8_0) {
+      dequantize_row_q8_0_ref(q.data(), y.data(), k);
+    } else {
+      dequantize_row_q4_0_ref(q.data(), y.data(), k);
+    }
+    double err = 0;
+    for (int64_t i = 0; i < k; ++i) err += std::pow(static_cast<double>(y[i]) - x[i], 2);
+    const double rel = std::sqrt(err / signal);
+    std::printf("[ quantize ] %-5s relative rms error %.4f\n", name_of(c.type).c_str(), rel);
+    EXPECT_LE(rel, c.max_rel_rms) << name_of(c.type);
+    if (traits.block_elems == kQK_K) {  // more bits, less error
+      EXPECT_LT(rel, last) << name_of(c.type);
+      last = rel;
+    }
+    EXPECT_EQ(first_nonfinite_scale_block(c.type, q.data(), k / traits.block_elems,
+                                          traits.block_bytes), -1);
+  }
 }
 
 TEST(QuantTypesSimd, EveryTableMatchesTheReferenceAtAwkwardSizes) {
