@@ -23,7 +23,7 @@ void quantize_row(GgmlType type, const float* x, void* y, int64_t k) {
       }
       return;
     case GgmlType::Q8_0:
-      return quantize_row_q8_0_ref(x, y, k);
+      return quantize_row_q8_0_weights_ref(x, y, k);
     case GgmlType::Q4_0:
       return quantize_row_q4_0_ref(x, y, k);
     case GgmlType::Q4_1:
