@@ -5,6 +5,7 @@
 // ops/quant_k.h; compiled for AVX-512, AVX2 or plain C++ like vec_kernels.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
@@ -17,6 +18,11 @@ struct QuantTypeKernels {
   void (*quantize_act)(const float* x, void* y, int64_t k);
   float (*dot)(const void* w, const void* x, int64_t n_blocks);
   void (*dequantize)(const void* x, float* y, int64_t k);
+  // out[t] = dot(w, x + t * x_stride) for t < nt <= max_tokens, each bit-identical to `dot`
+  // (the weight row is unpacked once for all of them: the prompt path).
+  void (*dot_multi)(const void* w, const void* x, size_t x_stride, int nt, int64_t n_blocks,
+                    float* out);
+  int max_tokens;
 };
 
 // The kernels for `type`, or nullptr for types with their own paths (float, Q8_0, Q4_0).

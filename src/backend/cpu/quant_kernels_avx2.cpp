@@ -28,8 +28,8 @@ struct Avx2 {
   static __m256i dot_s8_s8(__m256i a, __m256i b) {
     return dot_u8_s8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
   }
-  // sum_g sc[g] * sum_{i in g} u[i] * x[i] over 256 quants.
-  static int32_t scaled_dot(const __m256i u[8], const uint8_t* xq, __m256i sc) {
+  // sum_g sc[g] * sum_{i in g} u[i] * x[i] over 256 quants, in 8 lanes.
+  static __m256i scaled_dot(const __m256i u[8], const uint8_t* xq, __m256i sc) {
     alignas(32) int16_t scale[16];
     _mm256_store_si256(reinterpret_cast<__m256i*>(scale), sc);
     __m256i acc = _mm256_setzero_si256();
@@ -40,8 +40,9 @@ struct Avx2 {
       const __m256i p = _mm256_maddubs_epi16(u[c], load256(xq + 32 * c));
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
     }
-    return hsum_i32(acc);
+    return acc;
   }
+  static constexpr int kTokens = 4;  // tokens per weight unpacking (16 ymm registers: 4 accumulators beside the 8 unpacked vectors)
   static void quantize_row_q8_0(const float* x, void* y, int64_t k) {
     avx2::quantize_row_q8_0(x, y, k);
   }

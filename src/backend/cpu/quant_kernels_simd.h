@@ -4,11 +4,12 @@
 // those two files, after <immintrin.h>, inside their namespace.
 //
 // K-quants: a super-block is unpacked in registers to 8 x 32 unsigned quants u and 16 i16
-// scales (one per 16 elements), the integer sum over g of sc[g] * sum(u * q_x) is taken,
-// and the type's offset and minimums come back through Q8_K's bsums:
+// scales (one per 16 elements), the integer sums over g of sc[g] * sum(u * q_x) are taken
+// in 8 lanes, and the type's offset and minimums come back through Q8_K's bsums:
 //   sumi = sum_g sc[g] * sum_{i in g} u[i] q[i] - offset * sum_g sc[g] * bsums[g]
-//   summ = sum_g m[g] * bsums[g];   dot += (d * d_x) * sumi - (dmin * d_x) * summ
-// All integer parts are exact, so only the f32 accumulation can differ from the reference.
+//   summ = sum_g m[g] * bsums[g];   acc += (d * d_x) * sumi - (dmin * d_x) * summ
+// in 8 f32 lanes, summed once per row. The integer parts are exact, so only the f32
+// accumulation differs from the reference's order.
 #pragma once
 
 namespace simd_detail {
@@ -122,17 +123,22 @@ inline void unpack_k(const BlockQ3_K* b, KUnpacked* k) {
 }
 
 // Q4_K/Q5_K scales: 8 six-bit (scale, minimum) pairs, each for 32 elements, as i16 per 16.
+// With the 12 bytes as words u0, u1, u2: scales 0..3 = u0 & 63, minimums 0..3 = u1 & 63;
+// scales 4..7 = the low nibbles of u2 with u0's top two bits above them, minimums 4..7 the
+// high nibbles of u2 with u1's top two bits (k4_scale_min, four at a time).
 template <typename Block>
 inline void k4_scales(const Block* b, KUnpacked* k) {
-  alignas(32) int16_t sc[16], m[16];
-  for (int s = 0; s < 8; ++s) {
-    int a, c;
-    channel::k4_scale_min(b->scales, s, &a, &c);
-    sc[2 * s] = sc[2 * s + 1] = static_cast<int16_t>(a);
-    m[2 * s] = m[2 * s + 1] = static_cast<int16_t>(c);
-  }
-  k->sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
-  k->m = _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+  uint32_t u[3];
+  std::memcpy(u, b->scales, 12);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  const uint32_t sc_lo = u[0] & k6, m_lo = u[1] & k6;
+  const uint32_t sc_hi = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
+  const uint32_t m_hi = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
+  const __m128i v = _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi),
+                                   static_cast<int>(m_lo), static_cast<int>(m_hi));
+  // Each 32-element scale covers two 16-element groups: duplicate every byte.
+  k->sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v));
+  k->m = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
   k->d = _cvtsh_ss(b->d);
   k->dmin = _cvtsh_ss(b->dmin);
   k->offset = 0;
@@ -185,35 +191,82 @@ inline void unpack_k(const BlockQ6_K* b, KUnpacked* k) {
   k->offset = 32;
 }
 
-template <typename Isa, typename Block>
-float dot_k(const void* w, const void* x, int64_t n_blocks) {
+// Per K type: its block, log2 of its quant offset (q3_K 4, q6_K 32) and whether it has
+// minimums.
+struct K2 {
+  using Block = BlockQ2_K;
+  static constexpr int kOffsetShift = 0;
+  static constexpr bool kHasMin = true;
+};
+struct K3 {
+  using Block = BlockQ3_K;
+  static constexpr int kOffsetShift = 2;
+  static constexpr bool kHasMin = false;
+};
+struct K4 {
+  using Block = BlockQ4_K;
+  static constexpr int kOffsetShift = 0;
+  static constexpr bool kHasMin = true;
+};
+struct K5 {
+  using Block = BlockQ5_K;
+  static constexpr int kOffsetShift = 0;
+  static constexpr bool kHasMin = true;
+};
+struct K6 {
+  using Block = BlockQ6_K;
+  static constexpr int kOffsetShift = 5;
+  static constexpr bool kHasMin = false;
+};
+
+inline constexpr int kMaxTokens = 8;  // at most this many tokens share one unpacking (Isa::kTokens)
+
+// out[t] = row w · token t's activations (x + t * x_stride), t < nt <= kMaxTokens. Each
+// super-block is unpacked once for all the tokens; every token's arithmetic is exactly that
+// of nt == 1 (8-lane f32 accumulators, one horizontal sum at the end), so a token's result
+// does not depend on the batch it came in.
+template <typename Isa, typename T>
+void dot_k_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t n_blocks,
+                 float* out) {
   const auto* pw = static_cast<const uint8_t*>(w);
   const auto* px = static_cast<const uint8_t*>(x);
-  float sum = 0.0f;
+  __m256 acc[kMaxTokens];
+  for (int t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
+  constexpr int shift = T::kOffsetShift;
+  using Block = typename T::Block;
   for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(Block), px += sizeof(BlockQ8_K)) {
-    Block blk;
-    std::memcpy(&blk, pw, sizeof(blk));
     KUnpacked k;
-    unpack_k(&blk, &k);
-    const auto* xb = reinterpret_cast<const BlockQ8_K*>(px);
-    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->bsums));
-    const int32_t sc_bsums = hsum_i32(_mm256_madd_epi16(k.sc, bsums));
-    const int32_t summ = hsum_i32(_mm256_madd_epi16(k.m, bsums));
-    const int32_t sumi =
-        Isa::scaled_dot(k.u, reinterpret_cast<const uint8_t*>(xb->qs), k.sc) - k.offset * sc_bsums;
-    sum += (k.d * xb->d) * static_cast<float>(sumi) - (k.dmin * xb->d) * static_cast<float>(summ);
+    unpack_k(reinterpret_cast<const Block*>(pw), &k);
+    for (int t = 0; t < nt; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(px + t * x_stride);
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->bsums));
+      __m256i vi = Isa::scaled_dot(k.u, reinterpret_cast<const uint8_t*>(xb->qs), k.sc);
+      if constexpr (shift > 0)  // the offset: sum_g sc[g] * offset * bsums[g]
+        vi = _mm256_sub_epi32(vi, _mm256_slli_epi32(_mm256_madd_epi16(k.sc, bsums), shift));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(vi), _mm256_set1_ps(k.d * xb->d), acc[t]);
+      if constexpr (T::kHasMin) {
+        const __m256i vm = _mm256_madd_epi16(k.m, bsums);
+        acc[t] =
+            _mm256_fnmadd_ps(_mm256_cvtepi32_ps(vm), _mm256_set1_ps(k.dmin * xb->d), acc[t]);
+      }
+    }
   }
-  return sum;
+  for (int t = 0; t < nt; ++t) out[t] = hsum_ps(acc[t]);
+}
+
+template <typename Isa, typename T>
+float dot_k(const void* w, const void* x, int64_t n_blocks) {
+  float out;
+  dot_k_multi<Isa, T>(w, x, 0, 1, n_blocks, &out);
+  return out;
 }
 
 template <typename Block>
 void dequantize_k(const void* x, float* y, int64_t k) {
   const auto* p = static_cast<const uint8_t*>(x);
   for (int64_t b = 0; b < k / kQK_K; ++b, p += sizeof(Block), y += kQK_K) {
-    Block blk;
-    std::memcpy(&blk, p, sizeof(blk));
     KUnpacked u;
-    unpack_k(&blk, &u);
+    unpack_k(reinterpret_cast<const Block*>(p), &u);
     alignas(32) uint8_t q[kQK_K];
     alignas(32) int16_t sc[16], m[16];
     for (int c = 0; c < 8; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(q + 32 * c), u.u[c]);
@@ -321,36 +374,63 @@ inline __m256i unpack_min_block(const uint8_t* blk, bool five) {
   return u;
 }
 
+// Q4_1 / Q5_1 (Q8_1 activations) for nt <= kMaxTokens tokens; as dot_k_multi, each token's
+// arithmetic is that of nt == 1.
 template <typename Isa, bool kFive>
-float dot_min(const void* w, const void* x, int64_t n_blocks) {
+void dot_min_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t n_blocks,
+                   float* out) {
   constexpr int64_t kBlock = kFive ? sizeof(channel::BlockQ5_1) : sizeof(channel::BlockQ4_1);
   const auto* pw = static_cast<const uint8_t*>(w);
   const auto* px = static_cast<const uint8_t*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  float summs = 0.0f;
-  for (int64_t b = 0; b < n_blocks; ++b, pw += kBlock, px += sizeof(channel::BlockQ8_1)) {
-    const __m256i isum = Isa::dot_u8_s8(unpack_min_block(pw, kFive), load256(px + 4));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(f16_at(pw) * f16_at(px)), acc);
-    summs += f16_at(pw + 2) * f16_at(px + 2);
+  __m256 acc[kMaxTokens];
+  float summs[kMaxTokens];
+  for (int t = 0; t < nt; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    summs[t] = 0.0f;
   }
-  return hsum_ps(acc) + summs;
+  for (int64_t b = 0; b < n_blocks; ++b, pw += kBlock, px += sizeof(channel::BlockQ8_1)) {
+    const __m256i u = unpack_min_block(pw, kFive);
+    const float dw = f16_at(pw), mw = f16_at(pw + 2);
+    for (int t = 0; t < nt; ++t) {
+      const uint8_t* xb = px + t * x_stride;
+      const __m256i isum = Isa::dot_u8_s8(u, load256(xb + 4));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw * f16_at(xb)), acc[t]);
+      summs[t] += mw * f16_at(xb + 2);
+    }
+  }
+  for (int t = 0; t < nt; ++t) out[t] = hsum_ps(acc[t]) + summs[t];
 }
 
 template <typename Isa>
-float dot_q5_0(const void* w, const void* x, int64_t n_blocks) {
+void dot_q5_0_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t n_blocks,
+                    float* out) {
   const auto* pw = static_cast<const uint8_t*>(w);
   const auto* px = static_cast<const uint8_t*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(channel::BlockQ5_0), px += sizeof(channel::BlockQ8_0)) {
+  __m256 acc[kMaxTokens];
+  for (int t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks;
+       ++b, pw += sizeof(channel::BlockQ5_0), px += sizeof(channel::BlockQ8_0)) {
     uint32_t qh;
     std::memcpy(&qh, pw + 2, 4);
     // u - 16, i.e. the nibble minus 16 where the fifth bit is clear.
-    const __m256i high = _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
+    const __m256i high =
+        _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
     const __m256i q = _mm256_or_si256(nibbles(pw + 6), high);
-    const __m256i isum = Isa::dot_s8_s8(q, load256(px + 2));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(f16_at(pw) * f16_at(px)), acc);
+    const float dw = f16_at(pw);
+    for (int t = 0; t < nt; ++t) {
+      const uint8_t* xb = px + t * x_stride;
+      const __m256i isum = Isa::dot_s8_s8(q, load256(xb + 2));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw * f16_at(xb)), acc[t]);
+    }
   }
-  return hsum_ps(acc);
+  for (int t = 0; t < nt; ++t) out[t] = hsum_ps(acc[t]);
+}
+
+template <void (*kMulti)(const void*, const void*, size_t, int, int64_t, float*)>
+float dot_one(const void* w, const void* x, int64_t n_blocks) {
+  float out;
+  kMulti(w, x, 0, 1, n_blocks, &out);
+  return out;
 }
 
 template <int kTop, bool kMin>
@@ -388,22 +468,38 @@ template <typename Isa>
 const channel::cpu::QuantTypeKernels* kernels_for(channel::GgmlType type) {
   using channel::cpu::QuantTypeKernels;
   using channel::GgmlType;
-  static const QuantTypeKernels q4_1{kQK, sizeof(channel::BlockQ8_1), quantize_row_q8_1,
-                                     dot_min<Isa, false>, dequantize_legacy<15, true>};
-  static const QuantTypeKernels q5_0{kQK, sizeof(channel::BlockQ8_0), Isa::quantize_row_q8_0,
-                                     dot_q5_0<Isa>, dequantize_legacy<31, false>};
-  static const QuantTypeKernels q5_1{kQK, sizeof(channel::BlockQ8_1), quantize_row_q8_1,
-                                     dot_min<Isa, true>, dequantize_legacy<31, true>};
-  static const QuantTypeKernels q2_k{kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K,
-                                     dot_k<Isa, BlockQ2_K>, dequantize_k<BlockQ2_K>};
-  static const QuantTypeKernels q3_k{kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K,
-                                     dot_k<Isa, BlockQ3_K>, dequantize_k<BlockQ3_K>};
-  static const QuantTypeKernels q4_k{kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K,
-                                     dot_k<Isa, BlockQ4_K>, dequantize_k<BlockQ4_K>};
-  static const QuantTypeKernels q5_k{kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K,
-                                     dot_k<Isa, BlockQ5_K>, dequantize_k<BlockQ5_K>};
-  static const QuantTypeKernels q6_k{kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K,
-                                     dot_k<Isa, BlockQ6_K>, dequantize_k<BlockQ6_K>};
+  static const QuantTypeKernels q4_1{kQK,
+                                     sizeof(channel::BlockQ8_1),
+                                     quantize_row_q8_1,
+                                     dot_one<dot_min_multi<Isa, false>>,
+                                     dequantize_legacy<15, true>,
+                                     dot_min_multi<Isa, false>,
+                                     Isa::kTokens};
+  static const QuantTypeKernels q5_0{kQK,
+                                     sizeof(channel::BlockQ8_0),
+                                     Isa::quantize_row_q8_0,
+                                     dot_one<dot_q5_0_multi<Isa>>,
+                                     dequantize_legacy<31, false>,
+                                     dot_q5_0_multi<Isa>,
+                                     Isa::kTokens};
+  static const QuantTypeKernels q5_1{kQK,
+                                     sizeof(channel::BlockQ8_1),
+                                     quantize_row_q8_1,
+                                     dot_one<dot_min_multi<Isa, true>>,
+                                     dequantize_legacy<31, true>,
+                                     dot_min_multi<Isa, true>,
+                                     Isa::kTokens};
+#define CHANNEL_K_KERNELS(Kt)                                                               \
+  QuantTypeKernels {                                                                       \
+    kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K, dot_k<Isa, Kt>, dequantize_k<Kt::Block>, \
+        dot_k_multi<Isa, Kt>, Isa::kTokens                                                  \
+  }
+  static const QuantTypeKernels q2_k = CHANNEL_K_KERNELS(K2);
+  static const QuantTypeKernels q3_k = CHANNEL_K_KERNELS(K3);
+  static const QuantTypeKernels q4_k = CHANNEL_K_KERNELS(K4);
+  static const QuantTypeKernels q5_k = CHANNEL_K_KERNELS(K5);
+  static const QuantTypeKernels q6_k = CHANNEL_K_KERNELS(K6);
+#undef CHANNEL_K_KERNELS
   switch (type) {
     case GgmlType::Q4_1:
       return &q4_1;
