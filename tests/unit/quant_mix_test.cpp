@@ -12,6 +12,7 @@
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 #include "model/model.h"
+#include "model/random_model.h"
 #include "model/quant_mix.h"
 #include "model/quantize_model.h"
 #include "runtime/session.h"
@@ -103,6 +104,40 @@ TEST(QuantizeModel, Gemma3MicroQ4KMMatchesLlamaQuantize) {
     nw += static_cast<double>(want[i]) * want[i];
   }
   EXPECT_GE(dot / std::sqrt(ng * nw), 0.99);
+}
+
+// Every mix channel quantize writes (the _S, _M and _L variants included) loads and decodes:
+// on a random gemma3 model whose rows are all multiples of 256 (the K types themselves), and
+// on one of hidden 128 (their fallbacks).
+TEST(QuantizeModel, EveryMixLoadsAndDecodes) {
+  for (int hidden : {256, 128}) {
+    RandomModelSpec spec;
+    spec.arch = Arch::gemma3;
+    spec.hidden = hidden;
+    spec.layers = 3;
+    spec.heads = 2;
+    spec.kv_heads = 1;
+    spec.head_dim = 64;
+    spec.ffn = 512;
+    spec.vocab = 300;
+    ThreadPool pool(1);
+    GgufWriter src;
+    write_random_model(spec, src, pool);
+    const std::vector<uint8_t> f32 = src.to_bytes();
+    const GgufFile in = GgufFile::from_memory(f32.data(), f32.size(), "f32.gguf");
+    for (const std::string& name : quant_mix_names()) {
+      SCOPED_TRACE(name + " hidden " + std::to_string(hidden));
+      GgufWriter w;
+      quantize_model(in, *parse_quant_mix(name), w, pool);
+      const std::vector<uint8_t> bytes = w.to_bytes();
+      const auto model = Model::load_from_memory(bytes, name + ".gguf");
+      Session session(model, SessionConfig{.n_ctx = 8, .n_threads = 1});
+      const std::vector<int32_t> ids = {2, 50, 60};
+      const auto logits = session.decode(ids);
+      ASSERT_EQ(logits.size(), 300u);
+      for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+    }
+  }
 }
 
 TEST(QuantizeModel, RefusesQuantizedInputNamingTheTensor) {
