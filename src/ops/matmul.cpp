@@ -15,8 +15,14 @@
 namespace channel {
 namespace {
 
+// Block types whose activations are Q8_0 with per-block scales and zero-point corrections
+// (the int8 GEMM of matmul_kernels.h); Q5_0 also has a quant_kernels.h table.
 bool is_quant(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q5_0;
+}
+
+int32_t zero_point_of(GgmlType t) {
+  return t == GgmlType::Q8_0 ? 128 : t == GgmlType::Q4_0 ? 8 : 16;
 }
 
 void check_type(const WeightMatrix& w) {
@@ -81,22 +87,14 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
       fn(0, items, 0);
     }
   };
-  if (const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels(w.type)) {
-    const size_t row_bytes = static_cast<size_t>(w.cols / qk->block_elems * qk->act_block_bytes);
-    uint8_t* xq = activation_scratch(static_cast<size_t>(n) * row_bytes);  // [n][row_bytes]
-    run(n, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) qk->quantize_act(x + t * w.cols, xq + t * row_bytes, w.cols);
-    });
-    in.xq = xq;
-    in.xq_row_bytes = row_bytes;
-  } else if (is_quant(w.type)) {
+  if (is_quant(w.type)) {
     const size_t q_bytes = static_cast<size_t>(n * nb) * sizeof(BlockQ8_0);
     const size_t q_padded = (q_bytes + 63) / 64 * 64;
     uint8_t* buf = activation_scratch(q_padded + static_cast<size_t>(n * nb) * 8);
     uint8_t* xq = buf;                                                         // [n][nb] blocks
     float* xd = reinterpret_cast<float*>(buf + q_padded);                      // [n][nb]
     int32_t* xcorr = reinterpret_cast<int32_t*>(buf + q_padded + n * nb * 4);  // [n][nb]
-    const int32_t zero_point = w.type == GgmlType::Q8_0 ? 128 : 8;
+    const int32_t zero_point = zero_point_of(w.type);
     run(n, [&](int64_t t0, int64_t t1, int) {
       prepare_quant(x, w.cols, zero_point, t0, t1, xq, xd, xcorr);
     });
@@ -104,6 +102,14 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
     in.xq_row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
     in.xd = xd;
     in.xcorr = xcorr;
+  } else if (const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels(w.type)) {
+    const size_t row_bytes = static_cast<size_t>(w.cols / qk->block_elems * qk->act_block_bytes);
+    uint8_t* xq = activation_scratch(static_cast<size_t>(n) * row_bytes);  // [n][row_bytes]
+    run(n, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) qk->quantize_act(x + t * w.cols, xq + t * row_bytes, w.cols);
+    });
+    in.xq = xq;
+    in.xq_row_bytes = row_bytes;
   } else if (w.type == GgmlType::F32) {
     in.xf = x;
   } else {
