@@ -179,9 +179,10 @@ void validate(const RandomModelSpec& s) {
 void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& pool,
                         const std::set<std::string>& skip) {
   validate(s);
-  const bool gemma = s.arch != Arch::llama;  // gemma3 and bounded share the gemma3 block
   const bool bounded = s.arch == Arch::bounded;
-  const std::string arch = bounded ? "bounded" : gemma ? "gemma3" : "llama";
+  const bool gemma = s.arch == Arch::gemma3 || bounded;  // bounded shares the gemma3 block
+  const bool qwen3 = s.arch == Arch::qwen3;  // the llama block plus per-head Q/K norms
+  const std::string arch = bounded ? "bounded" : gemma ? "gemma3" : qwen3 ? "qwen3" : "llama";
   auto is_global = [&](int il) { return il % s.global_every == s.global_every - 1; };
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
   auto keep = [&](const std::string& k) { return skip.count(k) == 0; };
@@ -212,8 +213,8 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
   u32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
   u32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
   u32(a + "rope.dimension_count", static_cast<uint32_t>(bounded ? s.rope_dims : s.head_dim));
-  f32(a + "rope.freq_base", gemma && !bounded ? 1e6f : 1e4f);
-  f32(a + "attention.layer_norm_rms_epsilon", gemma ? 1e-6f : 1e-5f);
+  f32(a + "rope.freq_base", (gemma && !bounded) || qwen3 ? 1e6f : 1e4f);
+  f32(a + "attention.layer_norm_rms_epsilon", gemma || qwen3 ? 1e-6f : 1e-5f);
   if (bounded) {
     u32(a + "attention.window", static_cast<uint32_t>(s.window));
     u32(a + "attention.sink_count", static_cast<uint32_t>(s.sinks));
@@ -276,9 +277,11 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
     matrix(p + "attn_k.weight", s.hidden, kv_dim);
     matrix(p + "attn_v.weight", s.hidden, kv_dim);
     matrix(p + "attn_output.weight", q_dim, s.hidden);
-    if (gemma) {
+    if (gemma || qwen3) {
       norm(p + "attn_q_norm.weight", s.head_dim);
       norm(p + "attn_k_norm.weight", s.head_dim);
+    }
+    if (gemma) {
       norm(p + "post_attention_norm.weight", s.hidden);
       norm(p + "post_ffw_norm.weight", s.hidden);
     }

@@ -113,6 +113,25 @@ TEST(ModelLoad, OptionalGemma3KeysAreHonoured) {
   for (float l : session.decode(ids)) ASSERT_LE(std::abs(l), 30.0f);
 }
 
+TEST(ModelLoad, ReadsQwen3HyperparametersAndQKNorms) {
+  const Built b = build(tiny(Arch::qwen3));
+  const auto model = b.load();
+  const ModelHparams& hp = model->hparams();
+  EXPECT_EQ(hp.arch_id, Arch::qwen3);
+  EXPECT_EQ(hp.rope_style, RopeStyle::neox);
+  EXPECT_TRUE(hp.has_qk_norm);
+  EXPECT_FALSE(hp.has_post_norms);
+  EXPECT_FALSE(hp.gelu_ffn);
+  EXPECT_EQ(hp.embd_scale, 1.0f);
+  EXPECT_EQ(hp.sliding_window, 0);
+  EXPECT_EQ(model->weights().layers[1].attn_k_norm.size(), 16u);
+  Session session(model, SessionConfig{.n_ctx = 8, .n_threads = 1});
+  const std::vector<int32_t> ids = {2, 7, 9};
+  EXPECT_TRUE(std::isfinite(session.decode(ids)[0]));
+  expect_load_error(build(tiny(Arch::qwen3), {"blk.1.attn_k_norm.weight"}),
+                    "tensor 'blk.1.attn_k_norm.weight' is missing");
+}
+
 TEST(ModelLoad, GenerationIsDeterministic) {
   EXPECT_EQ(build(tiny(Arch::gemma3)).bytes, build(tiny(Arch::gemma3)).bytes);
   RandomModelSpec other = tiny(Arch::gemma3);

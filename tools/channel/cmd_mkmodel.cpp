@@ -1,4 +1,4 @@
-// `channel mkmodel`: writes a deterministic random-weight llama or gemma3 GGUF (weights
+// `channel mkmodel`: writes a deterministic random-weight llama, gemma3 or qwen3 GGUF (weights
 // N(0, 0.02), norms 1 + N(0, 0.1)) with a synthetic SentencePiece vocabulary, for tests and
 // benchmarks. The same flags and seed always give the same bytes; llama.cpp loads the file.
 #include <chrono>
@@ -43,6 +43,7 @@ struct MkmodelArgs {
 
 int run_mkmodel(MkmodelArgs args) {
   args.spec.arch = args.arch == "gemma3"    ? Arch::gemma3
+                   : args.arch == "qwen3"   ? Arch::qwen3
                    : args.arch == "bounded" ? Arch::bounded
                                             : Arch::llama;
   args.spec.type = writable_types().at(args.type);
@@ -63,13 +64,13 @@ int run_mkmodel(MkmodelArgs args) {
 
 const CommandRegistrar registrar(
     "mkmodel",
-    "Write a deterministic random-weight model (llama or gemma3) for tests and benchmarks",
+    "Write a deterministic random-weight model (llama, gemma3, qwen3, bounded) for tests",
     [](CLI::App& sub) -> std::function<int()> {
       auto args = std::make_shared<MkmodelArgs>();
       RandomModelSpec& s = args->spec;
       sub.add_option("--arch", args->arch, "Architecture")
           ->required()
-          ->check(CLI::IsMember({"llama", "gemma3", "bounded"}));
+          ->check(CLI::IsMember({"llama", "gemma3", "qwen3", "bounded"}));
       sub.add_option("--type", args->type,
                      "Type of the 2-D weights (norms stay f32; K-quants need rows of 256)")
           ->check(CLI::IsMember(writable_type_names()))
