@@ -69,8 +69,8 @@ ModelHparams read_hparams(const GgufFile& gguf) {
   } else if (hp.arch == "bounded") {
     hp.arch_id = Arch::bounded;
   } else {
-    throw_error("{}: unknown architecture '{}' (supported: llama, gemma3, qwen3, bounded)", gguf.name(),
-                hp.arch);
+    throw_error("{}: unknown architecture '{}' (supported: llama, gemma3, qwen3, bounded)",
+                gguf.name(), hp.arch);
   }
   const KeyReader r{gguf, hp.arch};
 

@@ -9,7 +9,8 @@ namespace channel {
 namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // llama.cpp's choice of layers that get more bits: the first and last eighth, and every
@@ -19,8 +20,8 @@ bool use_more_bits(int i, int n) {
 }
 
 bool is_k(GgmlType t) {
-  return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K ||
-         t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+  return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K;
 }
 
 }  // namespace
@@ -36,16 +37,16 @@ std::optional<QuantMix> parse_quant_mix(std::string_view name) {
   };
   using K = QuantMixKind;
   static const Entry kEntries[] = {
-      {"f32", GgmlType::F32, K::uniform, 0},     {"f16", GgmlType::F16, K::uniform, 1},
-      {"bf16", GgmlType::BF16, K::uniform, 32},  {"q8_0", GgmlType::Q8_0, K::uniform, 7},
-      {"q4_0", GgmlType::Q4_0, K::uniform, 2},   {"q4_1", GgmlType::Q4_1, K::uniform, 3},
-      {"q5_0", GgmlType::Q5_0, K::uniform, 8},   {"q5_1", GgmlType::Q5_1, K::uniform, 9},
-      {"q2_k", GgmlType::Q2_K, K::k_m, 10},      {"q3_k_s", GgmlType::Q3_K, K::k_s, 11},
-      {"q3_k_m", GgmlType::Q3_K, K::k_m, 12},    {"q3_k", GgmlType::Q3_K, K::k_m, 12},
-      {"q3_k_l", GgmlType::Q3_K, K::k_l, 13},    {"q4_k_s", GgmlType::Q4_K, K::k_s, 14},
-      {"q4_k_m", GgmlType::Q4_K, K::k_m, 15},    {"q4_k", GgmlType::Q4_K, K::k_m, 15},
-      {"q5_k_s", GgmlType::Q5_K, K::k_s, 16},    {"q5_k_m", GgmlType::Q5_K, K::k_m, 17},
-      {"q5_k", GgmlType::Q5_K, K::k_m, 17},      {"q6_k", GgmlType::Q6_K, K::uniform, 18},
+      {"f32", GgmlType::F32, K::uniform, 0},    {"f16", GgmlType::F16, K::uniform, 1},
+      {"bf16", GgmlType::BF16, K::uniform, 32}, {"q8_0", GgmlType::Q8_0, K::uniform, 7},
+      {"q4_0", GgmlType::Q4_0, K::uniform, 2},  {"q4_1", GgmlType::Q4_1, K::uniform, 3},
+      {"q5_0", GgmlType::Q5_0, K::uniform, 8},  {"q5_1", GgmlType::Q5_1, K::uniform, 9},
+      {"q2_k", GgmlType::Q2_K, K::k_m, 10},     {"q3_k_s", GgmlType::Q3_K, K::k_s, 11},
+      {"q3_k_m", GgmlType::Q3_K, K::k_m, 12},   {"q3_k", GgmlType::Q3_K, K::k_m, 12},
+      {"q3_k_l", GgmlType::Q3_K, K::k_l, 13},   {"q4_k_s", GgmlType::Q4_K, K::k_s, 14},
+      {"q4_k_m", GgmlType::Q4_K, K::k_m, 15},   {"q4_k", GgmlType::Q4_K, K::k_m, 15},
+      {"q5_k_s", GgmlType::Q5_K, K::k_s, 16},   {"q5_k_m", GgmlType::Q5_K, K::k_m, 17},
+      {"q5_k", GgmlType::Q5_K, K::k_m, 17},     {"q6_k", GgmlType::Q6_K, K::uniform, 18},
   };
   for (const Entry& e : kEntries)
     if (n == e.name) return QuantMix{e.name, e.base, e.kind, e.ftype};

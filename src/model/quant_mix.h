@@ -21,10 +21,10 @@ class GgufFile;
 enum class QuantMixKind { uniform, k_s, k_m, k_l };
 
 struct QuantMix {
-  std::string name;        // as given: "q4_k_m", "q8_0", ...
-  GgmlType base;           // the type most weights get
-  QuantMixKind kind;       // for the K types: which mix
-  uint32_t llama_ftype;    // general.file_type
+  std::string name;      // as given: "q4_k_m", "q8_0", ...
+  GgmlType base;         // the type most weights get
+  QuantMixKind kind;     // for the K types: which mix
+  uint32_t llama_ftype;  // general.file_type
 };
 
 // Parses a type name (case-insensitive): f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,

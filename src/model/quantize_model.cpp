@@ -47,8 +47,8 @@ QuantizeReport quantize_model(const GgufFile& in, const QuantMix& mix, GgufWrite
   for (const TensorInfo& t : in.tensors()) {
     const std::vector<int64_t> ne(t.ne, t.ne + std::max(t.n_dims, 1));
     report.bytes_in += t.n_bytes;
-    const bool weight = t.n_dims == 2 && t.name.size() >= 6 &&
-                        t.name.compare(t.name.size() - 6, 6, "weight") == 0;
+    const bool weight =
+        t.n_dims == 2 && t.name.size() >= 6 && t.name.compare(t.name.size() - 6, 6, "weight") == 0;
     if (!weight) {
       out.add_tensor(t.name, static_cast<GgmlType>(t.type_id), ne,
                      std::vector<uint8_t>(t.data, t.data + t.n_bytes));

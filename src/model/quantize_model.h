@@ -23,8 +23,8 @@ struct QuantizeReport {
 
 // Throws channel::Error naming the tensor for input it cannot convert (a 2-D weight that is
 // already quantized). `on_tensor` (optional) hears each tensor's name and chosen type.
-QuantizeReport quantize_model(const GgufFile& in, const QuantMix& mix, GgufWriter& out,
-                              ThreadPool& pool,
-                              const std::function<void(const std::string&, GgmlType)>& on_tensor = {});
+QuantizeReport quantize_model(
+    const GgufFile& in, const QuantMix& mix, GgufWriter& out, ThreadPool& pool,
+    const std::function<void(const std::string&, GgmlType)>& on_tensor = {});
 
 }  // namespace channel

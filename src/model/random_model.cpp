@@ -181,7 +181,7 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
   validate(s);
   const bool bounded = s.arch == Arch::bounded;
   const bool gemma = s.arch == Arch::gemma3 || bounded;  // bounded shares the gemma3 block
-  const bool qwen3 = s.arch == Arch::qwen3;  // the llama block plus per-head Q/K norms
+  const bool qwen3 = s.arch == Arch::qwen3;              // the llama block plus per-head Q/K norms
   const std::string arch = bounded ? "bounded" : gemma ? "gemma3" : qwen3 ? "qwen3" : "llama";
   auto is_global = [&](int il) { return il % s.global_every == s.global_every - 1; };
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));

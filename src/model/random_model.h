@@ -1,7 +1,8 @@
-// Deterministic random-weight GGUF models (llama, gemma3, qwen3 or bounded with mixed layer types) with a
-// synthetic SentencePiece vocabulary that llama.cpp also loads: for tests, benchmarks and `channel
-// mkmodel`. Weights are N(0, 0.02), norm weights 1 + N(0, 0.1); every tensor draws from its own
-// stream seeded by (seed, tensor name, row block), so the output does not depend on threads.
+// Deterministic random-weight GGUF models (llama, gemma3, qwen3 or bounded with mixed layer types)
+// with a synthetic SentencePiece vocabulary that llama.cpp also loads: for tests, benchmarks and
+// `channel mkmodel`. Weights are N(0, 0.02), norm weights 1 + N(0, 0.1); every tensor draws from
+// its own stream seeded by (seed, tensor name, row block), so the output does not depend on
+// threads.
 #pragma once
 
 #include <cstdint>

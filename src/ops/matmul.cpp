@@ -106,7 +106,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
     const size_t row_bytes = static_cast<size_t>(w.cols / qk->block_elems * qk->act_block_bytes);
     uint8_t* xq = activation_scratch(static_cast<size_t>(n) * row_bytes);  // [n][row_bytes]
     run(n, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) qk->quantize_act(x + t * w.cols, xq + t * row_bytes, w.cols);
+      for (int64_t t = t0; t < t1; ++t)
+        qk->quantize_act(x + t * w.cols, xq + t * row_bytes, w.cols);
     });
     in.xq = xq;
     in.xq_row_bytes = row_bytes;
@@ -165,7 +166,7 @@ void matmul_ref(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   check_type(w);
   const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels_ref(w.type);
   std::vector<uint8_t> xa(qk ? static_cast<size_t>(w.cols / qk->block_elems * qk->act_block_bytes)
-                             : 0);  // the type's activation blocks
+                             : 0);                               // the type's activation blocks
   std::vector<float> xr(static_cast<size_t>(w.cols));            // [cols]
   std::vector<BlockQ8_0> xq(static_cast<size_t>(w.cols / kQK));  // [cols / 32]
   for (int64_t t = 0; t < n; ++t) {

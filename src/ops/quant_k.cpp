@@ -41,7 +41,8 @@ float dot_k(const void* w, const void* x, int64_t n_blocks) {
   KBlockParts p;
   for (int64_t b = 0; b < n_blocks; ++b) {
     kUnpack(w, b, &p);
-    const auto* xb = reinterpret_cast<const uint8_t*>(x) + b * static_cast<int64_t>(sizeof(BlockQ8_K));
+    const auto* xb =
+        reinterpret_cast<const uint8_t*>(x) + b * static_cast<int64_t>(sizeof(BlockQ8_K));
     float xd;
     std::memcpy(&xd, xb + offsetof(BlockQ8_K, d), sizeof(xd));
     int8_t xq[kQK_K];

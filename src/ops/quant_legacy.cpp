@@ -45,8 +45,7 @@ void pack_nibbles(const uint8_t q[kQK], uint8_t qs[kQK / 2], uint8_t* qh_bytes) 
 }
 
 // Q4_1 / Q5_1: scale and minimum of a block, q = min(top, trunc((x - min) / d + 0.5)).
-void quantize_min_block(const float* x, int top, uint16_t* d_out, uint16_t* m_out,
-                        uint8_t q[kQK]) {
+void quantize_min_block(const float* x, int top, uint16_t* d_out, uint16_t* m_out, uint8_t q[kQK]) {
   float min = FLT_MAX, max = -FLT_MAX;
   for (int j = 0; j < kQK; ++j) {
     min = std::min(min, x[j]);

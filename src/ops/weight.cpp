@@ -55,8 +55,10 @@ int64_t first_nonfinite_scale_block(GgmlType type, const uint8_t* data, int64_t 
 WeightMatrix make_weight_matrix(const TensorInfo& t) {
   const auto traits = ggml_type_traits(t.type_id);
   if (!traits) {
-    throw_error("weight {}: type {} is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K .. q6_K are)", t.name,
-                ggml_type_name(t.type_id));
+    throw_error(
+        "weight {}: type {} is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K "
+        ".. q6_K are)",
+        t.name, ggml_type_name(t.type_id));
   }
   if (t.n_dims < 1 || t.n_dims > 2 || t.ne[2] != 1 || t.ne[3] != 1) {
     throw_error("weight {}: expected a 2-D tensor, got {} dims [{}, {}, {}, {}]", t.name, t.n_dims,

@@ -20,8 +20,9 @@ struct WeightMatrix {
 };
 
 // Throws channel::Error naming the tensor when its type is not one Channel computes with, it
-// is not 2-D (ne[2] == ne[3] == 1), cols is not a whole number of blocks, its byte size disagrees with its shape, its data is misaligned for its element type, or a block's
-// f16 scale or minimum is infinite or NaN.
+// is not 2-D (ne[2] == ne[3] == 1), cols is not a whole number of blocks, its byte size disagrees
+// with its shape, its data is misaligned for its element type, or a block's f16 scale or minimum is
+// infinite or NaN.
 WeightMatrix make_weight_matrix(const TensorInfo& t);
 
 // Index of the first of n_blocks blocks of `type` whose f16 scale or minimum is not finite;

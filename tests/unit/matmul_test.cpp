@@ -19,8 +19,8 @@
 namespace channel {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                               GgmlType::Q4_0, GgmlType::Q5_0};
+constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                               GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0};
 
 bool is_q8_activation_type(GgmlType t) {  // the int8 GEMM's types (Q8_0 activations)
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q5_0;
@@ -135,8 +135,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
       std::vector<BlockQ8_0> xq(n * cols / kQK);   // [n][cols / 32]
       std::vector<float> xd(n * cols / kQK);       // [n][cols / 32]
       std::vector<int32_t> xcorr(n * cols / kQK);  // [n][cols / 32]
-      const int32_t zero_point =
-          type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q4_0 ? 8 : 16;
+      const int32_t zero_point = type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q4_0 ? 8 : 16;
       for (int64_t i = 0; i < n * cols; ++i) {
         xf[i] = type == GgmlType::F16    ? fp16_to_fp32(fp32_to_fp16(x[i]))
                 : type == GgmlType::BF16 ? bf16_to_fp32(fp32_to_bf16(x[i]))

@@ -169,27 +169,24 @@ TEST_P(Goldens, DecodeAllLastRowMatchesDecode) {
             tolerance_for(name).max_abs);
 }
 
-INSTANTIATE_TEST_SUITE_P(Micro, Goldens,
-                         ::testing::Values("llama-micro-f32", "llama-micro-q8_0",
-                                           "llama-micro-q4_0", "gemma3-micro-f32",
-                                           "gemma3-micro-f16", "gemma3-micro-q8_0",
-                                           "gemma3-micro-q4_0",
-                                           // legacy fallbacks and a Q4_K_M of hidden 128
-                                           "gemma3-micro-q4_1", "gemma3-micro-q5_0",
-                                           "gemma3-micro-q5_1", "gemma3-micro-q4_k_m",
-                                           // every K-quant on rows of 256
-                                           "gemma3-k-q2_k", "gemma3-k-q3_k_m", "gemma3-k-q4_k_m",
-                                           "gemma3-k-q5_k_m", "gemma3-k-q6_k", "llama-k-q2_k",
-                                           "llama-k-q3_k_m", "llama-k-q4_k_m", "llama-k-q5_k_m",
-                                           "llama-k-q6_k",
-                                           // Qwen 3
-                                           "qwen3-micro-f32", "qwen3-micro-q8_0",
-                                           "qwen3-k-q4_k_m"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Micro, Goldens,
+    ::testing::Values("llama-micro-f32", "llama-micro-q8_0", "llama-micro-q4_0", "gemma3-micro-f32",
+                      "gemma3-micro-f16", "gemma3-micro-q8_0", "gemma3-micro-q4_0",
+                      // legacy fallbacks and a Q4_K_M of hidden 128
+                      "gemma3-micro-q4_1", "gemma3-micro-q5_0", "gemma3-micro-q5_1",
+                      "gemma3-micro-q4_k_m",
+                      // every K-quant on rows of 256
+                      "gemma3-k-q2_k", "gemma3-k-q3_k_m", "gemma3-k-q4_k_m", "gemma3-k-q5_k_m",
+                      "gemma3-k-q6_k", "llama-k-q2_k", "llama-k-q3_k_m", "llama-k-q4_k_m",
+                      "llama-k-q5_k_m", "llama-k-q6_k",
+                      // Qwen 3
+                      "qwen3-micro-f32", "qwen3-micro-q8_0", "qwen3-k-q4_k_m"),
+    [](const auto& info) {
+      std::string s = info.param;
+      std::replace(s.begin(), s.end(), '-', '_');
+      return s;
+    });
 
 // stories260K: 200 greedy tokens after each prompt reproduce llama2.c's and llama.cpp's ids.
 TEST(Stories260K, GreedyGenerationsMatchReference) {

@@ -163,8 +163,8 @@ TEST(ModelLoad, EveryQuantizedTypeFollowsTheF32Model) {
   };
   // For scale (testdata README section 5): llama-quantize's files sit at cosine 0.71 (q2_k)
   // to 0.996 (q6_k) from their f32 sources.
-  const Case cases[] = {{GgmlType::Q4_1, 0.95}, {GgmlType::Q5_0, 0.98}, {GgmlType::Q5_1, 0.98},
-                        {GgmlType::Q2_K, 0.65}, {GgmlType::Q3_K, 0.85}, {GgmlType::Q4_K, 0.94},
+  const Case cases[] = {{GgmlType::Q4_1, 0.95},  {GgmlType::Q5_0, 0.98}, {GgmlType::Q5_1, 0.98},
+                        {GgmlType::Q2_K, 0.65},  {GgmlType::Q3_K, 0.85}, {GgmlType::Q4_K, 0.94},
                         {GgmlType::Q5_K, 0.985}, {GgmlType::Q6_K, 0.995}};
   RandomModelSpec spec = tiny(Arch::gemma3);
   spec.hidden = 256;
@@ -187,7 +187,8 @@ TEST(ModelLoad, EveryQuantizedTypeFollowsTheF32Model) {
       ng += static_cast<double>(got[i]) * got[i];
       nw += static_cast<double>(want[i]) * want[i];
     }
-    EXPECT_GE(dot / std::sqrt(ng * nw), c.min_cosine) << ggml_type_name(static_cast<uint32_t>(c.type));
+    EXPECT_GE(dot / std::sqrt(ng * nw), c.min_cosine)
+        << ggml_type_name(static_cast<uint32_t>(c.type));
   }
 }
 

@@ -12,9 +12,9 @@
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 #include "model/model.h"
-#include "model/random_model.h"
 #include "model/quant_mix.h"
 #include "model/quantize_model.h"
+#include "model/random_model.h"
 #include "runtime/session.h"
 #include "testdata.h"
 #include "util/error.h"
@@ -38,11 +38,14 @@ TEST(QuantMix, ParsesTypeNames) {
 TEST(QuantMix, ReproducesLlamaQuantizeTypesOfEveryFixture) {
   CHANNEL_REQUIRE_TESTDATA();
   const std::pair<const char*, const char*> files[] = {
-      {"gemma3-k-q2_k", "q2_k"},     {"gemma3-k-q3_k_m", "q3_k_m"}, {"gemma3-k-q4_k_m", "q4_k_m"},
-      {"gemma3-k-q5_k_m", "q5_k_m"}, {"gemma3-k-q6_k", "q6_k"},     {"llama-k-q2_k", "q2_k"},
-      {"llama-k-q3_k_m", "q3_k_m"},  {"llama-k-q4_k_m", "q4_k_m"},  {"llama-k-q5_k_m", "q5_k_m"},
-      {"llama-k-q6_k", "q6_k"},      {"qwen3-k-q4_k_m", "q4_k_m"},  {"gemma3-micro-q4_k_m", "q4_k_m"},
-      {"gemma3-micro-q4_1", "q4_1"}, {"gemma3-micro-q5_0", "q5_0"}, {"gemma3-micro-q5_1", "q5_1"}};
+      {"gemma3-k-q2_k", "q2_k"},     {"gemma3-k-q3_k_m", "q3_k_m"},
+      {"gemma3-k-q4_k_m", "q4_k_m"}, {"gemma3-k-q5_k_m", "q5_k_m"},
+      {"gemma3-k-q6_k", "q6_k"},     {"llama-k-q2_k", "q2_k"},
+      {"llama-k-q3_k_m", "q3_k_m"},  {"llama-k-q4_k_m", "q4_k_m"},
+      {"llama-k-q5_k_m", "q5_k_m"},  {"llama-k-q6_k", "q6_k"},
+      {"qwen3-k-q4_k_m", "q4_k_m"},  {"gemma3-micro-q4_k_m", "q4_k_m"},
+      {"gemma3-micro-q4_1", "q4_1"}, {"gemma3-micro-q5_0", "q5_0"},
+      {"gemma3-micro-q5_1", "q5_1"}};
   for (const auto& [file, type] : files) {
     const GgufFile f = GgufFile::open(test::testdata_path(std::string("models/") + file + ".gguf"));
     QuantMixPlanner planner(*parse_quant_mix(type), quant_mix_model(f));

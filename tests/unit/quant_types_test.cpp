@@ -31,9 +31,8 @@
 namespace channel {
 namespace {
 
-constexpr GgmlType kNewTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                  GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                  GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kNewTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                                  GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 std::string name_of(GgmlType t) {
   return ggml_type_name(static_cast<uint32_t>(t));
@@ -240,7 +239,7 @@ TEST(QuantTypesWrite, EveryTypeRoundTripsThroughTheReferenceDequantizer) {
     GgmlType type;
     double max_rel_rms;
   };
-  const Case cases[] = {{GgmlType::Q2_K, 0.40}, {GgmlType::Q3_K, 0.22}, {GgmlType::Q4_K, 0.11},
+  const Case cases[] = {{GgmlType::Q2_K, 0.40},  {GgmlType::Q3_K, 0.22},  {GgmlType::Q4_K, 0.11},
                         {GgmlType::Q5_K, 0.055}, {GgmlType::Q6_K, 0.028}, {GgmlType::Q4_1, 0.11},
                         {GgmlType::Q5_0, 0.08},  {GgmlType::Q5_1, 0.055}, {GgmlType::Q8_0, 0.01},
                         {GgmlType::Q4_0, 0.15}};
@@ -271,8 +270,9 @@ TEST(QuantTypesWrite, EveryTypeRoundTripsThroughTheReferenceDequantizer) {
       EXPECT_LT(rel, last) << name_of(c.type);
       last = rel;
     }
-    EXPECT_EQ(first_nonfinite_scale_block(c.type, q.data(), k / traits.block_elems,
-                                          traits.block_bytes), -1);
+    EXPECT_EQ(
+        first_nonfinite_scale_block(c.type, q.data(), k / traits.block_elems, traits.block_bytes),
+        -1);
   }
 }
 
@@ -368,7 +368,8 @@ TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
     const int64_t elems = ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
     for (int64_t cols : {elems, 3 * elems}) {
       for (int64_t rows : {1, 7, 35}) {
-        SCOPED_TRACE(name_of(t) + " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+        SCOPED_TRACE(name_of(t) + " rows=" + std::to_string(rows) +
+                     " cols=" + std::to_string(cols));
         const OwnedWeight o = random_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));
         const WeightMatrix w = make_weight_matrix(o.info);
         const int64_t n = 19;

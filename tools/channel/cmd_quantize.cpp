@@ -41,7 +41,8 @@ int run_quantize(const QuantizeArgs& args) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string mixdesc;
-  for (const auto& [name, n] : counts) mixdesc += (mixdesc.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  for (const auto& [name, n] : counts)
+    mixdesc += (mixdesc.empty() ? "" : ", ") + name + " " + std::to_string(n);
   std::fprintf(stderr,
                "channel: wrote %s (%s: %d tensors converted, %d copied; %s) %.1f MB -> %.1f MB in "
                "%.1f s\n",

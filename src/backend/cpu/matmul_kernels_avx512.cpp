@@ -60,12 +60,11 @@ constexpr int64_t block_bytes() {
 template <QuantKind K>
 __m256i unsigned_quants(const uint8_t* block) {
   if constexpr (K == QuantKind::q8_0) {
-    return _mm256_xor_si256(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)),
-        _mm256_set1_epi8(static_cast<char>(0x80)));
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
   } else {
-    const __m128i q = _mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(block + (K == QuantKind::q4_0 ? 2 : 6)));
+    const __m128i q =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + (K == QuantKind::q4_0 ? 2 : 6)));
     const __m256i nib =
         _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
     if constexpr (K == QuantKind::q4_0) {
@@ -525,8 +524,7 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 }  // namespace
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
-  if (!is_quant(type) && cpu::quant_type_kernels(type))
-    return generic::matmul_row_granule(type, n);
+  if (!is_quant(type) && cpu::quant_type_kernels(type)) return generic::matmul_row_granule(type, n);
   return use_gemm(type, n) && is_quant(type) ? kPanelRows : 16;
 }
 

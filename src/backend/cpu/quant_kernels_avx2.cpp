@@ -42,7 +42,8 @@ struct Avx2 {
     }
     return acc;
   }
-  static constexpr int kTokens = 4;  // tokens per weight unpacking (16 ymm registers: 4 accumulators beside the 8 unpacked vectors)
+  static constexpr int kTokens = 4;  // tokens per weight unpacking (16 ymm registers: 4
+                                     // accumulators beside the 8 unpacked vectors)
   static void quantize_row_q8_0(const float* x, void* y, int64_t k) {
     avx2::quantize_row_q8_0(x, y, k);
   }

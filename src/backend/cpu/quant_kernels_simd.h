@@ -54,10 +54,10 @@ inline float hmax_ps(__m256 v) {
 }
 // Byte i = 0xff where bit i of the 32-bit mask is set.
 inline __m256i bits_to_bytes(uint32_t bits) {
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(bits)),
-      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
-                         0x0303030303030303));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                             0x0202020202020202, 0x0303030303030303));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
@@ -246,8 +246,7 @@ void dot_k_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t 
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(vi), _mm256_set1_ps(k.d * xb->d), acc[t]);
       if constexpr (T::kHasMin) {
         const __m256i vm = _mm256_madd_epi16(k.m, bsums);
-        acc[t] =
-            _mm256_fnmadd_ps(_mm256_cvtepi32_ps(vm), _mm256_set1_ps(k.dmin * xb->d), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(vm), _mm256_set1_ps(k.dmin * xb->d), acc[t]);
       }
     }
   }
@@ -290,7 +289,8 @@ void dequantize_k(const void* x, float* y, int64_t k) {
 // 32 floats -> 32 int8 of round_half_even(x * id), in element order.
 inline __m256i quantize32(const float* x, __m256 id) {
   __m256i q[4];
-  for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), id));
+  for (int j = 0; j < 4; ++j)
+    q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), id));
   const __m256i q16a = _mm256_packs_epi32(q[0], q[1]);
   const __m256i q16b = _mm256_packs_epi32(q[2], q[3]);
   return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
@@ -300,7 +300,8 @@ inline __m256i quantize32(const float* x, __m256 id) {
 inline float amax32(const float* x) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
   __m256 amax = _mm256_setzero_ps();
-  for (int j = 0; j < 4; ++j) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + 8 * j)));
+  for (int j = 0; j < 4; ++j)
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + 8 * j)));
   return hmax_ps(amax);
 }
 
@@ -435,8 +436,9 @@ float dot_one(const void* w, const void* x, int64_t n_blocks) {
 
 template <int kTop, bool kMin>
 void dequantize_legacy(const void* x, float* y, int64_t k) {
-  constexpr int64_t kBlock = kMin ? (kTop == 15 ? sizeof(channel::BlockQ4_1) : sizeof(channel::BlockQ5_1))
-                                  : sizeof(channel::BlockQ5_0);
+  constexpr int64_t kBlock =
+      kMin ? (kTop == 15 ? sizeof(channel::BlockQ4_1) : sizeof(channel::BlockQ5_1))
+           : sizeof(channel::BlockQ5_0);
   const auto* p = static_cast<const uint8_t*>(x);
   for (int64_t b = 0; b < k / kQK; ++b, p += kBlock, y += kQK) {
     alignas(32) uint8_t u[kQK];
@@ -466,8 +468,8 @@ void dequantize_legacy(const void* x, float* y, int64_t k) {
 // The table of one instruction set.
 template <typename Isa>
 const channel::cpu::QuantTypeKernels* kernels_for(channel::GgmlType type) {
-  using channel::cpu::QuantTypeKernels;
   using channel::GgmlType;
+  using channel::cpu::QuantTypeKernels;
   static const QuantTypeKernels q4_1{kQK,
                                      sizeof(channel::BlockQ8_1),
                                      quantize_row_q8_1,
@@ -489,10 +491,10 @@ const channel::cpu::QuantTypeKernels* kernels_for(channel::GgmlType type) {
                                      dequantize_legacy<31, true>,
                                      dot_min_multi<Isa, true>,
                                      Isa::kTokens};
-#define CHANNEL_K_KERNELS(Kt)                                                               \
-  QuantTypeKernels {                                                                       \
+#define CHANNEL_K_KERNELS(Kt)                                                             \
+  QuantTypeKernels {                                                                      \
     kQK_K, sizeof(BlockQ8_K), quantize_row_q8_K, dot_k<Isa, Kt>, dequantize_k<Kt::Block>, \
-        dot_k_multi<Isa, Kt>, Isa::kTokens                                                  \
+        dot_k_multi<Isa, Kt>, Isa::kTokens                                                \
   }
   static const QuantTypeKernels q2_k = CHANNEL_K_KERNELS(K2);
   static const QuantTypeKernels q3_k = CHANNEL_K_KERNELS(K3);
