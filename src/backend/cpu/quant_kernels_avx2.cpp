@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "ops/fp16.h"

@@ -23,6 +23,10 @@ using channel::BlockQ8_K;
 using channel::kQK;
 using channel::kQK_K;
 
+// A field of a block that may sit at any address (rows of 84-, 110- or 210-byte blocks, or a
+// test's deliberately misaligned buffer): its bytes, never a member access.
+#define CHANNEL_FIELD(b, Type, field) (reinterpret_cast<const uint8_t*>(b) + offsetof(Type, field))
+
 inline __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -83,33 +87,33 @@ struct KUnpacked {
 };
 
 inline void unpack_k(const BlockQ2_K* b, KUnpacked* k) {
-  const __m128i s = load128(b->scales);
+  const __m128i s = load128(CHANNEL_FIELD(b, BlockQ2_K, scales));
   k->sc = _mm256_cvtepu8_epi16(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
   k->m = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
   const __m256i three = _mm256_set1_epi8(3);
   for (int n = 0; n < 2; ++n) {
-    const __m256i q = load256(b->qs + 32 * n);
+    const __m256i q = load256(CHANNEL_FIELD(b, BlockQ2_K, qs) + 32 * n);
     k->u[4 * n + 0] = _mm256_and_si256(q, three);
     k->u[4 * n + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), three);
     k->u[4 * n + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), three);
     k->u[4 * n + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), three);
   }
-  k->d = _cvtsh_ss(b->d);
-  k->dmin = _cvtsh_ss(b->dmin);
+  k->d = f16_at(CHANNEL_FIELD(b, BlockQ2_K, d));
+  k->dmin = f16_at(CHANNEL_FIELD(b, BlockQ2_K, dmin));
   k->offset = 0;
 }
 
 inline void unpack_k(const BlockQ3_K* b, KUnpacked* k) {
   int sc[16];
-  channel::q3_k_scales(b->scales, sc);
+  channel::q3_k_scales(CHANNEL_FIELD(b, BlockQ3_K, scales), sc);
   alignas(32) int16_t s16[16];
   for (int g = 0; g < 16; ++g) s16[g] = static_cast<int16_t>(sc[g] - 32);
   k->sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(s16));
   k->m = _mm256_setzero_si256();
   const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-  const __m256i hm = load256(b->hmask);
+  const __m256i hm = load256(CHANNEL_FIELD(b, BlockQ3_K, hmask));
   for (int n = 0; n < 2; ++n) {
-    const __m256i q = load256(b->qs + 32 * n);
+    const __m256i q = load256(CHANNEL_FIELD(b, BlockQ3_K, qs) + 32 * n);
     for (int j = 0; j < 4; ++j) {
       const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three);
       const __m256i high =
@@ -117,7 +121,7 @@ inline void unpack_k(const BlockQ3_K* b, KUnpacked* k) {
       k->u[4 * n + j] = _mm256_or_si256(low, high);
     }
   }
-  k->d = _cvtsh_ss(b->d);
+  k->d = f16_at(CHANNEL_FIELD(b, BlockQ3_K, d));
   k->dmin = 0;
   k->offset = 4;
 }
@@ -129,7 +133,7 @@ inline void unpack_k(const BlockQ3_K* b, KUnpacked* k) {
 template <typename Block>
 inline void k4_scales(const Block* b, KUnpacked* k) {
   uint32_t u[3];
-  std::memcpy(u, b->scales, 12);
+  std::memcpy(u, CHANNEL_FIELD(b, Block, scales), 12);
   constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
   const uint32_t sc_lo = u[0] & k6, m_lo = u[1] & k6;
   const uint32_t sc_hi = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
@@ -139,8 +143,8 @@ inline void k4_scales(const Block* b, KUnpacked* k) {
   // Each 32-element scale covers two 16-element groups: duplicate every byte.
   k->sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v));
   k->m = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
-  k->d = _cvtsh_ss(b->d);
-  k->dmin = _cvtsh_ss(b->dmin);
+  k->d = f16_at(CHANNEL_FIELD(b, Block, d));
+  k->dmin = f16_at(CHANNEL_FIELD(b, Block, dmin));
   k->offset = 0;
 }
 
@@ -148,7 +152,7 @@ inline void unpack_k(const BlockQ4_K* b, KUnpacked* k) {
   k4_scales(b, k);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   for (int j = 0; j < 4; ++j) {
-    const __m256i q = load256(b->qs + 32 * j);
+    const __m256i q = load256(CHANNEL_FIELD(b, BlockQ4_K, qs) + 32 * j);
     k->u[2 * j] = _mm256_and_si256(q, low4);
     k->u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
   }
@@ -157,9 +161,9 @@ inline void unpack_k(const BlockQ4_K* b, KUnpacked* k) {
 inline void unpack_k(const BlockQ5_K* b, KUnpacked* k) {
   k4_scales(b, k);
   const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
-  const __m256i qh = load256(b->qh);
+  const __m256i qh = load256(CHANNEL_FIELD(b, BlockQ5_K, qh));
   for (int j = 0; j < 4; ++j) {
-    const __m256i q = load256(b->qs + 32 * j);
+    const __m256i q = load256(CHANNEL_FIELD(b, BlockQ5_K, qs) + 32 * j);
     const __m256i h0 = _mm256_and_si256(test_bytes(qh, static_cast<uint8_t>(1u << (2 * j))), bit4);
     const __m256i h1 =
         _mm256_and_si256(test_bytes(qh, static_cast<uint8_t>(1u << (2 * j + 1))), bit4);
@@ -169,12 +173,13 @@ inline void unpack_k(const BlockQ5_K* b, KUnpacked* k) {
 }
 
 inline void unpack_k(const BlockQ6_K* b, KUnpacked* k) {
-  k->sc = _mm256_cvtepi8_epi16(load128(reinterpret_cast<const uint8_t*>(b->scales)));
+  k->sc = _mm256_cvtepi8_epi16(load128(CHANNEL_FIELD(b, BlockQ6_K, scales)));
   k->m = _mm256_setzero_si256();
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   for (int n = 0; n < 2; ++n) {
-    const __m256i l0 = load256(b->ql + 64 * n), l1 = load256(b->ql + 64 * n + 32);
-    const __m256i h = load256(b->qh + 32 * n);
+    const __m256i l0 = load256(CHANNEL_FIELD(b, BlockQ6_K, ql) + 64 * n),
+                  l1 = load256(CHANNEL_FIELD(b, BlockQ6_K, ql) + 64 * n + 32);
+    const __m256i h = load256(CHANNEL_FIELD(b, BlockQ6_K, qh) + 32 * n);
     // Bits 2j..2j+1 of h moved to bits 4..5 (the masks keep 16-bit shifts inside bytes).
     const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(0x03)), 4);
     const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(0x0c)), 2);
@@ -186,7 +191,7 @@ inline void unpack_k(const BlockQ6_K* b, KUnpacked* k) {
     k->u[4 * n + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), h2);
     k->u[4 * n + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), h3);
   }
-  k->d = _cvtsh_ss(b->d);
+  k->d = f16_at(CHANNEL_FIELD(b, BlockQ6_K, d));
   k->dmin = 0;
   k->offset = 32;
 }
@@ -238,15 +243,17 @@ void dot_k_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t 
     KUnpacked k;
     unpack_k(reinterpret_cast<const Block*>(pw), &k);
     for (int t = 0; t < nt; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_K*>(px + t * x_stride);
-      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb->bsums));
-      __m256i vi = Isa::scaled_dot(k.u, reinterpret_cast<const uint8_t*>(xb->qs), k.sc);
+      const uint8_t* xb = px + t * x_stride;  // a BlockQ8_K, read by byte offsets
+      float xd;
+      std::memcpy(&xd, xb + offsetof(BlockQ8_K, d), sizeof(xd));
+      const __m256i bsums = load256(xb + offsetof(BlockQ8_K, bsums));
+      __m256i vi = Isa::scaled_dot(k.u, xb + offsetof(BlockQ8_K, qs), k.sc);
       if constexpr (shift > 0)  // the offset: sum_g sc[g] * offset * bsums[g]
         vi = _mm256_sub_epi32(vi, _mm256_slli_epi32(_mm256_madd_epi16(k.sc, bsums), shift));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(vi), _mm256_set1_ps(k.d * xb->d), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(vi), _mm256_set1_ps(k.d * xd), acc[t]);
       if constexpr (T::kHasMin) {
         const __m256i vm = _mm256_madd_epi16(k.m, bsums);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(vm), _mm256_set1_ps(k.dmin * xb->d), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(vm), _mm256_set1_ps(k.dmin * xd), acc[t]);
       }
     }
   }
@@ -523,5 +530,7 @@ const channel::cpu::QuantTypeKernels* kernels_for(channel::GgmlType type) {
       return nullptr;
   }
 }
+
+#undef CHANNEL_FIELD
 
 }  // namespace simd_detail
