@@ -29,17 +29,28 @@ struct Avx2 {
   static __m256i dot_s8_s8(__m256i a, __m256i b) {
     return dot_u8_s8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
   }
-  // sum_g sc[g] * sum_{i in g} u[i] * x[i] over 256 quants, in 8 lanes.
-  static __m256i scaled_dot(const __m256i u[8], const uint8_t* xq, __m256i sc) {
+  // A super-block's quants and, per 32 of them, its two group scales spread over the i16
+  // lanes of their products (lanes 0..7: group 2c, 8..15: group 2c + 1), built once for all
+  // the tokens that use it.
+  struct Prepared {
+    __m256i u[8], s[8];
+  };
+  static Prepared prepare(const __m256i u[8], __m256i sc) {
     alignas(32) int16_t scale[16];
     _mm256_store_si256(reinterpret_cast<__m256i*>(scale), sc);
+    Prepared p;
+    for (int c = 0; c < 8; ++c) {
+      p.u[c] = u[c];
+      p.s[c] = _mm256_set_m128i(_mm_set1_epi16(scale[2 * c + 1]), _mm_set1_epi16(scale[2 * c]));
+    }
+    return p;
+  }
+  // sum_g sc[g] * sum_{i in g} u[i] * x[i] over 256 quants, in 8 lanes.
+  static __m256i scaled_dot(const Prepared& w, const uint8_t* xq) {
     __m256i acc = _mm256_setzero_si256();
     for (int c = 0; c < 8; ++c) {
-      // Lanes 0..7 of the i16 products are elements 32c..32c+15 (group 2c), 8..15 group 2c+1.
-      const __m256i s =
-          _mm256_set_m128i(_mm_set1_epi16(scale[2 * c + 1]), _mm_set1_epi16(scale[2 * c]));
-      const __m256i p = _mm256_maddubs_epi16(u[c], load256(xq + 32 * c));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+      const __m256i p = _mm256_maddubs_epi16(w.u[c], load256(xq + 32 * c));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, w.s[c]));
     }
     return acc;
   }

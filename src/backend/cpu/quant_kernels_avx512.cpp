@@ -48,15 +48,26 @@ struct Avx512 {
   static __m256i dot_s8_s8(__m256i a, __m256i b) {
     return dot_u8_s8(_mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
   }
-  static __m256i scaled_dot(const __m256i u[8], const uint8_t* xq, __m256i sc) {
+  // A super-block's quants in pairs of 32 and its scales spread to the i16 lanes of each
+  // pair's products, built once for all the tokens that use it.
+  struct Prepared {
+    __m512i u[4], s[4];
+  };
+  static Prepared prepare(const __m256i u[8], __m256i sc) {
     static const ScaleIndex ix;
     const __m512i sc512 = _mm512_castsi256_si512(sc);
+    Prepared p;
+    for (int c = 0; c < 4; ++c) {
+      p.u[c] = _mm512_inserti64x4(_mm512_castsi256_si512(u[2 * c]), u[2 * c + 1], 1);
+      p.s[c] = _mm512_permutexvar_epi16(ix.idx[c], sc512);
+    }
+    return p;
+  }
+  static __m256i scaled_dot(const Prepared& w, const uint8_t* xq) {
     __m512i acc = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
-      const __m512i u2 = _mm512_inserti64x4(_mm512_castsi256_si512(u[2 * c]), u[2 * c + 1], 1);
-      const __m512i x = _mm512_loadu_si512(xq + 64 * c);
-      const __m512i p = _mm512_maddubs_epi16(u2, x);
-      acc = _mm512_dpwssd_epi32(acc, p, _mm512_permutexvar_epi16(ix.idx[c], sc512));
+      const __m512i p = _mm512_maddubs_epi16(w.u[c], _mm512_loadu_si512(xq + 64 * c));
+      acc = _mm512_dpwssd_epi32(acc, p, w.s[c]);
     }
     return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
   }

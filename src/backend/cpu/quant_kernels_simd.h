@@ -242,12 +242,13 @@ void dot_k_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t 
   for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(Block), px += sizeof(BlockQ8_K)) {
     KUnpacked k;
     unpack_k(reinterpret_cast<const Block*>(pw), &k);
+    const typename Isa::Prepared prepared = Isa::prepare(k.u, k.sc);
     for (int t = 0; t < nt; ++t) {
       const uint8_t* xb = px + t * x_stride;  // a BlockQ8_K, read by byte offsets
       float xd;
       std::memcpy(&xd, xb + offsetof(BlockQ8_K, d), sizeof(xd));
       const __m256i bsums = load256(xb + offsetof(BlockQ8_K, bsums));
-      __m256i vi = Isa::scaled_dot(k.u, xb + offsetof(BlockQ8_K, qs), k.sc);
+      __m256i vi = Isa::scaled_dot(prepared, xb + offsetof(BlockQ8_K, qs));
       if constexpr (shift > 0)  // the offset: sum_g sc[g] * offset * bsums[g]
         vi = _mm256_sub_epi32(vi, _mm256_slli_epi32(_mm256_madd_epi16(k.sc, bsums), shift));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(vi), _mm256_set1_ps(k.d * xd), acc[t]);
