@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/vec_kernels_isa.h"
 #include "gguf/ggml_type.h"
 
 namespace channel::cpu {
@@ -30,13 +31,12 @@ const QuantTypeKernels* quant_type_kernels(GgmlType type);
 
 // One instruction set's table (tests check every compiled one against the references).
 const QuantTypeKernels* quant_type_kernels_ref(GgmlType type);
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(CHANNEL_CPU_AVX2)
 namespace avx2 {
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
 }
 #endif
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__AVX512F__) && \
-    defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#if defined(CHANNEL_CPU_AVX512)
 namespace avx512 {
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
 }
