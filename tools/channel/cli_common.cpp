@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "embedded_model.h"
@@ -170,6 +172,15 @@ std::string format_bytes(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+uint32_t saved_probe_reserve(const std::string& session_path) {
+  std::ifstream in(session_path, std::ios::binary);
+  char head[48] = {};
+  if (!in.read(head, sizeof head) || std::memcmp(head, "CHANSESS", 8) != 0) return 0;
+  uint32_t v = 0;
+  std::memcpy(&v, head + 40, 4);
+  return v;
 }
 
 }  // namespace channel::cli

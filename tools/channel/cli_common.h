@@ -57,4 +57,12 @@ void check_ids_in_vocab(std::span<const int32_t> ids, int32_t n_vocab);
 // 1536 -> "1.50 KiB"
 std::string format_bytes(uint64_t bytes);
 
+// The probe reserve a session file was saved with (docs/formats.md, "Session files", header
+// offset 40), so that a resumed session gets the geometry it was saved with; 0 when the file
+// cannot be read as a session (loading it then reports why).
+uint32_t saved_probe_reserve(const std::string& session_path);
+// The probe reserve of a new session whose prompts recall automatically: one free window slot
+// lets the prompt's last token run as a probe before it is fed (memory/auto_recall.h).
+inline constexpr uint32_t kAutoRecallProbeReserve = 1;
+
 }  // namespace channel::cli
