@@ -87,13 +87,17 @@ TEST(MemoryCrash, KilledWriterNeverLeavesAPartialEpisode) {
       writer(path, fds[1], rng(), round % 2 == 0);
     }
     ::close(fds[1]);
+    // Wait for 0-2 reported appends before the random delay, so that every run makes progress
+    // however slow the writer is (a sanitizer build on a loaded machine), without a timing.
+    uint64_t reported = kNoEpisode, id;
+    const int wait_for = static_cast<int>(rng() % 3);
+    for (int i = 0; i < wait_for && ::read(fds[0], &id, sizeof id) == sizeof id; ++i) reported = id;
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
     kills_mid_run += WIFSIGNALED(status);
     ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "writer failed, round " << round;
-    uint64_t reported = kNoEpisode, id;
     while (::read(fds[0], &id, sizeof id) == sizeof id) reported = id;
     ::close(fds[0]);
 
@@ -127,7 +131,7 @@ TEST(MemoryCrash, KilledWriterNeverLeavesAPartialEpisode) {
   std::printf("%d writers killed mid-run, %llu episodes published in all\n", kills_mid_run,
               static_cast<unsigned long long>(last_total));
   EXPECT_GE(kills_mid_run, 50);
-  EXPECT_GT(last_total, 20u);  // appends did happen (few under ASan on a loaded machine)
+  EXPECT_GT(last_total, 20u);  // appends did happen: about one per round is awaited
 }
 
 }  // namespace
