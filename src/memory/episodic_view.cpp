@@ -206,6 +206,7 @@ VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& n
     SlotState st;
     if (auto p = entry_problem(L, h, data, s, &st)) {
       r.problems.push_back(*p);
+      r.damaged_slots.push_back(s);
       continue;
     }
     if (st == SlotState::pending) {
@@ -224,7 +225,10 @@ VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& n
           fmt::format("index slot {}: episode id {} is also in slot {}", s, id, it->second));
     }
     ++r.records_checked;
-    if (auto p = record_problem(L, data, s)) r.problems.push_back(*p);
+    if (auto p = record_problem(L, data, s)) {
+      r.problems.push_back(*p);
+      r.damaged_episodes.push_back(id);
+    }
   }
   return r;
 }
