@@ -93,10 +93,14 @@ void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("-t,--threads", threads,
                  "CPU threads (at most the machine's hardware threads; more are capped)")
       ->check(integer_in(1, 1 << 20))
-      ->check(CLI::Validator(
+      ->transform(CLI::Validator(
           [](std::string& text) -> std::string {
+            // Transforms run before checks: a value that is not an integer is left to the check.
             const int hw = default_threads();
-            if (std::stoll(text) > hw) {
+            int64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            const bool integer = !text.empty() && end == text.data() + text.size();
+            if (integer && (ec == std::errc::result_out_of_range || (ec == std::errc() && v > hw))) {
               defer_warning(fmt::format("-t: {} threads capped to the {} hardware threads", text, hw));
               text = std::to_string(hw);
             }

@@ -45,6 +45,7 @@ std::string Progress::duration_text(double s) {
 }
 
 void Progress::update(double fraction, const std::string& detail) {
+  if (detail == last_detail_) return;
   const double now = seconds();
   if (tty_) {
     if (now < kTerminalDelay || (last_shown_ >= 0 && now - last_shown_ < kTerminalRedraw)) return;
@@ -52,6 +53,7 @@ void Progress::update(double fraction, const std::string& detail) {
     return;
   }
   last_shown_ = now;
+  last_detail_ = detail;
   fraction = std::clamp(fraction, 0.0, 1.0);
   std::string line = fmt::format("channel: {}: {}", label_, detail);
   if (fraction > 0 && fraction < 1) line += ", ETA " + duration_text(now * (1 - fraction) / fraction);

@@ -34,6 +34,7 @@ class Progress {
   double interval_;  // seconds between plain lines
   Clock::time_point start_;
   double last_shown_ = -1.0;
+  std::string last_detail_;  // an unchanged detail is not shown again
   bool shown_ = false;
 };
 
