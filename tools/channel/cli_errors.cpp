@@ -48,8 +48,13 @@ std::string describe_parse_error(const CLI::ParseError& e, const std::string& co
                          hint(command));
     return what;
   }
-  if (dynamic_cast<const CLI::ExcludesError*>(&e) || dynamic_cast<const CLI::RequiresError*>(&e))
-    return what + hint(command);
+  if (dynamic_cast<const CLI::ExcludesError*>(&e) &&
+      std::regex_match(what, m, std::regex(R"((\S+) excludes (\S+))")))
+    return fmt::format("{}: not allowed together with {} (give one of them)", m[1].str(),
+                       m[2].str());
+  if (dynamic_cast<const CLI::RequiresError*>(&e) &&
+      std::regex_match(what, m, std::regex(R"((\S+) requires (\S+))")))
+    return fmt::format("{}: needs {} too", m[1].str(), m[2].str());
   // ValidationError: "--flag: message" already (the validators in cli_common.h say what is
   // allowed).
   return what;
