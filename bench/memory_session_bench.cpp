@@ -143,7 +143,8 @@ struct RecallFixture {
     std::filesystem::remove(path);
     StoreOptions o;
     o.durable = false;
-    const StoreGeometry g = session_store_geometry(*model, 8, 256);
+    StoreGeometry g = session_store_geometry(*model, 8, 256);
+    g.ext_kinds = 0;  // recall reads K/V only: no retrieval section needed
     store = std::make_unique<EpisodicStore>(EpisodicStore::create(path, g, 0, o));
     std::mt19937 rng(9);
     std::normal_distribution<float> nd;

@@ -53,7 +53,7 @@ channel_status channel_model_load_memory(const void* data, size_t size, const ch
                                          channel_model** out);
 /* The default model built into the program. Defined by the library that embeds it (the
  * `channel_embedded` target, which the channel CLI links); CHANNEL_ERR_UNAVAILABLE when
- * the build had no models/channel-default.gguf. */
+ * the build had no models/channel-bounded.gguf (the built-in model). */
 channel_status channel_model_load_default(channel_model** out);
 /* A deterministic random-weight model (as `channel mkmodel` writes), for tests and
  * benchmarks. arch: "llama" or "gemma3". Sizes left 0 take small defaults. */
@@ -266,6 +266,81 @@ channel_status channel_session_recall_text(channel_session* session, const char*
  * in the window are stored too: for a session that ends without being saved (a saved and
  * resumed session would store them twice). */
 channel_status channel_session_memory_flush(channel_session* session, int include_window);
+
+/* ---- automatic recall (docs/c-api.md, "Automatic recall") ------------------------------- */
+
+typedef enum channel_recall_method {
+  CHANNEL_RECALL_AUTO = 0,     /* proj if the model has a retrieval head and the store its
+                                  vectors, else keys if the store has them, else centroid */
+  CHANNEL_RECALL_CENTROID = 1, /* cosine of the mean final hidden state (spec 003) */
+  CHANNEL_RECALL_KEYS = 2,     /* the model's queries against representative keys */
+  CHANNEL_RECALL_PROJ = 3,     /* the trained retrieval head */
+  CHANNEL_RECALL_HYBRID = 4,   /* z(centroid) + z(keys) */
+  CHANNEL_RECALL_MAX_ENUM_ = 0x7fffffff
+} channel_recall_method;
+
+/* One recall: what the cue found and what changed in tier 3. Arrays are valid during the
+ * callback only. */
+typedef struct channel_recall_event {
+  const char* reason; /* "turn", "velocity" or "explicit" */
+  const char* method; /* the method used: "centroid", "keys", "proj", "hybrid" */
+  uint64_t clock;     /* session clock when the cue was taken */
+  size_t n_hits;      /* the top-k, best first */
+  const uint64_t* hit_ids;
+  const float* hit_scores;
+  size_t n_recalled; /* newly placed in tier 3 */
+  const uint64_t* recalled;
+  size_t n_kept; /* already in tier 3 and kept */
+  const uint64_t* kept;
+  size_t n_released; /* taken out of tier 3 */
+  const uint64_t* released;
+  size_t n_neighbours; /* recalled as a hit's temporal neighbour */
+  const uint64_t* neighbours;
+  size_t n_skipped; /* damaged records, skipped (a warning went to stderr) */
+  const uint64_t* skipped;
+  double query_ms, recall_ms;
+} channel_recall_event;
+
+typedef void (*channel_recall_callback)(const channel_recall_event* event, void* user_data);
+
+typedef struct channel_auto_recall_params {
+  channel_recall_method method; /* (CHANNEL_RECALL_AUTO) */
+  uint32_t k;                   /* episodes per recall (2) */
+  uint32_t neighbours;          /* temporal neighbours per hit when tier 3 has room (0) */
+  float velocity_factor;        /* condition C: ||dx|| above this times its running mean
+                                   starts a background recall; <= 0 off (0) */
+  uint32_t cooldown_tokens;     /* tokens between two condition-C recalls (256) */
+  channel_recall_callback callback; /* every recall event; may be NULL */
+  void* user_data;
+} channel_auto_recall_params;
+
+channel_auto_recall_params channel_auto_recall_default_params(void);
+/* Turns automatic recall on (params != NULL) or off (NULL) for the attached store:
+ * channel_session_recall_turn at turn boundaries, condition-C recalls landed by
+ * channel_session_generate between tokens and by channel_session_recall_poll.
+ * CHANNEL_ERR_STATE without a store; CHANNEL_ERR_ARGUMENT for a method the model or the store
+ * cannot serve. */
+channel_status channel_session_set_auto_recall(channel_session* session,
+                                               const channel_auto_recall_params* params);
+/* A turn boundary: recall with the last token's state as the cue (tier 3 refreshed as a
+ * cache). background == 0: before this call returns, so that what is computed next sees it;
+ * != 0: the query and the record reads run on the recall thread and the recall lands at a
+ * later channel_session_recall_poll or generated token (for boundaries no reply waits on;
+ * dropped when a query is in flight). CHANNEL_ERR_STATE without automatic recall. */
+channel_status channel_session_recall_turn(channel_session* session, int background);
+/* Feeds a user turn's tokens so that the reply already sees the recall: all but the last
+ * token are fed, the last one's state is taken by a probe (or, with no probe room, the
+ * state before it), recalled by, and then fed. Without automatic recall, a plain feed. */
+channel_status channel_session_feed_turn(channel_session* session, const int32_t* tokens,
+                                         size_t n_tokens);
+/* Lands a condition-C recall whose background query finished (a no-op when none). */
+channel_status channel_session_recall_poll(channel_session* session);
+/* Explicit foreground replay (seed 003): the stored episode's tokens are fed into the main
+ * stream as a user span (they get new K/V at the current clock); *n_tokens (may be NULL)
+ * gets how many. CHANNEL_ERR_STATE without a store, CHANNEL_ERR_ARGUMENT for an unknown id,
+ * CHANNEL_ERR_FORMAT for a damaged record (nothing is fed). */
+channel_status channel_session_replay(channel_session* session, uint64_t episode_id,
+                                      size_t* n_tokens);
 
 #ifdef __cplusplus
 }

@@ -54,8 +54,9 @@ def tokenizer_metadata(w, spm_path):
     return len(toks)
 
 
-def export(cfg, state, path, wtype="q8_0", spm_path=None, name="channel"):
-    """cfg: model.Config; state: state_dict (tensors or numpy)."""
+def export(cfg, state, path, wtype="q8_0", spm_path=None, name="channel", extra=None):
+    """cfg: model.Config; state: state_dict (tensors or numpy); extra: more metadata,
+    {key: (value, type name)} (the retrieval head: finetune_memory.py)."""
     def t(key):
         v = state[key]
         return v.detach().float().cpu().numpy() if hasattr(v, "detach") else np.asarray(v, np.float32)
@@ -90,6 +91,8 @@ def export(cfg, state, path, wtype="q8_0", spm_path=None, name="channel"):
     if spm_path:
         nv = tokenizer_metadata(w, spm_path)
         assert nv == cfg.vocab, "tokenizer has %d pieces, model %d" % (nv, cfg.vocab)
+    for key, (value, type_name) in (extra or {}).items():
+        w.add(key, value, type_name)
 
     def mat(name, key):
         a = t(key)

@@ -10,4 +10,6 @@ done
 mkdir -p "$dst"
 xz -T2 -1 -k -c "$src/train.bin" > "$dst/train.bin.xz"
 cp "$src"/valid.bin "$src"/valid_ppl.bin "$src"/recall_train.npz "$src"/recall_eval.npz "$dst"/
+# the memory-task banks (make_memory_bank.py), when made
+for f in memory_train.npz memory_eval.npz; do [ -s "$src/$f" ] && cp "$src/$f" "$dst/"; done
 ls -la "$dst"

@@ -16,6 +16,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "capi/capi_error.h"
 #include "gguf/gguf_writer.h"
+#include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
 #include "memory/model_signature.h"
 #include "memory/text_cue.h"
@@ -36,6 +37,7 @@ struct channel_session {
   // Destroyed first (reverse order): the attachment uses the session and the store.
   std::unique_ptr<channel::EpisodicStore> store;
   std::unique_ptr<channel::MemoryAttachment> memory;
+  std::unique_ptr<channel::AutoRecall> auto_recall;  // destroyed before the attachment
 };
 
 namespace channel::capi {
@@ -499,6 +501,8 @@ channel_status channel_session_generate(channel_session* session, int64_t max_to
       fail(CHANNEL_ERR_STATE, "generate: no tokens appended yet, so there are no logits");
     const EogPolicy policy = eog == CHANNEL_EOG_STOP ? EogPolicy::stop : EogPolicy::turn_end;
     while (n < max_tokens) {
+      // A condition-C recall whose query finished lands here, between two tokens.
+      if (session->auto_recall) (void)session->auto_recall->poll();
       const GeneratedToken g = session->stream->next(policy);
       if (g.end_of_generation && policy == EogPolicy::stop) {
         why = CHANNEL_STOP_EOG;
@@ -643,6 +647,117 @@ channel_status channel_session_memory_flush(channel_session* session, int includ
     if (st.failed > 0)
       fail(CHANNEL_ERR_IO, "{}: {} episodes could not be written: {}", session->store->path(),
            st.failed, st.last_error);
+  });
+}
+
+channel_auto_recall_params channel_auto_recall_default_params(void) {
+  channel_auto_recall_params p{};
+  p.method = CHANNEL_RECALL_AUTO;
+  p.k = 2;
+  p.neighbours = 0;
+  p.velocity_factor = 0.0f;
+  p.cooldown_tokens = 256;
+  return p;
+}
+
+channel_status channel_session_set_auto_recall(channel_session* session,
+                                               const channel_auto_recall_params* params) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require_session(session);
+    if (!session->memory) fail(CHANNEL_ERR_STATE, "no memory store is attached");
+    session->auto_recall.reset();
+    if (!params) return;
+    static constexpr RecallMethod kMethods[] = {RecallMethod::automatic, RecallMethod::centroid,
+                                                RecallMethod::keys, RecallMethod::proj,
+                                                RecallMethod::hybrid};
+    if (static_cast<uint32_t>(params->method) > 4)
+      fail(CHANNEL_ERR_ARGUMENT, "recall method {} out of range", static_cast<int>(params->method));
+    AutoRecallConfig c;
+    c.method = kMethods[params->method];
+    c.k = params->k;
+    c.neighbours = params->neighbours;
+    c.velocity_factor = params->velocity_factor;
+    c.cooldown_tokens = params->cooldown_tokens;
+    auto ar = std::make_unique<AutoRecall>(*session->memory, c);
+    if (params->callback) {
+      const channel_recall_callback cb = params->callback;
+      void* user = params->user_data;
+      ar->set_listener([cb, user](const RecallEvent& e) {
+        std::vector<uint64_t> ids;
+        std::vector<float> scores;
+        for (const RecallHit& h : e.hits) {
+          ids.push_back(h.episode_id);
+          scores.push_back(h.score);
+        }
+        channel_recall_event ce{};
+        ce.reason = recall_reason_name(e.reason);
+        ce.method = recall_method_name(e.method);
+        ce.clock = e.clock;
+        ce.n_hits = ids.size();
+        ce.hit_ids = ids.data();
+        ce.hit_scores = scores.data();
+        ce.n_recalled = e.recalled.size();
+        ce.recalled = e.recalled.data();
+        ce.n_kept = e.kept.size();
+        ce.kept = e.kept.data();
+        ce.n_released = e.released.size();
+        ce.released = e.released.data();
+        ce.n_neighbours = e.neighbours.size();
+        ce.neighbours = e.neighbours.data();
+        ce.n_skipped = e.skipped.size();
+        ce.skipped = e.skipped.data();
+        ce.query_ms = e.query_ms;
+        ce.recall_ms = e.recall_ms;
+        cb(&ce, user);
+      });
+    }
+    session->auto_recall = std::move(ar);
+  });
+}
+
+channel_status channel_session_recall_turn(channel_session* session, int background) {
+  return guarded(CHANNEL_ERR_STATE, [&] {
+    require_session(session);
+    if (!session->auto_recall) fail(CHANNEL_ERR_STATE, "automatic recall is not on");
+    if (background) {
+      session->auto_recall->recall_async(RecallReason::turn);
+    } else {
+      (void)session->auto_recall->recall_now(RecallReason::turn);
+    }
+  });
+}
+
+channel_status channel_session_feed_turn(channel_session* session, const int32_t* tokens,
+                                         size_t n_tokens) {
+  return guarded(CHANNEL_ERR_STATE, [&] {
+    require_session(session);
+    const auto span = token_span(session, tokens, n_tokens);
+    if (!session->auto_recall) {
+      session->stream->feed(SpanType::user, span);
+      return;
+    }
+    (void)feed_turn_with_recall(*session->stream, *session->auto_recall, span, SpanType::user);
+  });
+}
+
+channel_status channel_session_recall_poll(channel_session* session) {
+  return guarded(CHANNEL_ERR_STATE, [&] {
+    require_session(session);
+    if (session->auto_recall) (void)session->auto_recall->poll();
+  });
+}
+
+channel_status channel_session_replay(channel_session* session, uint64_t episode_id,
+                                      size_t* n_tokens) {
+  return guarded(CHANNEL_ERR_FORMAT, [&] {
+    require_session(session);
+    if (!session->memory) fail(CHANNEL_ERR_STATE, "no memory store is attached");
+    if (!session->store->find(episode_id))
+      fail(CHANNEL_ERR_ARGUMENT, "{}: no episode {} to replay", session->store->path(),
+           episode_id);
+    const Episode e = session->store->read(episode_id);  // checksum first: nothing fed if bad
+    session->stream->feed(SpanType::user, e.tokens);
+    if (n_tokens) *n_tokens = e.tokens.size();
   });
 }
 

@@ -19,7 +19,7 @@ const char* tier_name(Tier tier);
 class SlotGeometry {
  public:
   static constexpr uint32_t kDefaultSlots = 4096;
-  static constexpr uint32_t kDefaultRecall = 128;
+  static constexpr uint32_t kDefaultRecall = 256;
 
   // Throws channel::Error when the counts cannot hold anchors plus a window of at least
   // `min_window` slots (n_slots 0, recall slots eating everything, anchors too long).

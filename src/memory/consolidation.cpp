@@ -144,6 +144,22 @@ void ConsolidationWorker::write(StagedEpisode& e) {
   r.tokens = e.tokens;
   r.centroid = centroid;
   r.kv = kv;
+  std::vector<float> keys, proj;
+  if (L.ext_kinds != 0) {
+    if (!config_.features)
+      throw_error("episodic: {}: the store keeps retrieval data but none is computed",
+                  store_.path());
+    if (L.has_keys()) keys = representative_keys(*config_.features, e);
+    if (L.has_proj()) {
+      if (!config_.features->head)
+        throw_error("episodic: {}: the store keeps projected vectors but the model has no "
+                    "retrieval head",
+                    store_.path());
+      proj = projected_tokens(*config_.features->head, e);
+    }
+  }
+  r.rep_keys = keys;
+  r.proj = proj;
   parent_ = store_.append(r);
 }
 

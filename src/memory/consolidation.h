@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "memory/episodic_store.h"
+#include "memory/retrieval_features.h"
 #include "memory/staging.h"
 
 namespace channel {
@@ -36,6 +37,9 @@ struct WorkerConfig {
   uint64_t first_parent = kNoEpisode;  // parent of the first episode written
   // Summary text of the episode's tokens (the detokenizer); cut to 256 bytes. Optional.
   std::function<std::string(std::span<const int32_t>)> summarize;
+  // A version 2 store's retrieval data (memory/retrieval_features.h); required when the store
+  // keeps representative keys or projected vectors.
+  std::shared_ptr<const RetrievalFeatureConfig> features;
 };
 
 struct WorkerStats {

@@ -52,10 +52,60 @@ StoreLayout make_layout(const StoreGeometry& g, const std::string& what) {
       checked_mul(checked_mul(2ull * g.num_layers, g.max_tokens, what), L.row_bytes, what);
   L.block_stride = round_up64(checked_add(L.block_kv, kv_max, what));
   L.file_size = checked_add(L.slab_offset, checked_mul(g.max_episodes, L.block_stride, what), what);
+  if (g.ext_kinds != 0) {
+    if (g.ext_kinds & ~kRetrievalKnown)
+      throw_error("{}: unknown retrieval kinds {:#x}", what, g.ext_kinds);
+    L.version = kEmemVersionExt;
+    L.ext_kinds = g.ext_kinds;
+    L.ext_offset = L.file_size;
+    uint64_t off = 64;
+    if (L.has_keys()) {
+      if (g.head_dim == 0 || g.kv_dim % g.head_dim != 0)
+        throw_error("{}: head_dim {} does not divide kv_dim {}", what, g.head_dim, g.kv_dim);
+      if (g.keys_per_head == 0 || g.keys_per_head > kMaxKeysPerHead)
+        throw_error("{}: {} keys per head, outside 1..{}", what, g.keys_per_head, kMaxKeysPerHead);
+      L.head_dim = g.head_dim;
+      L.key_heads = g.kv_dim / g.head_dim;
+      L.keys_per_head = g.keys_per_head;
+      off = round_up64(checked_add(off, checked_mul(2, L.keys_values(), what), what));
+    }
+    if (L.has_proj()) {
+      if (g.proj_dim == 0 || g.proj_dim > kMaxProjDim)
+        throw_error("{}: retrieval dim {} outside 1..{}", what, g.proj_dim, kMaxProjDim);
+      L.proj_dim = g.proj_dim;
+      L.ext_proj = off;
+      off = round_up64(
+          checked_add(off, checked_mul(2ull * g.proj_dim, g.max_tokens, what), what));
+    }
+    L.ext_entry_bytes = off;
+    L.file_size = checked_add(checked_add(L.file_size, 64, what),
+                              checked_mul(g.max_episodes, L.ext_entry_bytes, what), what);
+  }
   if (L.file_size >= (1ull << 62)) {
     throw_error("{}: the store would take {} bytes, more than 2^62", what, L.file_size);
   }
   return L;
+}
+
+RetrievalSectionHeader retrieval_section_header(const StoreLayout& L) {
+  RetrievalSectionHeader r{};
+  r.magic = kRetrievalMagic;
+  r.kinds = L.ext_kinds;
+  r.key_layers = L.num_layers;
+  r.key_heads = L.key_heads;
+  r.head_dim = L.head_dim;
+  r.keys_per_head = L.keys_per_head;
+  r.proj_dim = L.proj_dim;
+  r.proj_tokens = L.has_proj() ? L.max_tokens : 0;
+  r.entry_bytes = L.ext_entry_bytes;
+  r.keys_offset = static_cast<uint32_t>(L.has_keys() ? L.ext_keys : 0);
+  r.proj_offset = static_cast<uint32_t>(L.has_proj() ? L.ext_proj : 0);
+  r.crc = crc32c(0, &r, 60);
+  return r;
+}
+
+uint32_t retrieval_entry_crc(const StoreLayout& L, const uint8_t* entry) {
+  return crc32c(crc32c(0, entry, 12), entry + 16, L.ext_entry_bytes - 16);
 }
 
 uint32_t header_crc(const FileHeader& h) {

@@ -15,7 +15,9 @@ namespace channel {
 static_assert(std::endian::native == std::endian::little, "the store is little-endian");
 
 inline constexpr char kEmemMagic[4] = {'E', 'M', 'E', 'M'};
-inline constexpr uint32_t kEmemVersion = 1;
+inline constexpr uint32_t kEmemVersion = 1;     // no retrieval section
+inline constexpr uint32_t kEmemVersionExt = 2;  // a retrieval section follows the slab section
+inline constexpr uint32_t kRetrievalMagic = 0x58524D45;  // "EMRX" as bytes
 inline constexpr uint32_t kSlabBlockMagic = 0x42535045;   // "EPSB" as bytes
 inline constexpr size_t kSummaryMax = 256;                // bytes of UTF-8 summary
 inline constexpr uint32_t kNoContinuation = 0xFFFFFFFFu;  // continuation_token unknown
@@ -89,6 +91,40 @@ struct SlabBlockHeader {
 };
 static_assert(sizeof(SlabBlockHeader) == 64);
 
+// The retrieval section of a version 2 file (docs/formats.md, "Retrieval section"): a 64-byte
+// section header at StoreLayout::ext_offset, then one entry per slot.
+inline constexpr uint32_t kRetrievalKeys = 1u << 0;  // representative keys per KV head
+inline constexpr uint32_t kRetrievalProj = 1u << 1;  // projected vector per token
+inline constexpr uint32_t kRetrievalKnown = 0x3;
+inline constexpr uint32_t kMaxKeysPerHead = 256;
+inline constexpr uint32_t kMaxProjDim = 4096;
+
+struct RetrievalSectionHeader {
+  uint32_t magic;          // kRetrievalMagic
+  uint32_t kinds;          // kRetrievalKeys | kRetrievalProj, at least one
+  uint32_t key_layers;     // = num_layers
+  uint32_t key_heads;      // KV heads; key_heads * head_dim = kv_dim
+  uint32_t head_dim;
+  uint32_t keys_per_head;  // R (0 without keys)
+  uint32_t proj_dim;       // d_r (0 without proj)
+  uint32_t proj_tokens;    // = max_tokens_per_episode (0 without proj)
+  uint64_t entry_bytes;    // per slot, a multiple of 64
+  uint32_t keys_offset;    // inside an entry (64)
+  uint32_t proj_offset;    // inside an entry
+  uint8_t zero[12];
+  uint32_t crc;  // CRC-32C of bytes [0, 60)
+};
+static_assert(sizeof(RetrievalSectionHeader) == 64);
+
+// First 64 bytes of every retrieval entry.
+struct RetrievalEntryHeader {
+  uint64_t episode_id;   // must equal the index entry's
+  uint32_t token_count;  // must equal the index entry's
+  uint32_t crc;          // CRC-32C of entry bytes [0, 12) ++ [16, entry_bytes)
+  uint8_t zero[48];
+};
+static_assert(sizeof(RetrievalEntryHeader) == 64);
+
 enum class SlabType : uint8_t { f16, q8_0 };
 const char* slab_type_name(SlabType t);
 
@@ -109,7 +145,22 @@ struct StoreLayout {
   uint64_t block_kv = 0;      // round_up(320 + 4 * max_tokens, 64)
   uint64_t block_stride = 0;  // round_up(block_kv + 2 * num_layers * max_tokens * row_bytes, 64)
   uint64_t file_size = 0;
+  // Version 2: the retrieval section (ext_kinds == 0: version 1, none).
+  uint32_t version = kEmemVersion;
+  uint32_t ext_kinds = 0;
+  uint32_t key_heads = 0, head_dim = 0, keys_per_head = 0, proj_dim = 0;
+  uint64_t ext_offset = 0;       // section header; entries follow at ext_offset + 64
+  uint64_t ext_entry_bytes = 0;  // per slot
+  uint64_t ext_keys = 64;        // offsets inside an entry
+  uint64_t ext_proj = 0;
 
+  bool has_keys() const { return (ext_kinds & kRetrievalKeys) != 0; }
+  bool has_proj() const { return (ext_kinds & kRetrievalProj) != 0; }
+  // f16 values of an entry's keys: [num_layers][key_heads][keys_per_head][head_dim].
+  uint64_t keys_values() const {
+    return uint64_t{num_layers} * key_heads * keys_per_head * head_dim;
+  }
+  uint64_t ext_entry_offset(uint64_t slot) const { return ext_offset + 64 + slot * ext_entry_bytes; }
   uint64_t entry_offset(uint64_t slot) const { return index_offset + slot * entry_bytes; }
   uint64_t block_offset(uint64_t slot) const { return slab_offset + slot * block_stride; }
   // Bytes of K/V an episode of n tokens uses: [num_layers][2][n][row_bytes].
@@ -128,11 +179,21 @@ struct StoreGeometry {
   uint32_t max_episodes = 0;
   uint32_t max_tokens = 64;
   SlabType slab_type = SlabType::f16;
+  // Retrieval section (version 2) when ext_kinds != 0. head_dim must divide kv_dim.
+  uint32_t ext_kinds = 0;
+  uint32_t head_dim = 0;       // with kRetrievalKeys
+  uint32_t keys_per_head = 8;  // R, with kRetrievalKeys
+  uint32_t proj_dim = 0;       // d_r, with kRetrievalProj
 };
 
 // Checks the geometry (non-zero sizes, Q8_0 needs kv_dim % 32 == 0, file size < 2^62) and
 // computes the layout. Throws channel::Error starting with `what`.
 StoreLayout make_layout(const StoreGeometry& g, const std::string& what);
+
+// The section header that describes L's retrieval section (L.ext_kinds != 0), crc set.
+RetrievalSectionHeader retrieval_section_header(const StoreLayout& L);
+// CRC-32C of a retrieval entry (`entry` holds L.ext_entry_bytes bytes): [0, 12) ++ [16, end).
+uint32_t retrieval_entry_crc(const StoreLayout& L, const uint8_t* entry);
 
 // CRC-32C of the header bytes that never change after creation: [0, 32) and [48, 60).
 uint32_t header_crc(const FileHeader& h);

@@ -69,6 +69,7 @@ RepairReport repair_store(const std::string& path, bool dry_run) {
     std::optional<std::string> problem = entry_problem(L, h, data, s, &state);
     if (!problem && state == SlotState::live) {
       problem = record_problem(L, data, s);
+      if (!problem) problem = retrieval_entry_problem(L, data, s);
       const uint64_t id = read_episode_header(L, data, s).episode_id;
       if (!problem && !ids.insert(id).second)
         problem = fmt::format("index slot {}: episode id {} is stored twice", s, id);

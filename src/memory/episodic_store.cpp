@@ -25,6 +25,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec_kernels.h"
 #include "memory/centroid_sketch.h"
+#include "memory/episodic_store_impl.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_kernels.h"
 #include "memory/page_residency.h"
@@ -48,133 +49,6 @@ std::string_view utf8_prefix(std::string_view s, size_t max_bytes) {
   return s.substr(0, n);
 }
 
-struct EpisodicStore::Impl {
-  std::string path;
-  StoreOptions options;
-  int fd = -1;
-  uint8_t* map = nullptr;  // [file_size], PROT_READ
-  size_t map_size = 0;
-  StoreLayout L;
-  FileHeader h{};  // immutable fields; total/write_head are mirrored below
-
-  // Liveness: changed only under an exclusive lock; every read of a live slot's bytes holds
-  // a shared lock, so a slot is never rewritten while someone reads it.
-  mutable std::shared_mutex state_mu;
-  std::vector<SlotState> states;  // [max_episodes]
-  std::unordered_map<uint64_t, uint32_t> slot_of_id;
-  uint64_t total = 0;
-  uint64_t write_head = 0;
-
-  std::mutex append_mu;  // one append at a time
-  std::mutex meta_mu;    // read-modify-write of the mutable entry fields
-
-  // The int8 sketch of the centroids, built by the first query (under a shared state_mu
-  // lock and sketch_mu) and then kept current by append, which sets a slot's row under the
-  // exclusive lock when it publishes the slot. Rows of slots that are not live are stale.
-  mutable std::unique_ptr<CentroidSketch> sketch;
-  mutable std::atomic<bool> sketch_ready{false};
-  // Queries so far: the first one only scans, so a process that asks once (the CLI) never
-  // pays for a sketch it would not use; the second builds it.
-  mutable std::atomic<uint64_t> queries_seen{0};
-  mutable std::mutex sketch_mu;
-
-  // The FP16 scan of every live centroid (the caller holds state_mu shared). With `build`,
-  // each row is also quantized into it (the caller holds sketch_mu).
-  std::vector<RecallHit> full_scan(std::span<const float> q, float q_norm, size_t k,
-                                   ThreadPool* pool, CentroidSketch* build) const;
-
-  ~Impl() {
-    if (map) munmap(map, map_size);
-    if (fd >= 0) close(fd);
-  }
-
-  [[noreturn]] void fail_errno(const char* op) const {
-    throw_error("episodic: {}: {} failed: {}", path, op, std::strerror(errno));
-  }
-  void pwrite_all(const void* buf, size_t n, uint64_t off) const {
-    const auto* p = static_cast<const uint8_t*>(buf);
-    while (n > 0) {
-      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        fail_errno("write");
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-      off += static_cast<uint64_t>(w);
-    }
-  }
-  // preadv until every byte of iov[0, k) is read (a short read goes on where it stopped).
-  void preadv_all(iovec* iov, int k, uint64_t off) const {
-    while (k > 0) {
-      const ssize_t got = ::preadv(fd, iov, k, static_cast<off_t>(off));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) fail_errno("read");
-      if (got == 0) throw_error("episodic: {}: unexpected end of file at offset {}", path, off);
-      off += static_cast<uint64_t>(got);
-      auto left = static_cast<size_t>(got);
-      for (; k > 0 && left >= iov[0].iov_len; ++iov, --k) left -= iov[0].iov_len;
-      if (k > 0) {
-        iov[0].iov_base = static_cast<uint8_t*>(iov[0].iov_base) + left;
-        iov[0].iov_len -= left;
-      }
-    }
-  }
-  void durable_sync() const {
-    if (options.durable && ::fdatasync(fd) != 0) fail_errno("fdatasync");
-  }
-  // The commit point: total_episodes and write_head, 16 bytes at offset 32 in one pwrite
-  // (inside one page and one sector, so a killed process leaves the old or the new pair).
-  void publish(uint64_t new_total, uint64_t new_head) const {
-    uint64_t pair[2] = {new_total, new_head};
-    pwrite_all(pair, sizeof pair, offsetof(FileHeader, total_episodes));
-    durable_sync();
-  }
-  const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
-  const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
-  EpisodeHeader header_of(uint32_t slot) const { return read_episode_header(L, map, slot); }
-
-  uint32_t require_slot(uint64_t id) const {  // caller holds state_mu
-    auto it = slot_of_id.find(id);
-    if (it == slot_of_id.end()) {
-      throw_error("episodic: {}: episode {} is not in the store", path, id);
-    }
-    return it->second;
-  }
-  void check_record(uint32_t slot) const {
-    auto p = record_problem(L, map, slot);
-    if (!p) return;
-    // A reader shares the file with one writer, which rewrites a slot only after zeroing its
-    // token_count and then gives it a new id: a record that fails while its entry no longer
-    // holds the id this reader saw was replaced meanwhile, not damaged.
-    if (options.read_only && !holds_expected(slot))
-      throw EpisodeReplaced(fmt::format(
-          "episodic: {}: the episode in slot {} was replaced by the process writing the store",
-          path, slot));
-    throw_error("episodic: {}: {}", path, *p);
-  }
-  // The slot's entry still holds the episode this process indexed (for readers; the caller
-  // holds state_mu).
-  bool holds_expected(uint32_t slot) const {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const EpisodeHeader now = header_of(slot);
-    for (const auto& [id, at] : slot_of_id)
-      if (at == slot) return now.token_count != 0 && now.episode_id == id;
-    return false;
-  }
-  void require_writable() const {
-    if (options.read_only) throw_error("episodic: {}: opened read-only", path);
-  }
-  // Dequantizes n rows of one plane to f32.
-  void load_plane(const uint8_t* src, size_t n, float* dst) const {
-    if (L.slab_type == SlabType::f16) {
-      // Planes are 2-byte aligned: blocks are 64-aligned and every offset in them is even.
-      cpu::dequantize_row_f16(reinterpret_cast<const uint16_t*>(src), dst, n * L.kv_dim);
-    } else {
-      cpu::dequantize_row_q8_0(src, dst, n * L.kv_dim);
-    }
-  }
-};
 
 EpisodicStore::EpisodicStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EpisodicStore::EpisodicStore(EpisodicStore&&) noexcept = default;
@@ -248,6 +122,7 @@ EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& o
     m->h = parse_header(m->map, size, path, options.model_hash, &m->L);
     m->states = parse_index(m->L, m->h, m->map, path);
   }
+  m->ext_state.assign(m->L.ext_kinds ? m->L.max_episodes : 0, 0);
   m->total = m->h.total_episodes;
   m->write_head = m->h.write_head;
   for (uint32_t s = 0; s < m->L.max_episodes; ++s) {
@@ -264,7 +139,7 @@ EpisodicStore EpisodicStore::create(const std::string& path, const StoreGeometry
   }
   FileHeader h{};
   std::memcpy(h.magic, kEmemMagic, 4);
-  h.version = kEmemVersion;
+  h.version = L.version;
   h.file_flags = geometry.slab_type == SlabType::f16 ? kFileFp16 : kFileQ8_0;
   h.num_layers = geometry.num_layers;
   h.hidden_size = geometry.hidden_size;
@@ -286,6 +161,12 @@ EpisodicStore EpisodicStore::create(const std::string& path, const StoreGeometry
   // The file is sparse: zero index entries are empty slots, and blocks are written on append.
   if (::ftruncate(fd, static_cast<off_t>(L.file_size)) != 0) fail("ftruncate");
   if (::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail("write");
+  if (L.ext_kinds) {
+    const RetrievalSectionHeader rh = retrieval_section_header(L);
+    if (::pwrite(fd, &rh, sizeof rh, static_cast<off_t>(L.ext_offset)) !=
+        static_cast<ssize_t>(sizeof rh))
+      fail("write");
+  }
   if (options.durable && ::fsync(fd) != 0) fail("fsync");
   ::close(fd);
   // link() refuses an existing target, so a file that appeared meanwhile is never replaced.
@@ -392,6 +273,26 @@ std::vector<uint8_t> build_block(const StoreLayout& L, uint64_t id, const Episod
   return b;
 }
 
+// The retrieval entry image of a record: [ext_entry_bytes] bytes (empty for version 1).
+std::vector<uint8_t> build_retrieval_entry(const StoreLayout& L, uint64_t id,
+                                           const EpisodeRecord& r) {
+  if (L.ext_kinds == 0) return {};
+  std::vector<uint8_t> e(L.ext_entry_bytes, 0);
+  RetrievalEntryHeader eh{};
+  eh.episode_id = id;
+  eh.token_count = static_cast<uint32_t>(r.tokens.size());
+  if (L.has_keys())
+    f32_to_f16_row(r.rep_keys.data(), reinterpret_cast<uint16_t*>(e.data() + L.ext_keys),
+                   L.keys_values());
+  if (L.has_proj())
+    f32_to_f16_row(r.proj.data(), reinterpret_cast<uint16_t*>(e.data() + L.ext_proj),
+                   r.proj.size());
+  std::memcpy(e.data(), &eh, sizeof eh);
+  eh.crc = retrieval_entry_crc(L, e.data());
+  std::memcpy(e.data(), &eh, sizeof eh);
+  return e;
+}
+
 }  // namespace
 
 uint64_t EpisodicStore::append(const EpisodeRecord& r) {
@@ -412,6 +313,15 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
                 2ull * L.num_layers * n * L.kv_dim, L.num_layers, n, L.kv_dim);
   }
   if (r.flags & ~kEpisodeKnownFlags) throw_error("{}: unknown flags {:#x}", what, r.flags);
+  if (L.has_keys() && r.rep_keys.size() != L.keys_values()) {
+    throw_error("{}: {} representative key values, the store keeps {} ([{}][{}][{}][{}])", what,
+                r.rep_keys.size(), L.keys_values(), L.num_layers, L.key_heads, L.keys_per_head,
+                L.head_dim);
+  }
+  if (L.has_proj() && r.proj.size() != n * L.proj_dim) {
+    throw_error("{}: {} projected values, the store keeps {} ([{}][{}])", what, r.proj.size(),
+                n * L.proj_dim, n, L.proj_dim);
+  }
   if (!std::isfinite(r.salience_norm) || r.salience_norm < 0.0f) {
     throw_error("{}: salience_norm {} is not finite and >= 0", what, r.salience_norm);
   }
@@ -473,6 +383,10 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
   std::vector<uint8_t> block = build_block(L, id, r, summary);
   const uint32_t crc = record_checksum(L, entry.data(), block.data());
   std::memcpy(block.data() + offsetof(SlabBlockHeader, crc), &crc, 4);
+  // The retrieval entry goes first of all: the index entry that makes the slot pending comes
+  // last, so a published episode always has all three parts.
+  std::vector<uint8_t> ext = build_retrieval_entry(L, id, r);
+  if (!ext.empty()) m.pwrite_all(ext.data(), ext.size(), L.ext_entry_offset(slot));
   m.pwrite_all(block.data(), block.size(), L.block_offset(slot));
   m.pwrite_all(entry.data(), entry.size(), L.entry_offset(slot));
   m.durable_sync();
@@ -484,6 +398,10 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
     if (m.sketch_ready.load(std::memory_order_relaxed)) m.sketch->set(slot, c8.data(), c8_row);
     m.states[slot] = SlotState::live;
     m.slot_of_id[id] = slot;
+    if (!m.ext_state.empty()) {
+      std::lock_guard ext_lock(m.ext_mu);
+      m.ext_state[slot] = 1;  // written just now from verified data
+    }
     m.total = id + 1;
     m.write_head = next_head;
   }
@@ -795,76 +713,6 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   });
 }
 
-namespace {
-
-// The exact score: both query paths compute it with this one expression, so they agree bit for
-// bit.
-inline float cosine(float dot, float norm2, float q_norm) {
-  const float denom = q_norm * std::sqrt(norm2);
-  return denom > 0.0f ? dot / denom : 0.0f;
-}
-
-// Best first: higher score, then lower id; NaN scores last. A strict total order on distinct
-// ids, so every selection over the same hits picks the same ones.
-bool better(const RecallHit& a, const RecallHit& b) {
-  const bool a_nan = std::isnan(a.score), b_nan = std::isnan(b.score);
-  if (a_nan != b_nan) return b_nan;
-  if (!a_nan && a.score != b.score) return a.score > b.score;
-  return a.episode_id < b.episode_id;
-}
-
-std::vector<RecallHit> best_k(std::vector<RecallHit> hits, size_t k) {
-  k = std::min(k, hits.size());
-  std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(),
-                    better);
-  hits.resize(k);
-  return hits;
-}
-
-// Calls fn(begin, end) for each run of consecutive live slots in [begin, end).
-template <typename Fn>
-void for_live_runs(const std::vector<SlotState>& states, int64_t begin, int64_t end, Fn&& fn) {
-  int64_t s = begin;
-  while (s < end) {
-    if (states[static_cast<size_t>(s)] != SlotState::live) {
-      ++s;
-      continue;
-    }
-    int64_t e = s;
-    while (e < end && states[static_cast<size_t>(e)] == SlotState::live) ++e;
-    fn(static_cast<size_t>(s), static_cast<size_t>(e));
-    s = e;
-  }
-}
-
-void run_split(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
-  if (pool && pool->size() > 1) {
-    pool->parallel_for(n, fn);
-  } else {
-    fn(0, n, 0);
-  }
-}
-
-}  // namespace
-
-static float query_norm(const std::string& path, const StoreLayout& L, std::span<const float> q) {
-  if (q.size() != L.hidden_size) {
-    throw_error("episodic: {}: query has {} values, hidden_size is {}", path, q.size(),
-                L.hidden_size);
-  }
-  double qn = 0.0;
-  for (float x : q) qn += static_cast<double>(x) * x;
-  return static_cast<float>(std::sqrt(qn));
-}
-
-std::vector<RecallHit> EpisodicStore::query_full_scan(std::span<const float> q, size_t k,
-                                                      ThreadPool* pool) const {
-  const Impl& m = *impl_;
-  const float q_norm = query_norm(m.path, m.L, q);
-  std::shared_lock lock(m.state_mu);
-  return m.full_scan(q, q_norm, k, pool, nullptr);
-}
-
 void EpisodicStore::evict_pages(uint64_t id) const {
   const Impl& m = *impl_;
   const StoreLayout& L = m.L;
@@ -881,120 +729,6 @@ void EpisodicStore::evict_pages(uint64_t id) const {
                   POSIX_FADV_DONTNEED);
 }
 
-std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
-                                            ThreadPool* pool) const {
-  const Impl& m = *impl_;
-  const StoreLayout& L = m.L;
-  const float q_norm = query_norm(m.path, L, q);
-  const std::optional<SketchQuery> sq = quantize_query(q);
-  std::shared_lock lock(m.state_mu);
-  if (!sq || k == 0) return m.full_scan(q, q_norm, k, pool, nullptr);
-  if (!m.sketch_ready.load(std::memory_order_acquire) &&
-      m.queries_seen.fetch_add(1, std::memory_order_relaxed) == 0)
-    return m.full_scan(q, q_norm, k, pool, nullptr);
-  if (!m.sketch_ready.load(std::memory_order_acquire)) {
-    std::lock_guard build_lock(m.sketch_mu);
-    if (!m.sketch_ready.load(std::memory_order_acquire)) {
-      // This query scans the FP16 centroids anyway: quantize them on the way.
-      std::unique_ptr<CentroidSketch> sketch;
-      try {
-        sketch = std::make_unique<CentroidSketch>(L.max_episodes, L.hidden_size);
-      } catch (const std::bad_alloc&) {
-        return m.full_scan(q, q_norm, k, pool, nullptr);  // no room: try again next time
-      }
-      std::vector<RecallHit> hits = m.full_scan(q, q_norm, k, pool, sketch.get());
-      m.sketch = std::move(sketch);
-      m.sketch_ready.store(true, std::memory_order_release);
-      return hits;
-    }
-  }
-  const CentroidSketch& sketch = *m.sketch;
-  const size_t n = L.max_episodes;
-  // 1. Upper bounds of every live row's exact cosine, from the int8 scan.
-  std::vector<double> upper(n);  // [max_episodes], set for live slots
-  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
-    for_live_runs(m.states, begin, end,
-                  [&](size_t s, size_t e) { sketch.upper_bounds(*sq, s, e, upper.data()); });
-  });
-  const size_t n_live = m.slot_of_id.size();
-  if (n_live == 0) return {};
-  k = std::min(k, n_live);
-  auto exact = [&](std::span<const uint32_t> slots, std::vector<RecallHit>& out) {
-    const size_t at = out.size();
-    out.resize(at + slots.size());
-    auto rescore = [&](int64_t begin, int64_t end, int) {
-      for (int64_t i = begin; i < end; ++i) {
-        const uint32_t slot = slots[static_cast<size_t>(i)];
-        float dot = 0.0f, norm2 = 0.0f;
-        centroid_dots(m.entry(slot) + 64, L.entry_bytes, 1, q.data(), L.hidden_size, &dot, &norm2);
-        out[at + static_cast<size_t>(i)] = {m.header_of(slot).episode_id, slot,
-                                            cosine(dot, norm2, q_norm)};
-      }
-    };
-    // A few rows are faster on this thread than a pool dispatch.
-    run_split(slots.size() >= 64 ? pool : nullptr, static_cast<int64_t>(slots.size()), rescore);
-  };
-  // 2. theta = the k-th best exact score among the k0 rows of highest bound (a min-heap on
-  // the bound, filled in one pass). Every row of the true top-k has an exact score >= theta,
-  // so its bound is >= theta too.
-  const size_t k0 = std::min(n_live, k + std::max<size_t>(k, 8));
-  std::vector<uint32_t> first;  // [k0] slots, a heap whose front has the lowest bound
-  first.reserve(k0);
-  auto higher = [&](uint32_t a, uint32_t b) { return upper[a] > upper[b]; };
-  for (uint32_t s = 0; s < n; ++s) {
-    if (m.states[s] != SlotState::live) continue;
-    if (first.size() < k0) {
-      first.push_back(s);
-      std::push_heap(first.begin(), first.end(), higher);
-    } else if (upper[s] > upper[first.front()]) {
-      std::pop_heap(first.begin(), first.end(), higher);
-      first.back() = s;
-      std::push_heap(first.begin(), first.end(), higher);
-    }
-  }
-  std::vector<RecallHit> hits;
-  exact(first, hits);
-  std::vector<RecallHit> ranked = hits;
-  std::nth_element(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k - 1),
-                   ranked.end(), better);
-  const float theta = ranked[k - 1].score;
-  for (uint32_t s : first) upper[s] = std::numeric_limits<double>::quiet_NaN();  // done
-  // 3. Rescore every other live row that could reach theta (all of them if theta is NaN).
-  std::vector<uint32_t> more;  // slots, in file order
-  for (uint32_t s = 0; s < n; ++s) {
-    if (m.states[s] != SlotState::live || std::isnan(upper[s])) continue;
-    if (std::isnan(theta) || upper[s] >= static_cast<double>(theta)) more.push_back(s);
-  }
-  exact(more, hits);
-  return best_k(std::move(hits), k);
-}
-
-std::vector<RecallHit> EpisodicStore::Impl::full_scan(std::span<const float> q, float q_norm,
-                                                      size_t k, ThreadPool* pool,
-                                                      CentroidSketch* build) const {
-  const Impl& m = *this;
-  const StoreLayout& L = m.L;
-  const size_t n = L.max_episodes;
-  std::vector<float> dots(n), norms2(n);  // [max_episodes]
-  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
-    for_live_runs(m.states, begin, end, [&](size_t s, size_t e) {
-      const uint8_t* first = m.entry(static_cast<uint32_t>(s)) + 64;
-      centroid_dots(first, L.entry_bytes, e - s, q.data(), L.hidden_size, &dots[s], &norms2[s]);
-      if (build) {
-        for (size_t r = s; r < e; ++r) {
-          build->quantize_into(r,
-                               reinterpret_cast<const uint16_t*>(first + (r - s) * L.entry_bytes));
-        }
-      }
-    });
-  });
-  std::vector<RecallHit> hits;
-  hits.reserve(m.slot_of_id.size());
-  for (const auto& [id, slot] : m.slot_of_id) {
-    hits.push_back({id, slot, cosine(dots[slot], norms2[slot], q_norm)});
-  }
-  return best_k(std::move(hits), k);
-}
 
 void EpisodicStore::record_access(uint64_t id, uint64_t now) {
   Impl& m = *impl_;

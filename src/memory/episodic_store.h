@@ -14,6 +14,7 @@
 
 #include "kv/kv_rows.h"
 #include "memory/episodic_format.h"
+#include "memory/recall_method.h"
 #include "memory/rerotate.h"
 #include "util/error.h"
 
@@ -49,6 +50,9 @@ struct EpisodeRecord {
   std::span<const int32_t> tokens;  // [n], 1 <= n <= max_tokens
   std::span<const float> centroid;  // [hidden_size], stored as f16
   std::span<const float> kv;        // [num_layers][2 (K, V)][n][kv_dim]
+  // Version 2 stores (docs/formats.md, "Retrieval section"), stored as f16:
+  std::span<const float> rep_keys;  // with keys: [num_layers][key_heads][R][head_dim], pre-RoPE
+  std::span<const float> proj;      // with proj: [n][proj_dim], unit vectors
 };
 
 // A whole episode read back (for tools and tests; recall uses rehydrate()).
@@ -77,7 +81,19 @@ struct RehydrateOptions {
 struct RecallHit {
   uint64_t episode_id = 0;
   uint32_t slot = 0;
-  float score = 0.0f;  // cosine similarity
+  float score = 0.0f;  // cosine similarity, or the method's score (query_retrieval)
+};
+
+// A cue for query_retrieval; what the method needs must be set (RecallMethod says what).
+struct RetrievalCue {
+  RecallMethod method = RecallMethod::centroid;  // not automatic: resolve it first
+  std::span<const float> centroid;  // centroid, hybrid: [hidden_size] (any length scale)
+  // keys, hybrid: the cue token's queries at every stored layer, after q-norm and before RoPE,
+  // [num_layers][key_heads][group][head_dim] (query head h reads KV head h / group).
+  std::span<const float> queries;
+  uint32_t group = 1;
+  float scale = 1.0f;          // the attention scale applied to q.k
+  std::span<const float> proj;  // proj: [proj_dim], normalize(W_query x_cue)
 };
 
 class EpisodicStore {
@@ -149,6 +165,17 @@ class EpisodicStore {
   // The same answer from a scan of every live FP16 centroid, without the sketch.
   std::vector<RecallHit> query_full_scan(std::span<const float> query, size_t k,
                                          ThreadPool* pool = nullptr) const;
+
+  // Top-k of the live episodes under cue.method, best first (ties: lower id first). centroid is
+  // query(). keys, proj and hybrid scan the retrieval section (a version 2 store with that
+  // kind; otherwise channel::Error): the first such query verifies every live entry's
+  // checksum once, and a damaged entry is skipped from then on with one warning line on
+  // stderr. hybrid = z(centroid cosine) + z(keys score), each standardised over the episodes
+  // scored. Split over `pool` when given.
+  std::vector<RecallHit> query_retrieval(const RetrievalCue& cue, size_t k,
+                                         ThreadPool* pool = nullptr) const;
+  // Episodes whose retrieval entry was found damaged so far (each reported once).
+  uint64_t damaged_retrieval_entries() const;
 
   // access_count += 1 and last_accessed = now_ms (in place; synced with the next append).
   // Nothing on a read-only store.

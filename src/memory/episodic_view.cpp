@@ -6,6 +6,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "memory/memory_kernels.h"
 #include "util/error.h"
 
 namespace channel {
@@ -32,9 +33,9 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
                 static_cast<uint8_t>(h.magic[0]), static_cast<uint8_t>(h.magic[1]),
                 static_cast<uint8_t>(h.magic[2]), static_cast<uint8_t>(h.magic[3]));
   }
-  if (h.version != kEmemVersion) {
-    throw_error("{}: unsupported version {} (this build reads version 1) (at offset 4)", what,
-                h.version);
+  if (h.version != kEmemVersion && h.version != kEmemVersionExt) {
+    throw_error("{}: unsupported version {} (this build reads versions 1 and 2) (at offset 4)",
+                what, h.version);
   }
   if (h.file_flags & kFileCompressed) {
     throw_error("{}: compressed slabs (file_flags bit 2) are not supported (at offset 8)", what);
@@ -63,7 +64,43 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
   g.max_episodes = h.max_episodes;
   g.max_tokens = h.max_tokens_per_episode;
   g.slab_type = (h.file_flags & kFileQ8_0) ? SlabType::q8_0 : SlabType::f16;
-  const StoreLayout L = make_layout(g, what);
+  StoreLayout L = make_layout(g, what);
+  if (h.version == kEmemVersionExt) {
+    // The retrieval section's header sits where a version 1 file would end.
+    const uint64_t off = L.file_size;
+    const std::string swhat = fmt::format("episodic: {}: retrieval section", name);
+    if (size < off + sizeof(RetrievalSectionHeader)) {
+      throw_error("{}: the file has {} bytes, the section header needs {} (truncated)", swhat,
+                  size, off + sizeof(RetrievalSectionHeader));
+    }
+    RetrievalSectionHeader r;
+    std::memcpy(&r, data + off, sizeof r);
+    if (r.magic != kRetrievalMagic)
+      throw_error("{}: bad magic {:#010x}, expected 'EMRX' (at offset {})", swhat, r.magic, off);
+    if (r.crc != crc32c(0, &r, 60)) {
+      throw_error("{}: checksum {:#010x} does not match the section header ({:#010x}) (at offset {})",
+                  swhat, r.crc, crc32c(0, &r, 60), off + 60);
+    }
+    if (r.kinds == 0 || (r.kinds & ~kRetrievalKnown))
+      throw_error("{}: kinds {:#x} is not a non-empty set of known kinds (at offset {})", swhat,
+                  r.kinds, off + 4);
+    g.ext_kinds = r.kinds;
+    g.head_dim = r.head_dim;
+    g.keys_per_head = r.keys_per_head;
+    g.proj_dim = r.proj_dim;
+    L = make_layout(g, swhat);
+    // Every other field must be the one the geometry implies: nothing is left to interpret.
+    const RetrievalSectionHeader want = retrieval_section_header(L);
+    if (std::memcmp(&want, &r, sizeof r) != 0) {
+      throw_error(
+          "{}: fields do not match the geometry (layers {} heads {} head_dim {} R {} d_r {} "
+          "tokens {} entry {} bytes; expected layers {} heads {} R {} tokens {} entry {}) (at "
+          "offset {})",
+          swhat, r.key_layers, r.key_heads, r.head_dim, r.keys_per_head, r.proj_dim,
+          r.proj_tokens, r.entry_bytes, want.key_layers, want.key_heads, want.keys_per_head,
+          want.proj_tokens, want.entry_bytes, off + 8);
+    }
+  }
   if (size != L.file_size) {
     throw_error("{}: the file has {} bytes but its geometry needs exactly {}{}", what, size,
                 L.file_size, size < L.file_size ? " (truncated)" : "");
@@ -191,6 +228,32 @@ std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* d
   return std::nullopt;
 }
 
+std::optional<std::string> retrieval_entry_problem(const StoreLayout& L, const uint8_t* data,
+                                                   uint64_t slot) {
+  if (L.ext_kinds == 0) return std::nullopt;
+  const EpisodeHeader e = read_episode_header(L, data, slot);
+  const uint64_t off = L.ext_entry_offset(slot);
+  RetrievalEntryHeader r;
+  std::memcpy(&r, data + off, sizeof r);
+  auto problem = [&](uint64_t field_off, std::string msg) {
+    return fmt::format("retrieval entry of episode {} (slot {}): {} (at offset {})", e.episode_id,
+                       slot, msg, off + field_off);
+  };
+  if (r.episode_id != e.episode_id)
+    return problem(0, fmt::format("entry belongs to episode {}", r.episode_id));
+  if (r.token_count != e.token_count)
+    return problem(8, fmt::format("entry says {} tokens, index says {}", r.token_count,
+                                  e.token_count));
+  if (std::any_of(r.zero, r.zero + sizeof r.zero, [](uint8_t z) { return z; }))
+    return problem(16, "reserved entry bytes are not zero");
+  const uint32_t crc = retrieval_entry_crc(L, data + off);
+  if (crc != r.crc) {
+    return problem(12, fmt::format("checksum mismatch: stored {:#010x}, computed {:#010x}", r.crc,
+                                   crc));
+  }
+  return std::nullopt;
+}
+
 VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& name) {
   VerifyReport r;
   FileHeader h;
@@ -225,10 +288,11 @@ VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& n
           fmt::format("index slot {}: episode id {} is also in slot {}", s, id, it->second));
     }
     ++r.records_checked;
-    if (auto p = record_problem(L, data, s)) {
-      r.problems.push_back(*p);
-      r.damaged_episodes.push_back(id);
-    }
+    const std::optional<std::string> rec = record_problem(L, data, s);
+    const std::optional<std::string> ret = retrieval_entry_problem(L, data, s);
+    if (rec) r.problems.push_back(*rec);
+    if (ret) r.problems.push_back(*ret);
+    if (rec || ret) r.damaged_episodes.push_back(id);
   }
   return r;
 }

@@ -51,6 +51,11 @@ std::optional<std::string> block_header_problem(const EpisodeHeader& e, uint64_t
 std::string checksum_problem(const EpisodeHeader& e, uint64_t slot, uint64_t boff, uint32_t stored,
                              uint32_t computed);
 
+// The problem with live slot `slot`'s retrieval entry (version 2: id and token count echo, zero
+// bytes, its checksum), or nullopt (also for a version 1 file).
+std::optional<std::string> retrieval_entry_problem(const StoreLayout& L, const uint8_t* data,
+                                                   uint64_t slot);
+
 struct VerifyReport {
   std::vector<std::string> problems;  // each an inconsistency; empty when the file verifies
   std::vector<std::string> notes;     // harmless findings (a pending unpublished append)

@@ -3,6 +3,7 @@
 #include "memory/memory_attachment.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -21,7 +22,7 @@ std::vector<int> recall_layers(const ModelHparams& hp) {
 }
 
 StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
-                                     uint32_t max_tokens) {
+                                     uint32_t max_tokens, uint32_t keys_per_head) {
   const ModelHparams& hp = model.hparams();
   StoreGeometry g;
   g.num_layers = static_cast<uint32_t>(recall_layers(hp).size());
@@ -33,6 +34,13 @@ StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
   g.kv_dim = static_cast<uint32_t>(hp.n_head_kv * hp.head_dim);
   g.max_episodes = max_episodes;
   g.max_tokens = max_tokens;
+  g.ext_kinds = kRetrievalKeys;
+  g.head_dim = static_cast<uint32_t>(hp.head_dim);
+  g.keys_per_head = keys_per_head;
+  if (auto head = load_retrieval_head(model.gguf(), static_cast<size_t>(hp.n_embd))) {
+    g.ext_kinds |= kRetrievalProj;
+    g.proj_dim = head->dim;
+  }
   return g;
 }
 
@@ -83,10 +91,29 @@ MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, M
   rope_.push_back(std::move(r));
   rope_table_.emplace_back(rope_[0]);
   if (config_.query_threads > 1) pool_ = std::make_unique<ThreadPool>(config_.query_threads);
+  attn_scale_ = hp.attn_scale;
+  group_ = static_cast<uint32_t>(hp.n_head / hp.n_head_kv);
+  if (auto head = load_retrieval_head(session.model().gguf(), n_embd_))
+    head_ = std::make_shared<const RetrievalHead>(std::move(*head));
+  if (L.has_proj() && (!head_ || head_->dim != L.proj_dim))
+    throw_error(
+        "episodic: {}: the store keeps retrieval vectors of dim {} but this model has {}",
+        store.path(), L.proj_dim,
+        head_ ? fmt::format("a retrieval head of dim {}", head_->dim) : "no retrieval head");
+  if (L.has_keys() && (L.head_dim != head_dim_ || L.key_heads != n_kv_heads_))
+    throw_error("episodic: {}: the store keeps keys of {} heads x {}, the model has {} x {}",
+                store.path(), L.key_heads, L.head_dim, n_kv_heads_, head_dim_);
+  // Queries are captured whenever the store keeps keys: episodes choose their keys by them,
+  // and recall by keys scores with them. Otherwise decoding copies nothing.
+  if (L.has_keys()) {
+    q_row_ = n_global * session.query_dim();
+    session.set_query_capture(true);
+  }
 
   const uint32_t n_slots = session.ring().config().n_slots;
   slot_token_.assign(n_slots, 0);
   slot_hidden_.assign(size_t{n_slots} * n_embd_, 0.0f);
+  if (q_row_ > 0 && config_.consolidate) slot_queries_.assign(size_t{n_slots} * q_row_, 0.0f);
   kv_rows_.assign(n_global * 2 * kv_dim_, 0.0f);
   for (size_t g = 0; g < n_global; ++g) {
     k_ptrs_.push_back(kv_rows_.data() + (2 * g) * kv_dim_);
@@ -96,13 +123,27 @@ MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, M
     WorkerConfig wc;
     wc.queue_capacity = config_.queue_capacity;
     wc.summarize = config_.summarize;
+    if (L.ext_kinds) {
+      auto fc = std::make_shared<RetrievalFeatureConfig>();
+      fc->kinds = L.ext_kinds;
+      fc->num_layers = L.num_layers;
+      fc->n_kv_heads = static_cast<uint32_t>(n_kv_heads_);
+      fc->group = group_;
+      fc->head_dim = static_cast<uint32_t>(head_dim_);
+      fc->keys_per_head = L.keys_per_head;
+      fc->attn_scale = attn_scale_;
+      fc->rope = session.rope_global();
+      fc->head = head_;
+      wc.features = std::move(fc);
+    }
     const auto eps = store.list();  // lineage continues from the newest stored episode
     if (!eps.empty()) wc.first_parent = eps.back().episode_id;
     worker_ = std::make_unique<ConsolidationWorker>(store, std::move(wc));
     staging_ = std::make_unique<StagingBuffer>(
         config_.staging,
         StagingDims{static_cast<uint32_t>(n_global), static_cast<uint32_t>(n_embd_),
-                    static_cast<uint32_t>(kv_dim_)},
+                    static_cast<uint32_t>(kv_dim_),
+                    static_cast<uint32_t>(q_row_ > 0 ? session.query_dim() : 0)},
         [this](StagedEpisode&& e) {
           if (config_.on_episode) config_.on_episode(e);
           worker_->submit(std::move(e));
@@ -114,6 +155,7 @@ MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, M
 
 MemoryAttachment::~MemoryAttachment() {
   session_.set_token_tap(nullptr);
+  if (q_row_ > 0) session_.set_query_capture(false);
   if (config_.consolidate) session_.set_eviction_hook(nullptr);
   try {
     flush();
@@ -122,8 +164,13 @@ MemoryAttachment::~MemoryAttachment() {
 }
 
 void MemoryAttachment::on_tokens(const TokenBatch& b) {
+  const bool have_q = q_row_ > 0 && b.queries.size() == b.tokens.size() * q_row_;
   if (b.transient) {  // probe tokens are rolled back, never evicted
-    if (capture_) captured_.insert(captured_.end(), b.hidden.begin(), b.hidden.end());
+    if (capture_) {
+      captured_.insert(captured_.end(), b.hidden.begin(), b.hidden.end());
+      if (have_q)
+        captured_q_.assign(b.queries.end() - static_cast<std::ptrdiff_t>(q_row_), b.queries.end());
+    }
     return;
   }
   for (size_t t = 0; t < b.tokens.size(); ++t) {
@@ -131,8 +178,14 @@ void MemoryAttachment::on_tokens(const TokenBatch& b) {
     slot_token_[slot] = b.tokens[t];
     std::memcpy(slot_hidden_.data() + size_t{slot} * n_embd_, b.hidden.data() + t * n_embd_,
                 n_embd_ * sizeof(float));
+    if (have_q && !slot_queries_.empty())
+      std::memcpy(slot_queries_.data() + size_t{slot} * q_row_, b.queries.data() + t * q_row_,
+                  q_row_ * sizeof(float));
   }
   last_hidden_.assign(b.hidden.end() - static_cast<std::ptrdiff_t>(n_embd_), b.hidden.end());
+  if (have_q)
+    last_queries_.assign(b.queries.end() - static_cast<std::ptrdiff_t>(q_row_), b.queries.end());
+  if (observer_) observer_(b);
 }
 
 // Runs inside SlotRing::append_token, before any of these slots is written again.
@@ -161,6 +214,8 @@ void MemoryAttachment::on_evict(const EvictionEvent& ev) {
     t.clock = ev.span.start_clock + i;
     t.slot = slot;
     t.hidden = std::span<const float>(slot_hidden_.data() + size_t{slot} * n_embd_, n_embd_);
+    if (!slot_queries_.empty())
+      t.queries = std::span<const float>(slot_queries_.data() + size_t{slot} * q_row_, q_row_);
     t.span_end = last && !ev.cut;
     t.turn_end = last && !ev.cut && type == SpanType::turn_end;
     t.tool = tool;
@@ -180,6 +235,77 @@ std::vector<float> MemoryAttachment::encode_in_context(std::span<const int32_t> 
   }
   capture_ = false;
   return centroid_of(captured_, n_embd_);
+}
+
+CueState MemoryAttachment::probe_cue(std::span<const int32_t> tokens) {
+  captured_.clear();
+  captured_q_.clear();
+  capture_ = true;
+  try {
+    session_.probe(tokens, SpanType::user);
+  } catch (...) {
+    capture_ = false;
+    throw;
+  }
+  capture_ = false;
+  CueState c;
+  if (captured_.size() >= n_embd_)
+    c.hidden.assign(captured_.end() - static_cast<std::ptrdiff_t>(n_embd_), captured_.end());
+  c.queries = std::move(captured_q_);
+  return c;
+}
+
+RecallMethod resolve_recall_method(RecallMethod m, const StoreLayout& L, bool model_has_head,
+                                   const std::string& path) {
+  switch (m) {
+    case RecallMethod::automatic:
+      return model_has_head && L.has_proj() ? RecallMethod::proj
+             : L.has_keys()                 ? RecallMethod::keys
+                                            : RecallMethod::centroid;
+    case RecallMethod::keys:
+    case RecallMethod::hybrid:
+      if (!L.has_keys())
+        throw_error("episodic: {}: recall by {}: the store keeps no representative keys (a "
+                    "version {} store)",
+                    path, recall_method_name(m), L.version);
+      return m;
+    case RecallMethod::proj:
+      if (!L.has_proj() || !model_has_head)
+        throw_error("episodic: {}: recall by proj: {}", path,
+                    model_has_head ? "the store keeps no retrieval vectors"
+                                   : "the model has no retrieval head (channel.retrieval.*)");
+      return m;
+    case RecallMethod::centroid:
+      return m;
+  }
+  return RecallMethod::centroid;
+}
+
+RecallMethod MemoryAttachment::resolve(RecallMethod m) const {
+  return resolve_recall_method(m, store_.layout(), head_ != nullptr, store_.path());
+}
+
+std::vector<RecallHit> MemoryAttachment::query_state(const CueState& cue, RecallMethod m,
+                                                     size_t k, bool use_pool) const {
+  ThreadPool* pool = use_pool ? pool_.get() : nullptr;
+  m = resolve(m);
+  if (cue.hidden.size() != n_embd_) return {};
+  const std::vector<float>& centroid = cue.centroid.empty() ? cue.hidden : cue.centroid;
+  if (m == RecallMethod::centroid) return store_.query(centroid, k, pool);
+  RetrievalCue rc;
+  rc.method = m;
+  rc.centroid = centroid;
+  rc.queries = cue.queries;
+  rc.group = group_;
+  rc.scale = attn_scale_;
+  std::vector<float> proj;
+  if (m == RecallMethod::proj) {
+    proj.resize(head_->dim);
+    head_->project_query(cue.hidden.data(), proj.data());
+    rc.proj = proj;
+  }
+  if ((m == RecallMethod::keys || m == RecallMethod::hybrid) && cue.queries.empty()) return {};
+  return store_.query_retrieval(rc, k, pool);
 }
 
 void MemoryAttachment::cut(CutReason reason) {
@@ -279,6 +405,15 @@ void MemoryAttachment::release_all() {
     session_.release_recall(id);
     recalled_at_.erase(id);
   }
+}
+
+void MemoryAttachment::release(uint64_t id) {
+  for (const RecallEpisode& e : session_.ring().recall_episodes())
+    if (e.id == id) {
+      session_.release_recall(id);
+      recalled_at_.erase(id);
+      return;
+    }
 }
 
 MemoryStats MemoryAttachment::stats() const {

@@ -16,7 +16,10 @@
 
 #include "memory/consolidation.h"
 #include "memory/episodic_store.h"
+#include "memory/recall_method.h"
 #include "memory/rerotate.h"
+#include "memory/retrieval_features.h"
+#include "memory/retrieval_head.h"
 #include "memory/staging.h"
 #include "runtime/ring_session.h"
 
@@ -42,9 +45,12 @@ struct MemoryConfig {
 std::vector<int> recall_layers(const ModelHparams& hp);
 
 // The store geometry a session of `model` writes: one layer per global layer, kv_dim =
-// n_head_kv * head_dim, hidden = n_embd.
+// n_head_kv * head_dim, hidden = n_embd; version 2 with R representative keys per KV head,
+// and each token's projected vector when the model carries a retrieval head.
+inline constexpr uint32_t kDefaultKeysPerHead = 8;
 StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
-                                     uint32_t max_tokens);
+                                     uint32_t max_tokens,
+                                     uint32_t keys_per_head = kDefaultKeysPerHead);
 
 // Opens `path` for `model` (a store of another model or another geometry is a one-line
 // error, the file untouched), or creates it with session_store_geometry() when it does not
@@ -52,6 +58,13 @@ StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
 EpisodicStore open_or_create_store(const std::string& path, const Model& model,
                                    uint32_t max_episodes, uint32_t max_tokens,
                                    bool* created = nullptr);
+
+// The method `m` stands for with a store of layout L and a model with (or without) a
+// retrieval head: automatic is proj when both have the head's vectors, else keys when the
+// store has them, else centroid. Throws channel::Error (one line naming the store) when an
+// explicit method is not available.
+RecallMethod resolve_recall_method(RecallMethod m, const StoreLayout& L, bool model_has_head,
+                                   const std::string& path);
 
 struct RecallResult {
   uint64_t episode_id = 0;
@@ -61,6 +74,17 @@ struct RecallResult {
   uint64_t stored_pos = 0;         // keys were re-rotated to stored_pos + i
   bool already_active = false;     // it was in tier 3 already: only its recency changed
   std::vector<uint64_t> released;  // episodes evicted from tier 3 to make room (LRU)
+};
+
+// One token's state as a cue: its final hidden state x and, when captured, its queries at
+// every global layer ([n_global][n_head * head_dim], after q-norm, before RoPE).
+struct CueState {
+  std::vector<float> hidden;
+  std::vector<float> queries;
+  // Optional: the centroid cue of centroid and hybrid recall instead of `hidden` (e.g. a
+  // prompt's text cue, the mean of its hidden states, as spec 003 encodes episodes).
+  std::vector<float> centroid;
+  bool empty() const { return hidden.empty(); }
 };
 
 struct MemoryStats {
@@ -93,6 +117,24 @@ class MemoryAttachment {
   // Cosine top-k over the stored centroids; `query` is [n_embd] (a hidden state, or a text
   // cue encoded by text_cue.h), not necessarily normalised.
   std::vector<RecallHit> query(std::span<const float> query, size_t k) const;
+  // The method `m` stands for with this model and store: automatic is proj when both have
+  // a retrieval head's vectors, else keys when the store has them, else centroid. Throws
+  // channel::Error when an explicit method is not available.
+  RecallMethod resolve(RecallMethod m) const;
+  // Top-k by `m` (resolved) for one token's state: centroid and hybrid use cue.hidden as the
+  // centroid cue, keys its queries, proj normalize(W_query cue.hidden).
+  // use_pool = false: on the caller's thread only (a background thread beside the decode).
+  std::vector<RecallHit> query_state(const CueState& cue, RecallMethod m, size_t k,
+                                     bool use_pool = true) const;
+  // The state of the last (non-probe) token the session ran; empty before the first.
+  CueState current_cue() const { return {last_hidden_, last_queries_, {}}; }
+  // Runs `tokens` as a probe (the session is as before afterwards) and returns the state of
+  // the last one: the cue of a prompt's last token before it is fed for real.
+  CueState probe_cue(std::span<const int32_t> tokens);
+  // Sees every non-probe token batch after the attachment has (the automatic recall's
+  // condition C); optional, may be null.
+  void set_observer(TokenTap observer) { observer_ = std::move(observer); }
+  const RetrievalHead* retrieval_head() const { return head_.get(); }
   // The final hidden state x of the last (non-probe) token the session ran: the query of
   // recall by the current state. Empty before the first token.
   std::span<const float> current_state() const { return last_hidden_; }
@@ -110,11 +152,13 @@ class MemoryAttachment {
   RecallResult recall(uint64_t id, float score = 0.0f);
   // query() then recall() of each hit, best last so that it is the most recent.
   std::vector<RecallResult> recall_top(std::span<const float> query, size_t k);
-  // Releases every recalled episode from tier 3.
+  // Releases every recalled episode from tier 3, or one (a no-op when it is not there).
   void release_all();
+  void release(uint64_t id);
 
   MemoryStats stats() const;
   const EpisodicStore& store() const { return store_; }
+  RingSession& session() { return session_; }
 
  private:
   void on_tokens(const TokenBatch& b);
@@ -135,8 +179,16 @@ class MemoryAttachment {
   std::vector<float> kv_rows_;                 // [n_global][2][kv_dim] one token's rows, gathered
   std::vector<const float*> k_ptrs_, v_ptrs_;  // [n_global] into kv_rows_
   std::vector<float> last_hidden_;             // [n_embd] x of the last token run
+  std::vector<float> last_queries_;            // [n_global][qd] its queries, when captured
+  size_t q_row_ = 0;                           // n_global * n_head * head_dim, 0: not captured
+  std::vector<float> slot_queries_;            // [n_slots][q_row_]
+  std::shared_ptr<const RetrievalHead> head_;  // the model's retrieval head, if any
+  float attn_scale_ = 1.0f;
+  uint32_t group_ = 1;
+  TokenTap observer_;
   bool capture_ = false;         // encode_in_context(): keep the probe's hidden states
   std::vector<float> captured_;  // [n][n_embd]
+  std::vector<float> captured_q_;  // probe_cue(): the probe's last queries
   std::unordered_map<uint64_t, uint64_t> recalled_at_;  // active episode -> recall tick
   uint64_t tick_ = 0;
   uint64_t tokens_staged_ = 0, recalls_ = 0, recall_evictions_ = 0;

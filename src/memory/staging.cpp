@@ -42,6 +42,9 @@ void StagingBuffer::push(const StagedToken& t, std::span<const float* const> k_r
   if (k_rows.size() != nl || v_rows.size() != nl) {
     throw_error("staging: {} K and {} V rows for {} layers", k_rows.size(), v_rows.size(), nl);
   }
+  const size_t QD = size_t{dims_.query_dim} * nl;
+  if (QD > 0 && t.queries.size() != QD)
+    throw_error("staging: queries have {} values, expected {}", t.queries.size(), QD);
   const size_t n = size();
   if (n > 0 && t.clock != cur_.start_clock + n) {
     cut(n, CutReason::discontinuity, kNoContinuation);
@@ -64,6 +67,7 @@ void StagingBuffer::push(const StagedToken& t, std::span<const float* const> k_r
   cur_.tokens.push_back(t.token);
   cur_.slots.push_back(t.slot);
   cur_.hidden.insert(cur_.hidden.end(), t.hidden.begin(), t.hidden.end());
+  if (QD > 0) cur_.queries.insert(cur_.queries.end(), t.queries.begin(), t.queries.end());
   const size_t base = cur_.kv.size();
   cur_.kv.resize(base + nl * 2 * D);
   for (size_t l = 0; l < nl; ++l) {  // [layer][K, V][kv_dim] of this token
@@ -106,6 +110,11 @@ void StagingBuffer::cut(size_t n, CutReason reason, uint32_t continuation) {
     rest.slots.assign(cur_.slots.begin() + n, cur_.slots.end());
     rest.hidden.assign(cur_.hidden.begin() + n * H, cur_.hidden.end());
     rest.kv.assign(cur_.kv.begin() + n * row, cur_.kv.end());
+    const size_t qrow = size_t{dims_.query_dim} * dims_.num_layers;
+    if (qrow > 0) {
+      rest.queries.assign(cur_.queries.begin() + n * qrow, cur_.queries.end());
+      cur_.queries.resize(n * qrow);
+    }
     cur_.tokens.resize(n);
     cur_.slots.resize(n);
     cur_.hidden.resize(n * H);

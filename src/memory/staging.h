@@ -38,6 +38,7 @@ struct StagingDims {
   uint32_t num_layers = 0;
   uint32_t hidden_size = 0;
   uint32_t kv_dim = 0;
+  uint32_t query_dim = 0;  // > 0: each token also keeps its queries, [num_layers][query_dim]
 };
 
 // One episode cut from the stream, owned.
@@ -48,6 +49,9 @@ struct StagedEpisode {
   std::vector<float> hidden;    // [n][hidden_size]
   std::vector<float> x_before;  // [hidden_size] x of the token before the episode; empty if none
   std::vector<float> kv;        // [n][num_layers][2 (K, V)][kv_dim]
+  // [n][num_layers][query_dim] the tokens' queries (after q-norm, before RoPE) when staged
+  // with StagingDims::query_dim > 0; empty otherwise.
+  std::vector<float> queries;
   uint32_t continuation_token = kNoContinuation;
   uint16_t flags = 0;  // kEpisodeHasTool when a token was marked as tool output
   CutReason reason = CutReason::flush;
@@ -59,6 +63,7 @@ struct StagedToken {
   uint64_t clock = 0;
   uint32_t slot = 0;
   std::span<const float> hidden;  // [hidden_size]
+  std::span<const float> queries;  // [num_layers][query_dim] with query_dim > 0 (zeros: unknown)
   bool span_end = false;          // the token closes a semantic span (sentence, tool call)
   bool turn_end = false;          // the token closes a turn (<turn|>)
   bool tool = false;              // the token belongs to tool input/output

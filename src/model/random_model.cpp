@@ -217,6 +217,19 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
     u32(a + "vocab_size", static_cast<uint32_t>(s.vocab));
   }
 
+  if (s.retrieval_dim > 0) {  // optional metadata, no tensors: llama.cpp ignores unknown keys
+    const size_t n = static_cast<size_t>(s.retrieval_dim) * static_cast<size_t>(s.hidden);
+    std::vector<float> wq(n), wk(n);
+    uint64_t stream = s.seed ^ 0x7265747269657661ull;
+    Rng rng(splitmix64(stream));
+    const float sd = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+    rng.normals(wq.data(), static_cast<int64_t>(n), 0.0f, sd);
+    rng.normals(wk.data(), static_cast<int64_t>(n), 0.0f, sd);
+    u32("channel.retrieval.dim", static_cast<uint32_t>(s.retrieval_dim));
+    if (keep("channel.retrieval.query")) w.set_f32_array("channel.retrieval.query", wq);
+    if (keep("channel.retrieval.key")) w.set_f32_array("channel.retrieval.key", wk);
+  }
+
   // Synthetic SentencePiece vocabulary: types 1 normal, 2 unknown, 3 control, 6 byte.
   std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "<unk>"};
   std::vector<float> scores = {0, 0, 0, 0};

@@ -33,6 +33,9 @@ struct RandomModelSpec {
   int context = 8192;
   GgmlType type = GgmlType::F32;  // 2-D weights; norms are always F32
   uint64_t seed = 1;
+  // > 0: a random retrieval head of this dim as metadata (channel.retrieval.*,
+  // memory/retrieval_head.h), weights N(0, 1 / sqrt(hidden)).
+  int retrieval_dim = 0;
 };
 
 // Throws channel::Error naming the first invalid field (sizes that are not positive, a

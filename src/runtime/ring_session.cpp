@@ -54,6 +54,13 @@ class RingSession::Backend : public AttentionBackend {
     const size_t head = size_t(hk) * L.n_slots * hd;
     const std::span<const SlotRun> runs =
         L.sliding ? std::span<const SlotRun>(&s_.local_runs_[t], 1) : s_.runs_[t];
+    if (s_.capture_q_ && s_.global_index_[il] >= 0) {  // the tap gets the global layers' queries
+      const size_t qd = size_t(hp.n_head) * hd;
+      float* dst = s_.queries_.data() +
+                   (size_t(t) * s_.global_layers_.size() + size_t(s_.global_index_[il])) * qd +
+                   size_t(hk) * group * hd;
+      std::memcpy(dst, q, size_t(group) * hd * sizeof(float));
+    }
     RecallRowsF16 recall;  // global layers: slots from L.n_slots on are the f16 recall tier
     if (!L.rk.empty()) {
       recall = {L.rk.data() + size_t(hk) * hd, L.rv.data() + size_t(hk) * hd, L.n_slots,
@@ -113,6 +120,8 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
       global_layers_.push_back(il);
     }
   }
+  global_index_.assign(hp.n_layer, -1);
+  for (size_t g = 0; g < global_layers_.size(); ++g) global_index_[global_layers_[g]] = int(g);
   const auto nb = static_cast<size_t>(config.n_batch);
   clocks_.resize(nb);
   global_slots_.resize(nb);
@@ -228,8 +237,14 @@ void RingSession::run(std::span<const int32_t> tokens, float* all) {
   }
 }
 
+size_t RingSession::query_dim() const {
+  return size_t(model_->hparams().n_head) * model_->hparams().head_dim;
+}
+
 void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t offset) {
   const int n = static_cast<int>(tokens.size());
+  if (capture_q_)
+    queries_.resize(static_cast<size_t>(config_.n_batch) * global_layers_.size() * query_dim());
   const uint32_t n_rot = rope_global_.n_rot;
   for (int t = 0; t < n; ++t) {
     clocks_[t] = ring_.clock();
@@ -250,6 +265,7 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
   forward(*model_, bounded_, batch, all ? LogitsFor::all : LogitsFor::last, scratch_, pool_,
           all ? all : logits_.data());
   if (tap_) {
+    const size_t QD = capture_q_ ? global_layers_.size() * query_dim() : 0;
     // forward() leaves every token's last residual in scratch.x; the final norm of each
     // row is what the LM head reads (it normed only the last row itself).
     const size_t E = static_cast<size_t>(model_->hparams().n_embd);
@@ -263,11 +279,17 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
       std::copy_n(global_slots_.begin(), n, tentative_slots_.begin() + offset);
       tentative_hidden_.resize(tentative_tokens_.size() * E);
       std::copy_n(hidden_.begin(), n * E, tentative_hidden_.begin() + offset * E);
+      if (QD > 0) {
+        tentative_queries_.resize(tentative_tokens_.size() * QD);
+        std::copy_n(queries_.begin(), n * QD, tentative_queries_.begin() + offset * QD);
+      }
       return;
     }
     tap_(TokenBatch{tokens, std::span<const uint64_t>(clocks_.data(), tokens.size()),
                     std::span<const uint32_t>(global_slots_.data(), tokens.size()),
-                    std::span<const float>(hidden_.data(), tokens.size() * E), ring_.probing()});
+                    std::span<const float>(hidden_.data(), tokens.size() * E),
+                    std::span<const float>(queries_.data(), QD > 0 ? tokens.size() * QD : 0),
+                    ring_.probing()});
   }
 }
 
@@ -384,7 +406,11 @@ void RingSession::settle(int k) {
     tap_(TokenBatch{std::span<const int32_t>(tentative_tokens_.data(), keep),
                     std::span<const uint64_t>(tentative_clocks_.data(), keep),
                     std::span<const uint32_t>(tentative_slots_.data(), keep),
-                    std::span<const float>(tentative_hidden_.data(), keep * E), false});
+                    std::span<const float>(tentative_hidden_.data(), keep * E),
+                    std::span<const float>(tentative_queries_.data(),
+                                           capture_q_ ? keep * global_layers_.size() * query_dim()
+                                                      : 0),
+                    false});
   }
   if (keep == 0) {
     std::copy(saved_logits_.begin(), saved_logits_.end(), logits_.begin());

@@ -34,6 +34,9 @@ struct TokenBatch {
   std::span<const uint64_t> clocks;  // [n]
   std::span<const uint32_t> slots;   // [n] slot of each token in every global layer
   std::span<const float> hidden;     // [n][n_embd]
+  // With set_query_capture(true): the tokens' queries at every global layer, after q-norm and
+  // before RoPE, [n][global_layers().size()][n_head * head_dim]; empty otherwise.
+  std::span<const float> queries;
   bool transient = false;
 };
 using TokenTap = std::function<void(const TokenBatch&)>;
@@ -92,6 +95,13 @@ class RingSession {
     settle(0);
     tap_ = std::move(tap);
   }
+  // Whether the token tap also gets the global layers' queries (TokenBatch::queries). Off by
+  // default: plain decoding copies nothing.
+  void set_query_capture(bool on) {
+    settle(0);
+    capture_q_ = on;
+  }
+  size_t query_dim() const;  // n_head * head_dim: one token's queries of one global layer
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
   const Model& model() const { return *model_; }
@@ -188,6 +198,10 @@ class RingSession {
   std::vector<uint16_t*> recall_k_, recall_v_;  // [n_global] an episode's rows, set per recall
   TokenTap tap_;
   std::vector<float> hidden_;  // [n_batch][n_embd] final-norm rows for the tap
+  bool capture_q_ = false;
+  std::vector<int> global_index_;  // [n_layer] position in global_layers_, -1 for others
+  std::vector<float> queries_;     // [n_batch][n_global][query_dim] with capture_q_
+  std::vector<float> tentative_queries_;
   uint64_t max_distance_ = 0;
   EvictionHook hook_;
   bool hook_live_ = true;  // false while a tentative decode_all runs

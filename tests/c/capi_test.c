@@ -1,7 +1,8 @@
 /* The C API end to end, compiled as C11 against include/channel.h alone: a random gemma3
  * model, tokenize/detokenize, a small slot geometry driven through append, feed, seal,
  * generate (evicting), probe and the geometry/span readers; a session saved and resumed
- * with bit-identical logits; and every error path reports a status and a message. */
+ * with bit-identical logits; automatic recall (turn boundaries, a fed turn, replay); and every
+ * error path reports a status and a message. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +71,60 @@ static channel_session_params small_params(void) {
   p.n_threads = 1;
   p.n_batch = 16;
   return p;
+}
+
+static int recall_events = 0;
+static void count_recall(const channel_recall_event* e, void* user) {
+  (void)user;
+  if (e->reason && e->method && e->n_hits <= 2) recall_events++;
+}
+
+/* Automatic recall: turn boundaries, a fed turn, replay, and the error paths. */
+static void test_auto_recall(channel_model* m, const char* dir) {
+  channel_session_params p = small_params();
+  channel_session* s = NULL;
+  char path[512];
+  int32_t toks[10], bos = 2, turn_end = 1;
+  size_t n = 0;
+  int i, j;
+  channel_auto_recall_params ap = channel_auto_recall_default_params();
+  p.n_recall = 24;
+  snprintf(path, sizeof path, "%s/capi_auto_%d.mem", dir, (int)getpid());
+  remove(path);
+  CHECK_OK(channel_session_create(m, &p, NULL, &s));
+  if (!s) return;
+  CHECK_OK(channel_session_append(s, CHANNEL_SPAN_SYSTEM, &bos, 1));
+  CHECK_OK(channel_session_seal(s));
+  CHECK_ERR(CHANNEL_ERR_STATE, "no memory", channel_session_set_auto_recall(s, &ap));
+  CHECK_OK(channel_session_attach_memory(s, path, 64));
+  CHECK_ERR(CHANNEL_ERR_STATE, "not on", channel_session_recall_turn(s, 0));
+  ap.method = (channel_recall_method)99;
+  CHECK_ERR(CHANNEL_ERR_ARGUMENT, "out of range", channel_session_set_auto_recall(s, &ap));
+  ap.method = CHANNEL_RECALL_PROJ; /* the random model has no retrieval head */
+  CHECK_ERR(CHANNEL_ERR_ARGUMENT, "retrieval head", channel_session_set_auto_recall(s, &ap));
+  ap.method = CHANNEL_RECALL_AUTO;
+  ap.callback = count_recall;
+  CHECK_OK(channel_session_set_auto_recall(s, &ap));
+  for (i = 0; i < 30; i++) {
+    for (j = 0; j < 10; j++) toks[j] = 10 + (i * 10 + j) % 200;
+    CHECK_OK(channel_session_feed(s, CHANNEL_SPAN_USER, toks, 10));
+    CHECK_OK(channel_session_append(s, CHANNEL_SPAN_TURN_END, &turn_end, 1));
+    CHECK_OK(channel_session_recall_turn(s, i % 2));
+    CHECK_OK(channel_session_recall_poll(s));
+    if (i == 15) CHECK_OK(channel_session_memory_flush(s, 0));
+  }
+  CHECK(recall_events >= 15);
+  j = recall_events;
+  CHECK_OK(channel_session_feed_turn(s, toks, 5));
+  CHECK(recall_events == j + 1);
+  CHECK_OK(channel_session_generate(s, 5, CHANNEL_EOG_TURN_END, NULL, NULL, NULL, NULL));
+  CHECK_OK(channel_session_memory_flush(s, 0));
+  CHECK_OK(channel_session_replay(s, 0, &n));
+  CHECK(n > 0);
+  CHECK_ERR(CHANNEL_ERR_ARGUMENT, "no episode", channel_session_replay(s, 999999, &n));
+  CHECK_OK(channel_session_set_auto_recall(s, NULL));
+  channel_session_free(s);
+  remove(path);
 }
 
 static channel_model* random_model(uint64_t seed) {
@@ -312,6 +367,11 @@ int main(void) {
   free(saved_next);
   free(resumed_next);
   free(probe_logits);
+  {
+    channel_model* am = random_model(1);
+    if (am) test_auto_recall(am, tmpdir ? tmpdir : "/tmp");
+    channel_model_free(am);
+  }
   channel_session_free(s);
   channel_session_free(resumed);
   channel_model_free(other);

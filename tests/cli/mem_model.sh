@@ -20,7 +20,8 @@ for i in "${!facts[@]}"; do
   [[ "$(cat "$TMP/out")" == "$i" ]] || fail "mem add $i printed $(cat "$TMP/out")"
 done
 for i in "${!facts[@]}"; do
-  expect_ok "mem query $i" "$CHANNEL" mem query "$store" --text "${facts[$i]}" -k 3
+  expect_ok "mem query $i" "$CHANNEL" mem query "$store" --text "${facts[$i]}" -k 3 \
+    --recall-method centroid
   top=$(awk 'NR == 2 { print $2 }' "$TMP/out")
   [[ "$top" == "$i" ]] || fail "mem query of fact $i found episode $top first: $(cat "$TMP/out")"
   [[ $(wc -l <"$TMP/out") == 4 ]] || fail "mem query -k 3 printed $(cat "$TMP/out")"

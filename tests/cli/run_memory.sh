@@ -23,7 +23,8 @@ expect_ok "mem ls" "$CHANNEL" mem ls "$store"
 grep -q "blue door" "$TMP/out" || fail "the prompt is not among the stored episodes: $(cat "$TMP/out")"
 
 expect_ok "second run recalls" "$CHANNEL" run "${flags[@]}" -n 5 -p "Which door opens at noon?"
-grep -Eq "memory .*: opened, [1-9][0-9]* episodes; recalled: [0-9]+ \(" "$TMP/err" ||
+grep -Eq "memory .*: opened, [1-9][0-9]* episodes" "$TMP/err" || fail "not opened: $(cat "$TMP/err")"
+grep -Eq "memory .*: turn recall \(keys\) at clock [0-9]+: recalled: [0-9]+ \(" "$TMP/err" ||
   fail "nothing recalled: $(cat "$TMP/err")"
 expect_ok "mem stats" "$CHANNEL" mem stats "$store"
 grep -Eq "^recalls +[1-9]" "$TMP/out" || fail "no access recorded: $(cat "$TMP/out")"
@@ -38,7 +39,7 @@ grep -q "recall only, the file was not written" "$TMP/err" || fail "recall-only:
 [[ $("$CHANNEL" mem stats "$store" | grep -E "^live episodes") == "$before" ]] ||
   fail "recall-only stored episodes: $before -> $("$CHANNEL" mem stats "$store" | grep -E "^live episodes")"
 expect_ok "mem query --json" "$CHANNEL" mem query -m "$model" --json -k 2 "$store" \
-  --text "Which door opens at noon?"
+  --recall-method centroid --text "Which door opens at noon?"
 python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; assert [x["rank"] for x in r]==[1,2] and -1<=r[0]["cosine"]<=1, r' \
   "$TMP/out" || fail "mem query --json: $(cat "$TMP/out")"
 expect_error "recall-only without --memory" "needs --memory" "$CHANNEL" run -m "$model" -p hi \

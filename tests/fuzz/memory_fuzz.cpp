@@ -1,6 +1,7 @@
 // libFuzzer target for the .episodic.mem parser: any bytes go through verify_store, and
 // through EpisodicStore::open on an in-memory file (memfd), then every accessor: list, read,
-// rehydrate, query. Only channel::Error may escape; anything else is a bug.
+// rehydrate, query, and a version 2 store's retrieval queries. Only channel::Error may
+// escape; anything else is a bug.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -40,6 +41,24 @@ void exercise(const std::string& path) {
   }
   std::vector<float> q(L.hidden_size, 1.0f);
   for (const channel::RecallHit& hit : s.query(q, 3)) h += hit.episode_id;
+  // Version 2: the retrieval section's queries (each entry checked once, damaged ones skipped).
+  if (L.has_keys() && L.keys_values() <= (1u << 16)) {
+    std::vector<float> keys(L.keys_values() / L.keys_per_head, 0.5f);
+    channel::RetrievalCue cue;
+    cue.method = channel::RecallMethod::keys;
+    cue.queries = keys;
+    for (const channel::RecallHit& hit : s.query_retrieval(cue, 3)) h += hit.episode_id;
+    cue.method = channel::RecallMethod::hybrid;
+    cue.centroid = q;
+    for (const channel::RecallHit& hit : s.query_retrieval(cue, 3)) h += hit.episode_id;
+  }
+  if (L.has_proj()) {
+    std::vector<float> c(L.proj_dim, 0.25f);
+    channel::RetrievalCue cue;
+    cue.method = channel::RecallMethod::proj;
+    cue.proj = c;
+    for (const channel::RecallHit& hit : s.query_retrieval(cue, 3)) h += hit.episode_id;
+  }
   g_sink = h;
 }
 

@@ -24,6 +24,11 @@ StoreGeometry crash_geometry() {
   g.kv_dim = 256;
   g.max_episodes = 12;
   g.max_tokens = 16;
+  // Version 2: the retrieval entry is part of every append's ordering.
+  g.ext_kinds = kRetrievalKeys | kRetrievalProj;
+  g.head_dim = 64;
+  g.keys_per_head = 4;
+  g.proj_dim = 32;
   return g;
 }
 

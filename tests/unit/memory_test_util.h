@@ -38,6 +38,8 @@ struct SyntheticEpisode {
   std::vector<int32_t> tokens;  // [n]
   std::vector<float> centroid;  // [hidden]
   std::vector<float> kv;        // [L][2][n][kv_dim]
+  std::vector<float> keys;      // version 2 with keys: [L][key_heads][R][head_dim]
+  std::vector<float> proj;      // version 2 with proj: [n][proj_dim]
   std::string summary;
 
   SyntheticEpisode(const StoreLayout& L, uint64_t seed, size_t n) {
@@ -49,6 +51,10 @@ struct SyntheticEpisode {
     for (auto& c : centroid) c = nd(rng);
     kv.resize(2ull * L.num_layers * n * L.kv_dim);
     for (auto& x : kv) x = nd(rng);
+    keys.resize(L.has_keys() ? L.keys_values() : 0);
+    for (auto& x : keys) x = nd(rng);
+    proj.resize(L.has_proj() ? n * L.proj_dim : 0);
+    for (auto& x : proj) x = nd(rng);
     summary = "episode " + std::to_string(seed) + " \xC3\xA9t\xC3\xA9";
   }
 
@@ -62,6 +68,8 @@ struct SyntheticEpisode {
     r.tokens = tokens;
     r.centroid = centroid;
     r.kv = kv;
+    r.rep_keys = keys;
+    r.proj = proj;
     return r;
   }
 };

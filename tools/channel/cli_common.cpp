@@ -9,7 +9,9 @@
 #include <ctime>
 #include <utility>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cli_errors.h"
@@ -194,6 +196,15 @@ std::string format_bytes(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+uint32_t saved_probe_reserve(const std::string& session_path) {
+  std::ifstream in(session_path, std::ios::binary);
+  char head[48] = {};
+  if (!in.read(head, sizeof head) || std::memcmp(head, "CHANSESS", 8) != 0) return 0;
+  uint32_t v = 0;
+  std::memcpy(&v, head + 40, 4);
+  return v;
 }
 
 }  // namespace channel::cli

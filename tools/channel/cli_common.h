@@ -70,4 +70,12 @@ std::string format_bytes(uint64_t bytes);
 // Milliseconds since the Unix epoch -> "2026-12-01 15:04:05 UTC"; 0 -> "never".
 std::string format_time_ms(uint64_t ms);
 
+// The probe reserve a session file was saved with (docs/formats.md, "Session files", header
+// offset 40), so that a resumed session gets the geometry it was saved with; 0 when the file
+// cannot be read as a session (loading it then reports why).
+uint32_t saved_probe_reserve(const std::string& session_path);
+// The probe reserve of a new session whose prompts recall automatically: one free window slot
+// lets the prompt's last token run as a probe before it is fed (memory/auto_recall.h).
+inline constexpr uint32_t kAutoRecallProbeReserve = 1;
+
 }  // namespace channel::cli

@@ -28,6 +28,9 @@
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
 #include "memory/model_signature.h"
+#include "memory/retrieval_features.h"
+#include "memory/retrieval_head.h"
+#include "runtime/stream_session.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -48,6 +51,8 @@ struct MemArgs {
   bool q8_0 = false;
   bool json = false;  // ls, query: one JSON object per line
   bool dry_run = false;  // repair: report only
+  std::string method = "auto";  // query: --recall-method
+  bool v1 = false;               // create: version 1 (no retrieval section)
 };
 
 // Episode ids are unsigned 64-bit: "-1" or "x" is refused, never wrapped around.
@@ -88,6 +93,7 @@ int run_create(const MemArgs& a) {
   const auto model = load_model(a.model);
   StoreGeometry g = session_store_geometry(*model, a.capacity, a.max_tokens);
   g.slab_type = a.q8_0 ? SlabType::q8_0 : SlabType::f16;
+  if (a.v1) g.ext_kinds = 0;
   const EpisodicStore s = EpisodicStore::create(a.file, g, model_id_hash(model->gguf()));
   std::printf("created %s: %u episodes of up to %u tokens, %s slabs, %s when full\n",
               a.file.c_str(), g.max_episodes, g.max_tokens, slab_type_name(g.slab_type),
@@ -95,42 +101,104 @@ int run_create(const MemArgs& a) {
   return 0;
 }
 
+// A fresh session of `model` whose anchors are BOS (when the model adds one): where `mem add`
+// and `mem query` run a text, as a prompt is run.
+std::unique_ptr<StreamSession> text_session(const std::shared_ptr<const Model>& model,
+                                            size_t n_tokens, int threads) {
+  const Tokenizer& tok = model->tokenizer();
+  RingSessionConfig rc;
+  rc.ring.n_slots =
+      static_cast<uint32_t>(std::max<size_t>(SlotGeometry::kDefaultSlots, n_tokens * 2 + 256));
+  rc.ring.n_recall = 0;
+  rc.n_threads = threads;
+  auto ss = std::make_unique<StreamSession>(model, rc, SamplerConfig{});
+  if (tok.add_bos_default() && tok.bos_id() >= 0) {
+    const int32_t bos = tok.bos_id();
+    ss->append(SpanType::system, {&bos, 1});
+  }
+  ss->seal();
+  return ss;
+}
+
+// The text runs in a fresh session (BOS, then the text as one user span) with the store
+// attached, and is consolidated as one episode by the same path a live session takes: the
+// centroid, and for a version 2 store the representative keys chosen by the text's own
+// attention and the retrieval head's vectors.
 int run_add(const MemArgs& a) {
   const auto model = load_model(a.model);
   EpisodicStore s = open_for_model(a.file, *model, false);
-  const EncodedText e = encode_text(*model, a.text, a.threads);
-  const size_t E = static_cast<size_t>(model->hparams().n_embd);
-  StagedEpisode staged;  // for salience_of: x_before is the first token's own state
-  staged.tokens = e.tokens;
-  staged.hidden = e.hidden;
-  const std::vector<float> centroid = centroid_of(e.hidden, E);
-  const std::string summary = model->tokenizer().decode(e.tokens);
-  EpisodeRecord r;
-  const auto last = s.list();
-  r.parent_episode_id = last.empty() ? kNoEpisode : last.back().episode_id;
-  r.start_clock = e.start;
-  r.salience_norm = salience_of(staged, E);
-  r.summary = summary;
-  r.tokens = e.tokens;
-  r.centroid = centroid;
-  r.kv = e.kv;
-  if (e.tokens.size() > s.layout().max_tokens) {
-    throw_error("mem: the text is {} tokens; the store takes at most {} per episode",
-                e.tokens.size(), s.layout().max_tokens);
+  const Tokenizer& tok = model->tokenizer();
+  const std::vector<int32_t> ids = tok.encode(a.text, false, true);
+  if (ids.empty()) throw Error("mem add: the text has no tokens");
+  if (ids.size() > s.layout().max_tokens) {
+    throw_error("mem: the text is {} tokens; the store takes at most {} per episode", ids.size(),
+                s.layout().max_tokens);
   }
-  std::printf("%llu\n", static_cast<unsigned long long>(s.append(r)));
+  const auto ss = text_session(model, ids.size(), a.threads);
+  MemoryConfig mc;
+  mc.staging.capacity = s.layout().max_tokens;
+  mc.summarize = [&tok](std::span<const int32_t> t) { return tok.decode(t); };
+  mc.query_threads = a.threads;
+  WorkerStats st;
+  {
+    MemoryAttachment mem(ss->ring_session(), s, mc);
+    ss->append(SpanType::user, ids);
+    mem.consolidate_window();
+    st = mem.stats().worker;
+  }
+  if (st.failed > 0 || st.written != 1)
+    throw_error("mem add: {}: the episode was not written: {}", a.file,
+                st.last_error.empty() ? "nothing was staged" : st.last_error);
+  std::printf("%llu\n", static_cast<unsigned long long>(st.last_episode_id));
   return 0;
+}
+
+// Top-k by a method that scores the cue's last token (keys, proj, hybrid): the cue runs in a
+// fresh session of the model as a prompt would (BOS, then the text as a user turn) and the
+// state of its last token is the cue, as automatic recall takes it.
+std::vector<RecallHit> query_by_state(const std::shared_ptr<const Model>& model, EpisodicStore& s,
+                                      const MemArgs& a, RecallMethod m,
+                                      const std::vector<float>& centroid) {
+  const Tokenizer& tok = model->tokenizer();
+  const std::vector<int32_t> ids = tok.encode(a.text, false, true);
+  if (ids.empty()) throw Error("mem query: the cue has no tokens");
+  const auto ss = text_session(model, ids.size(), a.threads);
+  MemoryConfig mc;
+  mc.consolidate = false;
+  mc.query_threads = a.threads;
+  MemoryAttachment mem(ss->ring_session(), s, mc);
+  ss->feed(SpanType::user, ids);
+  CueState cue = mem.current_cue();
+  cue.centroid = centroid;
+  return mem.query_state(cue, m, a.k);
 }
 
 int run_query(const MemArgs& a) {
   const auto model = load_model(a.model);
   EpisodicStore s = open_for_model(a.file, *model, true);
+  const auto method = parse_recall_method(a.method);
   const EncodedText e = encode_text(*model, a.text, a.threads);
   const std::vector<float> q = centroid_of(e.hidden, static_cast<size_t>(model->hparams().n_embd));
   ThreadPool pool(a.threads);
-  if (!a.json) std::printf("%4s %8s %8s  %s\n", "rank", "id", "cosine", "summary");
+  std::vector<RecallHit> hits;
+  RecallMethod used = RecallMethod::centroid;
+  if (*method == RecallMethod::centroid ||
+      (*method == RecallMethod::automatic && s.layout().ext_kinds == 0)) {
+    hits = s.query(q, a.k, &pool);
+  } else {
+    const bool proj_ok = s.layout().has_proj() && load_retrieval_head(model->gguf(),
+                                                                      q.size()).has_value();
+    used = *method != RecallMethod::automatic ? *method
+           : proj_ok                          ? RecallMethod::proj
+           : s.layout().has_keys()            ? RecallMethod::keys
+                                              : RecallMethod::centroid;
+    hits = used == RecallMethod::centroid ? s.query(q, a.k, &pool)
+                                          : query_by_state(model, s, a, used, q);
+  }
+  const char* score_name = used == RecallMethod::centroid ? "cosine" : "score";
+  if (!a.json) std::printf("%4s %8s %8s  %s\n", "rank", "id", score_name, "summary");
   int rank = 1;
-  for (const RecallHit& h : s.query(q, a.k, &pool)) {
+  for (const RecallHit& h : hits) {
     std::string summary;
     bool damaged = false;
     try {
@@ -141,7 +209,9 @@ int run_query(const MemArgs& a) {
       damaged = true;
     }
     if (a.json) {
-      nlohmann::ordered_json j = {{"rank", rank++}, {"id", h.episode_id}, {"cosine", h.score}};
+      nlohmann::ordered_json j = {{"rank", rank++}, {"id", h.episode_id}};
+      j[score_name] = h.score;
+      j["method"] = recall_method_name(used);
       if (damaged) j["damaged"] = true;
       j["summary"] = summary;
       print_json_line(j);
@@ -280,6 +350,12 @@ int run_stats(const MemArgs& a) {
   }
   std::printf("file               %s\n", a.file.c_str());
   std::printf("file size          %s (allocated sparsely)\n", format_bytes(L.file_size).c_str());
+  std::printf("version            %u\n", L.version);
+  std::string retrieval = L.ext_kinds ? "" : "none (recall by centroid only)";
+  if (L.has_keys()) retrieval += fmt::format("keys (R {} per KV head)", L.keys_per_head);
+  if (L.has_proj())
+    retrieval += fmt::format("{}projected vectors (d_r {})", L.has_keys() ? ", " : "", L.proj_dim);
+  std::printf("retrieval          %s\n", retrieval.c_str());
   std::printf("slab type          %s\n", slab_type_name(L.slab_type));
   std::printf("layers             %u\n", L.num_layers);
   std::printf("hidden size        %u\n", L.hidden_size);
@@ -389,7 +465,7 @@ const CommandRegistrar registrar{
       CLI::App* add =
           sub.add_subcommand("add", "Run TEXT through the model and store it as an episode");
       CLI::App* query =
-          sub.add_subcommand("query", "The episodes closest to a text cue (cosine top-k)");
+          sub.add_subcommand("query", "The episodes closest to a text cue (top-k)");
       CLI::App* rm = sub.add_subcommand("rm", "Remove one episode (its slot becomes free)");
       CLI::App* pin = sub.add_subcommand("pin", "Pin an episode: appends never evict it");
       CLI::App* unpin = sub.add_subcommand("unpin", "Unpin an episode");
@@ -421,7 +497,16 @@ const CommandRegistrar registrar{
       create->add_option("--max-tokens", args->max_tokens, "Tokens per episode")
           ->check(integer_in(1, 1 << 16))
           ->capture_default_str();
+      query
+          ->add_option("--recall-method", args->method,
+                       "centroid: cosine of the cue's mean hidden state; keys, proj, hybrid: the "
+                       "state of the cue's last token, as automatic recall scores; auto: proj, "
+                       "keys or centroid, the best the model and store have")
+          ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
+          ->capture_default_str();
       create->add_flag("--q8_0", args->q8_0, "Store K/V as Q8_0 instead of FP16");
+      create->add_flag("--v1", args->v1,
+                       "A version 1 store: no retrieval section, recall by centroid only");
       return [args, ls, show, stats, verify, create, add, rm, pin, unpin, repair] {
         // The file is checked first: a directory or a missing file is one clear line.
         if (create->parsed()) {

@@ -80,6 +80,11 @@ const CommandRegistrar registrar(
           ->check(CLI::Range(1, 1 << 24))
           ->capture_default_str();
       sub.add_option("--seed", s.seed, "Random seed")->capture_default_str();
+      sub.add_option("--retrieval-dim", s.retrieval_dim,
+                     "Add a random retrieval head of this dim (channel.retrieval.* metadata; 0: "
+                     "none)")
+          ->check(CLI::Range(0, 4096))
+          ->capture_default_str();
       sub.add_option("-o,--output", args->output, "Output GGUF file")->required();
       add_threads_option(sub, args->threads);
       return [args] { return run_mkmodel(*args); };

@@ -15,6 +15,7 @@
 #include "cli_files.h"
 #include "cli_progress.h"
 #include "command.h"
+#include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
 #include "memory/model_signature.h"
 #include "memory/text_cue.h"
@@ -49,6 +50,12 @@ struct RunArgs {
   int64_t recall_k = 2;
   int64_t memory_capacity = kDefaultStoreCapacity;
   bool recall_only = false;  // --recall-only: recall from the store, store nothing
+  bool no_auto_recall = false;
+  std::string recall_method = "auto";
+  int64_t recall_neighbours = 0;
+  float recall_velocity = 0.0f;
+  int64_t recall_cooldown = 256;
+  std::vector<uint64_t> replay;  // --replay ID: fed before the prompt
   std::string draft;         // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
   int draft_max = 8;
 };
@@ -152,6 +159,12 @@ int run_session(const RunArgs& args) {
   config.ring.n_recall = static_cast<uint32_t>(args.recall);
   config.n_threads = args.threads;
   const bool resume = !args.session.empty() && std::filesystem::exists(args.session);
+  // A resumed session keeps the probe reserve it was saved with; a new one with automatic
+  // recall keeps a slot free for the prompt's last token to run as a probe.
+  config.ring.probe_reserve = resume ? saved_probe_reserve(args.session)
+                              : (!args.memory.empty() && !args.no_auto_recall)
+                                  ? kAutoRecallProbeReserve
+                                  : 0;
   // Everything is checked before any file is created: the geometry (the session allocates
   // it), the prompt, and only then the store (opened, or created last).
   std::unique_ptr<StreamSession> s;
@@ -185,6 +198,14 @@ int run_session(const RunArgs& args) {
       store = std::make_unique<EpisodicStore>(open_or_create_store(
           args.memory, *loaded.model, static_cast<uint32_t>(args.memory_capacity), 64, &created));
     }
+    for (uint64_t id : args.replay)  // before anything is printed or fed
+      if (!store->find(id)) throw_error("--replay: {}: no episode {}", args.memory, id);
+    if (!args.no_auto_recall)  // a method the store or the model cannot serve stops here
+      (void)resolve_recall_method(
+          *parse_recall_method(args.recall_method), store->layout(),
+          load_retrieval_head(loaded.model->gguf(), size_t(loaded.model->hparams().n_embd))
+              .has_value(),
+          args.memory);
   }
   print_loaded(loaded);
   if (!args.session.empty())
@@ -199,25 +220,57 @@ int run_session(const RunArgs& args) {
     mc.query_threads = args.threads;
     mc.consolidate = !args.recall_only;
     mem = std::make_unique<MemoryAttachment>(s->ring_session(), *store, mc);
-    std::string recalled;
-    if (!prompt.empty() && store->live_count() > 0 && args.recall_k > 0 &&
-        s->ring_session().ring().config().n_recall > 0) {
-      // Recall by the prompt, encoded the way centroids are; best last, so it stays in tier 3.
-      const std::vector<float> cue = text_cue(*loaded.model, args.prompt, args.threads);
-      for (const RecallHit& h : mem->query(cue, static_cast<size_t>(args.recall_k))) {
-        recalled += fmt::format(" {} ({:.3f})", h.episode_id, h.score);
-      }
-      mem->recall_top(cue, static_cast<size_t>(args.recall_k));
-    }
-    std::fprintf(stderr, "channel: memory %s: %s, %llu episodes; recalled:%s\n",
-                 args.memory.c_str(), created ? "created" : "opened",
-                 static_cast<unsigned long long>(store->live_count()),
-                 recalled.empty() ? " none" : recalled.c_str());
+    std::fprintf(stderr, "channel: memory %s: %s, %llu episodes\n", args.memory.c_str(),
+                 created ? "created" : "opened",
+                 static_cast<unsigned long long>(store->live_count()));
+  }
+  // Explicit foreground replay (seed 003): the episodes' tokens enter the main stream.
+  for (uint64_t id : args.replay) {
+    const Episode e = store->read(id);
+    s->feed(SpanType::user, e.tokens);
+    std::fprintf(stderr, "channel: memory %s: replayed episode %llu (%zu tokens)\n",
+                 args.memory.c_str(), static_cast<unsigned long long>(id), e.tokens.size());
+  }
+  std::unique_ptr<AutoRecall> recall;
+  if (mem && !args.no_auto_recall && args.recall_k > 0 &&
+      s->ring_session().ring().config().n_recall > 0) {
+    AutoRecallConfig rc;
+    rc.method = *parse_recall_method(args.recall_method);
+    rc.k = static_cast<size_t>(args.recall_k);
+    rc.neighbours = static_cast<uint32_t>(args.recall_neighbours);
+    rc.velocity_factor = args.recall_velocity;
+    rc.cooldown_tokens = static_cast<uint64_t>(args.recall_cooldown);
+    recall = std::make_unique<AutoRecall>(*mem, rc);
+    recall->set_listener([&](const RecallEvent& e) {
+      std::string hits;
+      for (const RecallHit& h : e.hits) hits += fmt::format(" {} ({:.3f})", h.episode_id, h.score);
+      std::string skipped;
+      for (uint64_t id : e.skipped) skipped += fmt::format(" {}", id);
+      std::fprintf(stderr,
+                   "channel: memory %s: %s recall (%s) at clock %llu:%s%s (query %.3f ms, tier 3 "
+                   "%.3f ms%s%s)\n",
+                   args.memory.c_str(), recall_reason_name(e.reason),
+                   recall_method_name(e.method), static_cast<unsigned long long>(e.clock),
+                   hits.empty() ? " none" : " recalled:", hits.c_str(), e.query_ms, e.recall_ms,
+                   skipped.empty() ? "" : ", skipped damaged:", skipped.c_str());
+    });
   }
 
   catch_stop_signals();
   const auto t0 = std::chrono::steady_clock::now();
-  const bool prompt_fed = feed_prompt(*s, prompt);
+  bool prompt_fed = true;
+  if (recall) {
+    // The prompt is a user turn: the recall lands before its last token is computed, so the
+    // reply's first token already sees it. The centroid cue stays the prompt's text cue.
+    std::vector<float> centroid;
+    if (!prompt.empty() && (recall->method() == RecallMethod::centroid ||
+                            recall->method() == RecallMethod::hybrid))
+      centroid = text_cue(*loaded.model, args.prompt, args.threads);
+    feed_turn_with_recall(*s, *recall, prompt, SpanType::user, std::move(centroid));
+    prompt_fed = !g_stop_signal;
+  } else {
+    prompt_fed = feed_prompt(*s, prompt);  // in chunks: progress, and an interrupt between
+  }
   const double prompt_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bool output_ok = args.no_echo || write_out(args.prompt);
@@ -229,6 +282,7 @@ int run_session(const RunArgs& args) {
       stop = signal_stop_name();
       break;
     }
+    if (recall) (void)recall->poll();  // a condition-C recall lands between tokens
     const GeneratedToken g = s->next(EogPolicy::stop);
     if (g.end_of_generation) {
       stop = "end of generation";
@@ -302,6 +356,7 @@ void check_run_args(const RunArgs& args) {
     }
   }
   if (args.recall_only && args.memory.empty()) throw_usage("--recall-only: needs --memory FILE");
+  if (!args.replay.empty() && args.memory.empty()) throw_usage("--replay: needs --memory FILE");
   if (!args.session.empty()) {
     if (std::filesystem::exists(args.session)) check_input_file("--session", args.session, "a session file");
     check_output_file("--session", args.session);
@@ -405,9 +460,34 @@ const CommandRegistrar registrar{
                      "episodes closest to the prompt are recalled, what leaves the window is "
                      "stored (runs on the KV slot geometry)")
           ->check(non_empty("an episodic store path"));
-      sub.add_option("--recall-k", args->recall_k, "With --memory: episodes recalled by the prompt")
+      sub.add_option("--recall-k", args->recall_k,
+                     "With --memory: episodes recalled by the prompt (automatic recall's top-k)")
           ->check(integer_in(0, 1 << 20))
           ->capture_default_str();
+      sub.add_flag("--no-auto-recall", args->no_auto_recall,
+                   "With --memory: never recall by itself (store only)");
+      sub.add_option("--recall-method", args->recall_method,
+                     "With --memory: how episodes are scored (auto: proj with a retrieval head, "
+                     "else keys, else centroid)")
+          ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
+          ->capture_default_str();
+      sub.add_option("--recall-neighbours", args->recall_neighbours,
+                     "With --memory: temporal neighbours (parent, child) recalled beside each hit "
+                     "when tier 3 has room")
+          ->check(integer_in(0, 64))
+          ->capture_default_str();
+      sub.add_option("--recall-velocity", args->recall_velocity,
+                     "With --memory: also recall while generating when ||dx|| exceeds this times "
+                     "its running mean (condition C, in the background; 0: off)")
+          ->check(CLI::Range(0.0f, 1e6f))
+          ->capture_default_str();
+      sub.add_option("--recall-cooldown", args->recall_cooldown,
+                     "With --recall-velocity: tokens between two such recalls")
+          ->check(integer_in(1, int64_t{1} << 30))
+          ->capture_default_str();
+      sub.add_option("--replay", args->replay,
+                     "With --memory: feed episode ID's tokens into the conversation before the "
+                     "prompt (explicit recollection; repeatable)");
       sub.add_option("--memory-capacity", args->memory_capacity,
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))

@@ -21,6 +21,7 @@
 #include "cli_files.h"
 #include "cli_progress.h"
 #include "command.h"
+#include "kv/slot_geometry.h"
 #include "sampling_flags.h"
 #include "util/error.h"
 
@@ -31,7 +32,7 @@ struct StreamArgs {
   std::string model;
   int64_t tokens = -1;  // < 0: the whole file with -f, kDefaultGenerate when generating
   int64_t slots = 4096;
-  int64_t recall = 128;
+  int64_t recall = SlotGeometry::kDefaultRecall;
   std::string system_file;
   int64_t stats_every = 256;
   std::string text_file;
@@ -39,6 +40,13 @@ struct StreamArgs {
   std::string memory_file;
   int64_t memory_capacity = kDefaultStoreCapacity;
   bool show_text = false;
+  // Automatic recall (with --memory)
+  bool no_auto_recall = false;
+  std::string recall_method = "auto";
+  int64_t recall_k = 2;
+  int64_t recall_neighbours = 0;
+  float recall_velocity = 0.0f;
+  int64_t recall_cooldown = 256;
   bool turns = false;  // -f: blank lines end turns
   int threads = 1;
   SamplingFlags sampling;
@@ -196,6 +204,39 @@ int on_token(int32_t, const char* text, size_t len, void* user) {
   return g_interrupted ? 1 : 0;
 }
 
+void print_ids(const char* name, const uint64_t* ids, size_t n) {
+  std::printf(",\"%s\":[", name);
+  for (size_t i = 0; i < n; ++i)
+    std::printf("%s%llu", i ? "," : "", static_cast<unsigned long long>(ids[i]));
+  std::printf("]");
+}
+
+// One JSON line per recall event on stdout, beside the stats lines.
+void print_recall_event(const channel_recall_event* e, void*) {
+  std::printf("{\"event\":\"recall\",\"reason\":\"%s\",\"method\":\"%s\",\"clock\":%llu,"
+              "\"hits\":[",
+              e->reason, e->method, static_cast<unsigned long long>(e->clock));
+  for (size_t i = 0; i < e->n_hits; ++i)
+    std::printf("%s{\"id\":%llu,\"score\":%.6g}", i ? "," : "",
+                static_cast<unsigned long long>(e->hit_ids[i]), e->hit_scores[i]);
+  std::printf("]");
+  print_ids("recalled", e->recalled, e->n_recalled);
+  print_ids("kept", e->kept, e->n_kept);
+  print_ids("released", e->released, e->n_released);
+  print_ids("neighbours", e->neighbours, e->n_neighbours);
+  print_ids("skipped", e->skipped, e->n_skipped);
+  std::printf(",\"query_ms\":%.3f,\"recall_ms\":%.3f}\n", e->query_ms, e->recall_ms);
+  std::fflush(stdout);
+}
+
+channel_recall_method recall_method_of(const std::string& s) {
+  if (s == "centroid") return CHANNEL_RECALL_CENTROID;
+  if (s == "keys") return CHANNEL_RECALL_KEYS;
+  if (s == "proj") return CHANNEL_RECALL_PROJ;
+  if (s == "hybrid") return CHANNEL_RECALL_HYBRID;
+  return CHANNEL_RECALL_AUTO;
+}
+
 int run_stream(const StreamArgs& args) {
   // Input files are checked before the model loads, so that bad input costs nothing.
   if (args.turns && args.text_file.empty()) throw_usage("--turns: needs a text file (-f)");
@@ -228,6 +269,12 @@ int run_stream(const StreamArgs& args) {
   params.n_slots = static_cast<uint32_t>(args.slots);
   params.n_recall = static_cast<uint32_t>(args.recall);
   params.n_threads = args.threads;
+  // As `channel run`: a resumed session keeps its probe reserve, a new one with automatic
+  // recall keeps one slot free, so that a later `run --session` can probe its prompt.
+  params.probe_reserve = resume ? saved_probe_reserve(args.session_file)
+                         : (!args.memory_file.empty() && !args.no_auto_recall)
+                             ? kAutoRecallProbeReserve
+                             : 0;
   if (resume) {
     check(channel_session_load(h.model, args.session_file.c_str(), &params, &h.session));
     if (!args.sampling.given.empty()) {
@@ -249,7 +296,19 @@ int run_stream(const StreamArgs& args) {
   if (!args.memory_file.empty()) {
     check(channel_session_attach_memory(h.session, args.memory_file.c_str(),
                                         static_cast<uint32_t>(args.memory_capacity)));
+    if (!args.no_auto_recall && args.recall_k > 0 && args.recall > 0) {
+      channel_auto_recall_params ap = channel_auto_recall_default_params();
+      ap.method = recall_method_of(args.recall_method);
+      ap.k = static_cast<uint32_t>(args.recall_k);
+      ap.neighbours = static_cast<uint32_t>(args.recall_neighbours);
+      ap.velocity_factor = args.recall_velocity;
+      ap.cooldown_tokens = static_cast<uint32_t>(args.recall_cooldown);
+      ap.callback = print_recall_event;
+      check(channel_session_set_auto_recall(h.session, &ap));
+    }
   }
+  const bool auto_recall = !args.memory_file.empty() && !args.no_auto_recall && args.recall_k > 0 &&
+                           args.recall > 0;
   std::fprintf(stderr, "channel: loaded %s: %s, %d layers, vocab %d in %.2f s; %s\n",
                args.model.empty() ? "(built-in model)" : args.model.c_str(), info.arch,
                info.n_layer, info.n_vocab,
@@ -275,12 +334,19 @@ int run_stream(const StreamArgs& args) {
       if (piece.turn_end && total > 0) {
         check(channel_session_append(h.session, CHANNEL_SPAN_TURN_END, ids.data(), total));
         stats.add(static_cast<int64_t>(total));
+        // A turn boundary: the context is the cue. No reply waits on it, so the query runs
+        // beside the stream and lands between the next chunks.
+        if (auto_recall) check(channel_session_recall_turn(h.session, 1));
         bytes_before += piece.text.size();
         continue;
       }
       size_t done = 0;
       while (done < total && !g_interrupted) {
+        // Pieces of at most kFeedChunk (64) tokens: an interrupt stops within one, and a
+        // background recall lands between them (fed text continues its sentence across
+        // pieces: same spans).
         const size_t n = std::min({total - done, static_cast<size_t>(stats.to_next()), kFeedChunk});
+        if (auto_recall) check(channel_session_recall_poll(h.session));
         check(channel_session_feed(h.session, CHANNEL_SPAN_USER, ids.data() + done, n));
         done += n;
         stats.add(static_cast<int64_t>(n));
@@ -366,6 +432,31 @@ const CommandRegistrar registrar{
       sub.add_option("--memory-capacity", args->memory_capacity,
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))
+          ->capture_default_str();
+      sub.add_flag("--no-auto-recall", args->no_auto_recall,
+                   "With --memory: store only; never recall by itself");
+      sub.add_option("--recall-method", args->recall_method,
+                     "With --memory: how episodes are scored (auto: proj with a retrieval head, "
+                     "else keys, else centroid)")
+          ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
+          ->capture_default_str();
+      sub.add_option("--recall-k", args->recall_k,
+                     "With --memory: episodes recalled at each turn boundary (0: none)")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      sub.add_option("--recall-neighbours", args->recall_neighbours,
+                     "With --memory: temporal neighbours (parent, child) recalled beside each hit "
+                     "when tier 3 has room")
+          ->check(integer_in(0, 64))
+          ->capture_default_str();
+      sub.add_option("--recall-velocity", args->recall_velocity,
+                     "With --memory: also recall when ||dx|| exceeds this times its running mean "
+                     "(condition C; 0: off)")
+          ->check(CLI::Range(0.0f, 1e6f))
+          ->capture_default_str();
+      sub.add_option("--recall-cooldown", args->recall_cooldown,
+                     "With --recall-velocity: tokens between two such recalls")
+          ->check(integer_in(1, int64_t{1} << 30))
           ->capture_default_str();
       add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);

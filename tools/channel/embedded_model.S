@@ -1,5 +1,5 @@
-/* Embeds models/channel-default.gguf into the binary, 64-byte aligned so that the
-   GGUF tensor data keeps its alignment in memory. */
+/* Embeds the built-in model (CMake's CHANNEL_DEFAULT_MODEL, models/channel-bounded.gguf)
+   into the binary, 64-byte aligned so that the GGUF tensor data keeps its alignment. */
     .section .rodata
     .balign 64
     .global channel_embedded_model_begin

@@ -1,4 +1,4 @@
-// The default model compiled into the `channel` binary (models/channel-default.gguf
+// The default model compiled into the `channel` binary (models/channel-bounded.gguf
 // at build time). Empty when the tree had no default model when it was built.
 #pragma once
 

@@ -1,0 +1,163 @@
+// episodic_store_impl.h: the state behind EpisodicStore, shared by its source files
+// (episodic_store.cpp: open, create, append, reads, rehydration, the centroid query;
+// episodic_retrieval.cpp: the queries over the retrieval section). Not a public header.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cpu/vec_kernels.h"
+#include "memory/centroid_sketch.h"
+#include "memory/episodic_store.h"
+#include "memory/episodic_view.h"
+#include "util/error.h"
+
+namespace channel {
+
+struct EpisodicStore::Impl {
+  std::string path;
+  StoreOptions options;
+  int fd = -1;
+  uint8_t* map = nullptr;  // [file_size], PROT_READ
+  size_t map_size = 0;
+  StoreLayout L;
+  FileHeader h{};  // immutable fields; total/write_head are mirrored below
+
+  // Liveness: changed only under an exclusive lock; every read of a live slot's bytes holds
+  // a shared lock, so a slot is never rewritten while someone reads it.
+  mutable std::shared_mutex state_mu;
+  std::vector<SlotState> states;  // [max_episodes]
+  std::unordered_map<uint64_t, uint32_t> slot_of_id;
+  uint64_t total = 0;
+  uint64_t write_head = 0;
+
+  std::mutex append_mu;  // one append at a time
+  std::mutex meta_mu;    // read-modify-write of the mutable entry fields
+
+  // The int8 sketch of the centroids, built by the first query (under a shared state_mu
+  // lock and sketch_mu) and then kept current by append, which sets a slot's row under the
+  // exclusive lock when it publishes the slot. Rows of slots that are not live are stale.
+  mutable std::unique_ptr<CentroidSketch> sketch;
+  mutable std::atomic<bool> sketch_ready{false};
+  // Queries so far: the first one only scans, so a process that asks once (the CLI) never
+  // pays for a sketch it would not use; the second builds it.
+  mutable std::atomic<uint64_t> queries_seen{0};
+  mutable std::mutex sketch_mu;
+
+  // Retrieval section (version 2): per slot 0 = not checked since open or the last write,
+  // 1 = its entry verified, 2 = damaged (skipped by every retrieval query, reported once).
+  // Read and written under ext_mu; append sets its slot's state under the exclusive lock.
+  mutable std::mutex ext_mu;
+  mutable std::vector<uint8_t> ext_state;  // [max_episodes]
+  const uint8_t* ext_entry(uint32_t slot) const { return map + L.ext_entry_offset(slot); }
+
+  // The FP16 scan of every live centroid (the caller holds state_mu shared). With `build`,
+  // each row is also quantized into it (the caller holds sketch_mu).
+  std::vector<RecallHit> full_scan(std::span<const float> q, float q_norm, size_t k,
+                                   ThreadPool* pool, CentroidSketch* build) const;
+
+  ~Impl() {
+    if (map) munmap(map, map_size);
+    if (fd >= 0) close(fd);
+  }
+
+  [[noreturn]] void fail_errno(const char* op) const {
+    throw_error("episodic: {}: {} failed: {}", path, op, std::strerror(errno));
+  }
+  void pwrite_all(const void* buf, size_t n, uint64_t off) const {
+    const auto* p = static_cast<const uint8_t*>(buf);
+    while (n > 0) {
+      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail_errno("write");
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+      off += static_cast<uint64_t>(w);
+    }
+  }
+  // preadv until every byte of iov[0, k) is read (a short read goes on where it stopped).
+  void preadv_all(iovec* iov, int k, uint64_t off) const {
+    while (k > 0) {
+      const ssize_t got = ::preadv(fd, iov, k, static_cast<off_t>(off));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail_errno("read");
+      if (got == 0) throw_error("episodic: {}: unexpected end of file at offset {}", path, off);
+      off += static_cast<uint64_t>(got);
+      auto left = static_cast<size_t>(got);
+      for (; k > 0 && left >= iov[0].iov_len; ++iov, --k) left -= iov[0].iov_len;
+      if (k > 0) {
+        iov[0].iov_base = static_cast<uint8_t*>(iov[0].iov_base) + left;
+        iov[0].iov_len -= left;
+      }
+    }
+  }
+  void durable_sync() const {
+    if (options.durable && ::fdatasync(fd) != 0) fail_errno("fdatasync");
+  }
+  // The commit point: total_episodes and write_head, 16 bytes at offset 32 in one pwrite
+  // (inside one page and one sector, so a killed process leaves the old or the new pair).
+  void publish(uint64_t new_total, uint64_t new_head) const {
+    uint64_t pair[2] = {new_total, new_head};
+    pwrite_all(pair, sizeof pair, offsetof(FileHeader, total_episodes));
+    durable_sync();
+  }
+  const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
+  const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
+  EpisodeHeader header_of(uint32_t slot) const { return read_episode_header(L, map, slot); }
+
+  uint32_t require_slot(uint64_t id) const {  // caller holds state_mu
+    auto it = slot_of_id.find(id);
+    if (it == slot_of_id.end()) {
+      throw_error("episodic: {}: episode {} is not in the store", path, id);
+    }
+    return it->second;
+  }
+  void check_record(uint32_t slot) const {
+    auto p = record_problem(L, map, slot);
+    if (!p) return;
+    // A reader shares the file with one writer, which rewrites a slot only after zeroing its
+    // token_count and then gives it a new id: a record that fails while its entry no longer
+    // holds the id this reader saw was replaced meanwhile, not damaged.
+    if (options.read_only && !holds_expected(slot))
+      throw EpisodeReplaced(fmt::format(
+          "episodic: {}: the episode in slot {} was replaced by the process writing the store",
+          path, slot));
+    throw_error("episodic: {}: {}", path, *p);
+  }
+  // The slot's entry still holds the episode this process indexed (for readers; the caller
+  // holds state_mu).
+  bool holds_expected(uint32_t slot) const {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const EpisodeHeader now = header_of(slot);
+    for (const auto& [id, at] : slot_of_id)
+      if (at == slot) return now.token_count != 0 && now.episode_id == id;
+    return false;
+  }
+  void require_writable() const {
+    if (options.read_only) throw_error("episodic: {}: opened read-only", path);
+  }
+  // Dequantizes n rows of one plane to f32.
+  void load_plane(const uint8_t* src, size_t n, float* dst) const {
+    if (L.slab_type == SlabType::f16) {
+      // Planes are 2-byte aligned: blocks are 64-aligned and every offset in them is even.
+      cpu::dequantize_row_f16(reinterpret_cast<const uint16_t*>(src), dst, n * L.kv_dim);
+    } else {
+      cpu::dequantize_row_q8_0(src, dst, n * L.kv_dim);
+    }
+  }
+};
+
+}  // namespace channel

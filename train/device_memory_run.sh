@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Memory fine-tuning on a GPU machine: runs in parallel on one GPU, each a NAME:INIT:ARGS triple
+# (RUNS, default: two learning rates from the bounded model).
+#   train/device_memory_run.sh MINUTES [extra finetune_memory.py args for every run...]
+# Expects train/data/pack/ (pack_data.sh with the memory banks). Writes to $OUT:
+# {gemma3,bounded}.log, .results.json and .gguf.part-* (join with cat).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+minutes=${1:?minutes}; shift
+OUT=${OUT:-train/out/memory}
+mkdir -p "$OUT" train/data/tokens
+export PYTHONUNBUFFERED=1
+pack=train/data/pack
+for f in train.bin.xz valid.bin valid_ppl.bin memory_train.npz memory_eval.npz; do
+  [ -s "$pack/$f" ] || { echo "device_memory_run: missing $pack/$f (run train/pack_data.sh)"; exit 2; }
+done
+python3 -c 'import torch,sys; print("torch", torch.__version__, "cuda", torch.cuda.is_available()); sys.exit(0 if torch.cuda.is_available() else 3)' \
+  || { echo "device_memory_run: no CUDA device visible to torch"; exit 3; }
+if [ ! -s train/data/tokens/train.bin ]; then
+  python3 -c 'import lzma,shutil; shutil.copyfileobj(lzma.open("train/data/pack/train.bin.xz"), open("train/data/tokens/train.bin","wb"), 1<<24)'
+fi
+for f in valid.bin valid_ppl.bin memory_train.npz memory_eval.npz; do cp "$pack/$f" train/data/tokens/; done
+pids=()
+RUNS=${RUNS:-"bounded-a:models/channel-bounded.gguf:--lr=6e-4 bounded-b:models/channel-bounded.gguf:--lr=3e-4"}
+names=()
+for m in $RUNS; do
+  name=${m%%:*}; rest=${m#*:}; init=${rest%%:*}; extra=${rest#*:}
+  names+=("$name")
+  # a hard stop well inside the call's limit, so that what was made still comes back
+  timeout "${LIMIT_S:-540}" python3 train/finetune_memory.py --init "$init" --minutes "$minutes" \
+    --out "/tmp/mem_$name" ${extra//,/ } "$@" > "$OUT/$name.log" 2>&1 &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+for name in "${names[@]}"; do
+  [ -f "/tmp/mem_$name/results.json" ] && cp "/tmp/mem_$name/results.json" "$OUT/$name.results.json"
+  [ -f "/tmp/mem_$name/model.gguf" ] && split -b 16000000 "/tmp/mem_$name/model.gguf" "$OUT/$name.gguf.part-"
+  tail -5 "$OUT/$name.log"
+done
+ls -la "$OUT"
+exit $rc
