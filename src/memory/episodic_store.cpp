@@ -437,6 +437,7 @@ Episode EpisodicStore::read(uint64_t id) const {
                           L.hidden_size);
   e.kv.resize(L.kv_bytes(n) / L.row_bytes * L.kv_dim);
   m.load_plane(b + L.block_kv, 2ull * L.num_layers * n, e.kv.data());
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was copied
   return e;
 }
 
@@ -600,6 +601,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
       }
     }
   });
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
 }
 
 void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
@@ -711,6 +713,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
       }
     }
   });
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
 }
 
 void EpisodicStore::evict_pages(uint64_t id) const {

@@ -137,6 +137,14 @@ struct EpisodicStore::Impl {
           path, slot));
     throw_error("episodic: {}: {}", path, *p);
   }
+  // After a reader copied a record out of the mapping: the writer empties a slot before it
+  // rewrites it, so an entry that still holds the id means the copy is whole.
+  void check_unchanged(uint32_t slot) const {
+    if (options.read_only && !holds_expected(slot))
+      throw EpisodeReplaced(fmt::format(
+          "episodic: {}: the episode in slot {} was replaced by the process writing the store",
+          path, slot));
+  }
   // The slot's entry still holds the episode this process indexed (for readers; the caller
   // holds state_mu).
   bool holds_expected(uint32_t slot) const {
