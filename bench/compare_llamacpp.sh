@@ -4,21 +4,31 @@
 #
 #   bench/compare_llamacpp.sh CHANNEL_BIN LLAMA_BIN_DIR WORK_DIR [THREADS]
 #
-# Makes the Gemma-3-1B-shape random models (q8_0 and f16) with `channel mkmodel` in WORK_DIR
-# unless they exist, then runs prompt processing (512 tokens) and generation (128 tokens) in
-# both engines, alternating, and prints the ratios channel / llama.cpp.
+# Makes the Gemma-3-1B-shape random models in WORK_DIR unless they exist (q8_0, f16, q4_0 with
+# `channel mkmodel`; Q4_K_M with `channel quantize` from the f16 file and llama-quantize's
+# per-tensor rules: hidden 1152 is not a multiple of 256, so, as in a real Gemma 3 1B Q4_K_M,
+# most tensors are q5_0, attn_v/ffn_down partly q8_0/q6_K), then runs prompt processing (512
+# tokens) and generation (128 tokens) in both engines on the same files, alternating, and
+# prints the ratios channel / llama.cpp. TYPES (default "q8_0 f16 q4_0 q4_k_m") picks a subset.
 set -euo pipefail
 channel=$1 llama_dir=$2 work=$3 threads=${4:-2}
 mkdir -p "$work"
 
-for type in q8_0 f16; do
+types=${TYPES:-q8_0 f16 q4_0 q4_k_m}
+
+for type in q8_0 f16 q4_0; do
+  [[ " $types " == *" $type "* || ($type == f16 && " $types " == *" q4_k_m "*) ]] || continue
   model=$work/gemma3-1b-shape-$type.gguf
   [[ -f $model ]] || "$channel" mkmodel --arch gemma3 --hidden 1152 --layers 26 --heads 4 \
     --kv-heads 1 --head-dim 256 --ffn 6912 --window 512 --vocab 262144 --type "$type" \
-    --seed 1 -o "$model"
+    --seed 1 -t "$threads" -o "$model"
 done
+if [[ " $types " == *" q4_k_m "* && ! -f $work/gemma3-1b-shape-q4_k_m.gguf ]]; then
+  "$channel" quantize "$work/gemma3-1b-shape-f16.gguf" "$work/gemma3-1b-shape-q4_k_m.gguf" \
+    q4_k_m -t "$threads"
+fi
 
-for type in q8_0 f16; do
+for type in $types; do
   model=$work/gemma3-1b-shape-$type.gguf
   for round in 1 2; do
     ours=$("$channel" bench -m "$model" -p 512 -n 128 -t "$threads" -r 3 2>/dev/null | tail -n 1)

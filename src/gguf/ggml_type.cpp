@@ -17,6 +17,15 @@ std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id) {
       return GgmlTypeTraits{"q8_0", 32, 34};  // f16 scale + 32 int8
     case GgmlType::Q4_0:
       return GgmlTypeTraits{"q4_0", 32, 18};  // f16 scale + 16 bytes of nibbles
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return ggml_type_layout(type_id);
   }
   return std::nullopt;
 }

@@ -122,6 +122,55 @@ void GgufWriter::set_string_array(std::string_view key, const std::vector<std::s
   set_array_raw(key, GgufValueType::STRING, v.size(), b.data(), b.size());
 }
 
+namespace {
+
+uint64_t scalar_size(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::U8:
+    case GgufValueType::I8:
+    case GgufValueType::BOOL:
+      return 1;
+    case GgufValueType::U16:
+    case GgufValueType::I16:
+      return 2;
+    case GgufValueType::U32:
+    case GgufValueType::I32:
+    case GgufValueType::F32:
+      return 4;
+    case GgufValueType::U64:
+    case GgufValueType::I64:
+    case GgufValueType::F64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Bytes of one encoded string (u64 length, then the bytes) at p.
+uint64_t string_bytes(const uint8_t* p) {
+  uint64_t n;
+  std::memcpy(&n, p, sizeof(n));
+  return 8 + n;
+}
+
+}  // namespace
+
+void GgufWriter::copy_kv(const GgufKv& kv) {
+  if (kv.type == GgufValueType::ARRAY) {
+    uint64_t bytes = 0;
+    if (kv.array_type == GgufValueType::STRING) {
+      for (uint64_t i = 0; i < kv.array_len; ++i) bytes += string_bytes(kv.value + bytes);
+    } else {
+      bytes = kv.array_len * scalar_size(kv.array_type);
+    }
+    set_array_raw(kv.key, kv.array_type, kv.array_len, kv.value, static_cast<size_t>(bytes));
+    return;
+  }
+  const uint64_t bytes =
+      kv.type == GgufValueType::STRING ? string_bytes(kv.value) : scalar_size(kv.type);
+  set_raw(kv.key, kv.type, std::vector<uint8_t>(kv.value, kv.value + bytes));
+}
+
 void GgufWriter::add_tensor(std::string_view name, GgmlType type, std::vector<int64_t> ne,
                             std::vector<uint8_t> data) {
   if (name.empty() || name.size() > kMaxTensorName) {

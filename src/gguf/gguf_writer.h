@@ -46,6 +46,9 @@ class GgufWriter {
   void set_bool_array(std::string_view key, const std::vector<bool>& v);
   void set_string_array(std::string_view key, const std::vector<std::string>& v);
 
+  // Copies a key and its value, any type, from a file being read (e.g. to re-encode a model).
+  void copy_kv(const GgufKv& kv);
+
   // ne[0] is the contiguous dimension; `data` holds the encoded bytes of that type. Throws
   // channel::Error on a bad name (empty, >= 64 bytes, duplicate), shape or data size.
   void add_tensor(std::string_view name, GgmlType type, std::vector<int64_t> ne,

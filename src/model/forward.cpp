@@ -134,7 +134,7 @@ void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& bat
       for_rows(pool, n, [&](int64_t t) {
         float* qt = s.q.data() + t * q_dim;
         float* kt = s.k.data() + t * kv_dim;
-        if (hp.has_qk_norm) {  // per-head RMSNorm before rope (gemma3)
+        if (hp.has_qk_norm) {  // per-head RMSNorm before rope (gemma3, qwen3)
           for (int h = 0; h < hp.n_head; ++h)
             rms_norm(qt + h * hd, L.attn_q_norm.data(), hd, hp.rms_eps, qt + h * hd);
           for (int h = 0; h < hp.n_head_kv; ++h)

@@ -64,11 +64,13 @@ ModelHparams read_hparams(const GgufFile& gguf) {
     hp.arch_id = Arch::llama;
   } else if (hp.arch == "gemma3") {
     hp.arch_id = Arch::gemma3;
+  } else if (hp.arch == "qwen3") {
+    hp.arch_id = Arch::qwen3;
   } else if (hp.arch == "bounded") {
     hp.arch_id = Arch::bounded;
   } else {
-    throw_error("{}: unknown architecture '{}' (supported: llama, gemma3, bounded)", gguf.name(),
-                hp.arch);
+    throw_error("{}: unknown architecture '{}' (supported: llama, gemma3, qwen3, bounded)",
+                gguf.name(), hp.arch);
   }
   const KeyReader r{gguf, hp.arch};
 
@@ -126,6 +128,10 @@ ModelHparams read_hparams(const GgufFile& gguf) {
     hp.has_qk_norm = true;
     hp.has_post_norms = true;
     hp.gelu_ffn = true;
+  }
+  if (hp.arch_id == Arch::qwen3) {  // the llama block plus per-head Q/K RMS norms, NEOX rope
+    hp.rope_style = RopeStyle::neox;
+    hp.has_qk_norm = true;
   }
   if (hp.arch_id == Arch::bounded) {  // the gemma3 block; layers bounded or global (no sliding)
     hp.rope_style = RopeStyle::neox;

@@ -11,7 +11,7 @@ namespace channel {
 
 class GgufFile;
 
-enum class Arch { llama, gemma3, bounded };
+enum class Arch { llama, gemma3, qwen3, bounded };
 
 struct ModelHparams {
   std::string arch;  // general.architecture, as in the file
@@ -36,7 +36,7 @@ struct ModelHparams {
   float embd_scale = 1.0f;           // sqrt(n_embd) for gemma3
   float attn_scale = 0.0f;           // score scale: 1/sqrt(query_pre_attn_scalar or head_dim)
   float final_logit_softcap = 0.0f;  // <arch>.final_logit_softcapping; 0 = none
-  bool has_qk_norm = false;          // gemma3: attn_q_norm / attn_k_norm
+  bool has_qk_norm = false;          // gemma3, qwen3: attn_q_norm / attn_k_norm
   bool has_post_norms = false;       // gemma3: post_attention_norm / post_ffw_norm
   bool gelu_ffn = false;             // gemma3: GELU-tanh GLU, else SiLU GLU
   BoundedHparams bounded;            // bounded: W, S, rd, per-layer types (empty otherwise)

@@ -65,7 +65,7 @@ class TensorBinder {
     if (!traits)
       throw_error(
           "{}: tensor '{}' has type {}, which Channel does not support "
-          "(f32, f16, bf16, q8_0, q4_0)",
+          "(f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K .. q6_K)",
           gguf_.name(), t.name, ggml_type_name(t.type_id));
     if (t.ne[0] % traits->block_elems != 0)
       throw_error("{}: tensor '{}' of type {} has a row of {} elements, not a multiple of {}",

@@ -1,4 +1,4 @@
-// Model: the read-only weights of one GGUF model (llama or gemma3), its hyperparameters and
+// Model: the read-only weights of one GGUF model (llama, gemma3 or qwen3), its hyperparameters and
 // tokenizer. Loaded once, shared by any number of sessions (std::shared_ptr<const Model>);
 // tensor data stays in the memory mapping and is never copied, except the small norm vectors.
 #pragma once
@@ -28,8 +28,8 @@ struct LayerWeights {
   WeightMatrix wk;                         // [n_head_kv * head_dim][n_embd]
   WeightMatrix wv;                         // [n_head_kv * head_dim][n_embd]
   WeightMatrix wo;                         // [n_embd][n_head * head_dim]
-  std::vector<float> attn_q_norm;          // [head_dim]  gemma3 only
-  std::vector<float> attn_k_norm;          // [head_dim]  gemma3 only
+  std::vector<float> attn_q_norm;          // [head_dim]  gemma3, qwen3
+  std::vector<float> attn_k_norm;          // [head_dim]  gemma3, qwen3
   std::vector<float> post_attention_norm;  // [n_embd]    gemma3 only
   std::vector<float> ffn_norm;             // [n_embd]
   WeightMatrix ffn_gate;                   // [n_ff][n_embd]

@@ -9,6 +9,7 @@
 #include "gguf/gguf_writer.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
+#include "ops/quantize.h"
 #include "util/error.h"
 
 namespace channel {
@@ -79,25 +80,7 @@ std::vector<uint8_t> random_tensor(const std::string& name, int64_t cols, int64_
       for (int64_t r = s * kRowsPerStream; r < std::min(rows, (s + 1) * kRowsPerStream); ++r) {
         rng.normals(row.data(), cols, mean, stddev);
         uint8_t* dst = data.data() + static_cast<size_t>(r) * row_bytes;
-        switch (type) {
-          case GgmlType::F32:
-            std::memcpy(dst, row.data(), row_bytes);
-            break;
-          case GgmlType::F16:
-          case GgmlType::BF16:
-            for (int64_t i = 0; i < cols; ++i) {
-              const uint16_t h = type == GgmlType::F16 ? fp32_to_fp16(row[static_cast<size_t>(i)])
-                                                       : fp32_to_bf16(row[static_cast<size_t>(i)]);
-              std::memcpy(dst + 2 * i, &h, 2);
-            }
-            break;
-          case GgmlType::Q8_0:
-            quantize_row_q8_0_ref(row.data(), dst, cols);
-            break;
-          case GgmlType::Q4_0:
-            quantize_row_q4_0_ref(row.data(), dst, cols);
-            break;
-        }
+        quantize_row(type, row.data(), dst, cols);
       }
     }
   });
@@ -105,6 +88,38 @@ std::vector<uint8_t> random_tensor(const std::string& name, int64_t cols, int64_
 }
 
 }  // namespace
+
+uint32_t llama_file_type_of(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+      return 0;
+    case GgmlType::F16:
+      return 1;
+    case GgmlType::Q4_0:
+      return 2;
+    case GgmlType::Q4_1:
+      return 3;
+    case GgmlType::Q8_0:
+      return 7;
+    case GgmlType::Q5_0:
+      return 8;
+    case GgmlType::Q5_1:
+      return 9;
+    case GgmlType::Q2_K:
+      return 10;
+    case GgmlType::Q3_K:
+      return 11;  // Q3_K_S: every weight Q3_K
+    case GgmlType::Q4_K:
+      return 14;  // Q4_K_S
+    case GgmlType::Q5_K:
+      return 16;  // Q5_K_S
+    case GgmlType::Q6_K:
+      return 18;
+    case GgmlType::BF16:
+      return 32;
+  }
+  return 0;
+}
 
 std::string synthetic_piece(int index) {
   // Pieces over a 26-letter alphabet: "▁" + letters and plain letters, by length.
@@ -164,9 +179,10 @@ void validate(const RandomModelSpec& s) {
 void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& pool,
                         const std::set<std::string>& skip) {
   validate(s);
-  const bool gemma = s.arch != Arch::llama;  // gemma3 and bounded share the gemma3 block
   const bool bounded = s.arch == Arch::bounded;
-  const std::string arch = bounded ? "bounded" : gemma ? "gemma3" : "llama";
+  const bool gemma = s.arch == Arch::gemma3 || bounded;  // bounded shares the gemma3 block
+  const bool qwen3 = s.arch == Arch::qwen3;              // the llama block plus per-head Q/K norms
+  const std::string arch = bounded ? "bounded" : gemma ? "gemma3" : qwen3 ? "qwen3" : "llama";
   auto is_global = [&](int il) { return il % s.global_every == s.global_every - 1; };
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
   auto keep = [&](const std::string& k) { return skip.count(k) == 0; };
@@ -184,11 +200,7 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
   str("general.name", "channel-random-" + arch + "-" + std::string(traits->name) + "-seed" +
                           std::to_string(s.seed));
   str("general.description", "random weights N(0, 0.02), norms 1 + N(0, 0.1), synthetic vocab");
-  const uint32_t file_type = s.type == GgmlType::F32    ? 0
-                             : s.type == GgmlType::F16  ? 1
-                             : s.type == GgmlType::Q4_0 ? 2
-                             : s.type == GgmlType::Q8_0 ? 7
-                                                        : 32;
+  const uint32_t file_type = llama_file_type_of(s.type);
   u32("general.file_type", file_type);
   u32("general.quantization_version", 2);
   const std::string a = arch + ".";
@@ -201,8 +213,8 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
   u32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
   u32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
   u32(a + "rope.dimension_count", static_cast<uint32_t>(bounded ? s.rope_dims : s.head_dim));
-  f32(a + "rope.freq_base", gemma && !bounded ? 1e6f : 1e4f);
-  f32(a + "attention.layer_norm_rms_epsilon", gemma ? 1e-6f : 1e-5f);
+  f32(a + "rope.freq_base", (gemma && !bounded) || qwen3 ? 1e6f : 1e4f);
+  f32(a + "attention.layer_norm_rms_epsilon", gemma || qwen3 ? 1e-6f : 1e-5f);
   if (bounded) {
     u32(a + "attention.window", static_cast<uint32_t>(s.window));
     u32(a + "attention.sink_count", static_cast<uint32_t>(s.sinks));
@@ -278,9 +290,11 @@ void write_random_model(const RandomModelSpec& s, GgufWriter& w, ThreadPool& poo
     matrix(p + "attn_k.weight", s.hidden, kv_dim);
     matrix(p + "attn_v.weight", s.hidden, kv_dim);
     matrix(p + "attn_output.weight", q_dim, s.hidden);
-    if (gemma) {
+    if (gemma || qwen3) {
       norm(p + "attn_q_norm.weight", s.head_dim);
       norm(p + "attn_k_norm.weight", s.head_dim);
+    }
+    if (gemma) {
       norm(p + "post_attention_norm.weight", s.hidden);
       norm(p + "post_ffw_norm.weight", s.hidden);
     }

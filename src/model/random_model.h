@@ -1,7 +1,8 @@
-// Deterministic random-weight GGUF models (llama, gemma3 or bounded with mixed layer types) with a
-// synthetic SentencePiece vocabulary that llama.cpp also loads: for tests, benchmarks and `channel
-// mkmodel`. Weights are N(0, 0.02), norm weights 1 + N(0, 0.1); every tensor draws from its own
-// stream seeded by (seed, tensor name, row block), so the output does not depend on threads.
+// Deterministic random-weight GGUF models (llama, gemma3, qwen3 or bounded with mixed layer types)
+// with a synthetic SentencePiece vocabulary that llama.cpp also loads: for tests, benchmarks and
+// `channel mkmodel`. Weights are N(0, 0.02), norm weights 1 + N(0, 0.1); every tensor draws from
+// its own stream seeded by (seed, tensor name, row block), so the output does not depend on
+// threads.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,10 @@ void validate(const RandomModelSpec& spec);
 // tensor names) are left out, which lets tests build deliberately broken files.
 void write_random_model(const RandomModelSpec& spec, GgufWriter& writer, ThreadPool& pool,
                         const std::set<std::string>& skip = {});
+
+// llama.cpp's general.file_type for a file whose 2-D weights are all `type` (the _S value
+// for the K-quants).
+uint32_t llama_file_type_of(GgmlType type);
 
 // The synthetic vocabulary's piece for id (>= 260): distinct strings, shortest first.
 std::string synthetic_piece(int index);

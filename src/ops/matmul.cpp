@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -14,11 +15,18 @@
 namespace channel {
 namespace {
 
+// Block types whose activations are Q8_0 with per-block scales and zero-point corrections
+// (the int8 GEMM of matmul_kernels.h); Q5_0 also has a quant_kernels.h table.
 bool is_quant(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q5_0;
+}
+
+int32_t zero_point_of(GgmlType t) {
+  return t == GgmlType::Q8_0 ? 128 : t == GgmlType::Q4_0 ? 8 : 16;
 }
 
 void check_type(const WeightMatrix& w) {
+  if (cpu::quant_type_kernels(w.type)) return;
   switch (w.type) {
     case GgmlType::F32:
     case GgmlType::F16:
@@ -26,6 +34,8 @@ void check_type(const WeightMatrix& w) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
       return;
+    default:
+      break;
   }
   throw_error("matmul: unsupported weight type {}", static_cast<uint32_t>(w.type));
 }
@@ -84,13 +94,23 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
     uint8_t* xq = buf;                                                         // [n][nb] blocks
     float* xd = reinterpret_cast<float*>(buf + q_padded);                      // [n][nb]
     int32_t* xcorr = reinterpret_cast<int32_t*>(buf + q_padded + n * nb * 4);  // [n][nb]
-    const int32_t zero_point = w.type == GgmlType::Q8_0 ? 128 : 8;
+    const int32_t zero_point = zero_point_of(w.type);
     run(n, [&](int64_t t0, int64_t t1, int) {
       prepare_quant(x, w.cols, zero_point, t0, t1, xq, xd, xcorr);
     });
     in.xq = xq;
+    in.xq_row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
     in.xd = xd;
     in.xcorr = xcorr;
+  } else if (const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels(w.type)) {
+    const size_t row_bytes = static_cast<size_t>(w.cols / qk->block_elems * qk->act_block_bytes);
+    uint8_t* xq = activation_scratch(static_cast<size_t>(n) * row_bytes);  // [n][row_bytes]
+    run(n, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t)
+        qk->quantize_act(x + t * w.cols, xq + t * row_bytes, w.cols);
+    });
+    in.xq = xq;
+    in.xq_row_bytes = row_bytes;
   } else if (w.type == GgmlType::F32) {
     in.xf = x;
   } else {
@@ -132,12 +152,21 @@ void dequantize_row(const WeightMatrix& w, int64_t row, float* out) {
     case GgmlType::Q4_0:
       cpu::dequantize_row_q4_0(wr, out, w.cols);
       return;
+    default:
+      if (const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels(w.type)) {
+        qk->dequantize(wr, out, w.cols);
+        return;
+      }
+      break;
   }
   throw_error("dequantize_row: unsupported weight type {}", static_cast<uint32_t>(w.type));
 }
 
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   check_type(w);
+  const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels_ref(w.type);
+  std::vector<uint8_t> xa(qk ? static_cast<size_t>(w.cols / qk->block_elems * qk->act_block_bytes)
+                             : 0);                               // the type's activation blocks
   std::vector<float> xr(static_cast<size_t>(w.cols));            // [cols]
   std::vector<BlockQ8_0> xq(static_cast<size_t>(w.cols / kQK));  // [cols / 32]
   for (int64_t t = 0; t < n; ++t) {
@@ -152,6 +181,7 @@ void matmul_ref(const WeightMatrix& w, const float* x, int64_t n, float* y) {
       }
     }
     if (is_quant(w.type)) quantize_row_q8_0_ref(xt, xq.data(), w.cols);
+    if (qk) qk->quantize_act(xt, xa.data(), w.cols);
     for (int64_t r = 0; r < w.rows; ++r) {
       const uint8_t* wr = w.data + static_cast<size_t>(r) * w.row_bytes;
       const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
@@ -171,6 +201,9 @@ void matmul_ref(const WeightMatrix& w, const float* x, int64_t n, float* y) {
           break;
         case GgmlType::Q4_0:
           v = dot_q4_0_ref(wr, xq.data(), w.cols / kQK);
+          break;
+        default:
+          v = qk->dot(wr, xa.data(), w.cols / qk->block_elems);
           break;
       }
       y[t * w.rows + r] = v;

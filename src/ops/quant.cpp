@@ -65,6 +65,20 @@ void quantize_row_q8_0_ref(const float* x, void* y, int64_t k) {
   }
 }
 
+void quantize_row_q8_0_weights_ref(const float* x, void* y, int64_t k) {
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    const float* xb = x + b * kQK;  // [32]
+    float amax = 0.0f;
+    for (int64_t j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ8_0 blk;
+    blk.d = fp32_to_fp16(d);
+    for (int64_t j = 0; j < kQK; ++j) blk.qs[j] = static_cast<int8_t>(std::round(xb[j] * id));
+    store_block(y, b, &blk, sizeof(blk));
+  }
+}
+
 void quantize_row_q4_0_ref(const float* x, void* y, int64_t k) {
   for (int64_t b = 0; b < k / kQK; ++b) {
     const float* xb = x + b * kQK;  // [32]

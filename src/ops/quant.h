@@ -42,6 +42,9 @@ void dequantize_row_q4_0_ref(const void* x, float* y, int64_t k);
 // q = round_half_even(x * (127 / amax)) — the arithmetic of llama.cpp's x86 build (which made
 // our goldens), whose SIMD quantizer multiplies by 127/amax and rounds ties to even.
 void quantize_row_q8_0_ref(const float* x, void* y, int64_t k);
+// Weights (model writers, ops/quantize.h): llama.cpp's reference Q8_0 rounding, which
+// llama-quantize uses: d = amax / 127, q = roundf(x * (1 / d)) (ties away from zero).
+void quantize_row_q8_0_weights_ref(const float* x, void* y, int64_t k);
 // Weights (model writers): llama.cpp's reference Q4_0 rounding, d = max / -8 where max is the
 // signed value of largest magnitude, q = min(15, trunc(x / d + 8.5)).
 void quantize_row_q4_0_ref(const float* x, void* y, int64_t k);

@@ -19,9 +19,15 @@ struct WeightMatrix {
   size_t row_bytes;
 };
 
-// Throws channel::Error naming the tensor when its type is not one of F32, F16, BF16, Q8_0,
-// Q4_0, it is not 2-D (ne[2] == ne[3] == 1), cols is not a whole number of blocks, its byte
-// size disagrees with its shape, or its data is misaligned for its element type.
+// Throws channel::Error naming the tensor when its type is not one Channel computes with, it
+// is not 2-D (ne[2] == ne[3] == 1), cols is not a whole number of blocks, its byte size disagrees
+// with its shape, its data is misaligned for its element type, or a block's f16 scale or minimum is
+// infinite or NaN.
 WeightMatrix make_weight_matrix(const TensorInfo& t);
+
+// Index of the first of n_blocks blocks of `type` whose f16 scale or minimum is not finite;
+// -1 when all are (and for float types).
+int64_t first_nonfinite_scale_block(GgmlType type, const uint8_t* data, int64_t n_blocks,
+                                    int64_t block_bytes);
 
 }  // namespace channel

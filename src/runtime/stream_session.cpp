@@ -1,6 +1,8 @@
 // StreamSession: spans cut at sentence ends, and sampling with every token fed back.
 #include "runtime/stream_session.h"
 
+#include <limits>
+
 #include "util/error.h"
 
 namespace channel {
@@ -76,10 +78,34 @@ std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_
   return logits;
 }
 
-GeneratedToken StreamSession::next(EogPolicy eog) {
+GeneratedToken StreamSession::next(EogPolicy eog, SpanType type) {
   if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
+  return take(sampler_.sample(ring_->logits()), eog, type);
+}
+
+GeneratedToken StreamSession::next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
+                                   SpanType type) {
+  if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
+  const std::span<const float> logits = ring_->logits();
+  masked_.assign(logits.begin(), logits.end());
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  for (int attempt = 0; attempt < 32; ++attempt) {
+    const int32_t t = sampler_.sample(masked_);
+    if (allowed(t)) return take(t, eog, type);
+    masked_[static_cast<size_t>(t)] = kMasked;
+  }
+  int32_t best = -1;
+  for (size_t t = 0; t < masked_.size(); ++t) {
+    if (masked_[t] == kMasked || (best >= 0 && masked_[t] <= masked_[static_cast<size_t>(best)])) continue;
+    if (allowed(static_cast<int32_t>(t))) best = static_cast<int32_t>(t);
+  }
+  if (best < 0) throw Error("generate: the constraint allows no token");
+  return take(best, eog, type);
+}
+
+GeneratedToken StreamSession::take(int32_t token, EogPolicy eog, SpanType type) {
   GeneratedToken out;
-  out.token = sampler_.sample(ring_->logits());
+  out.token = token;
   if (tokenizer().is_end_of_generation(out.token)) {
     out.end_of_generation = true;
     if (eog == EogPolicy::turn_end) {
@@ -92,7 +118,7 @@ GeneratedToken StreamSession::next(EogPolicy eog) {
     out.text = text_.flush();
     return out;
   }
-  feed(SpanType::response_sentence, {&out.token, 1});
+  feed(type, {&out.token, 1});
   out.new_span = starts_[0] != 0;
   out.text = text_.push(out.token);
   return out;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -61,7 +62,13 @@ class StreamSession {
   // Samples from the current logits, accepts the token and feeds it: into the current
   // response_sentence span, or a new one at a sentence start or after other input.
   // Throws channel::Error before any token was appended.
-  GeneratedToken next(EogPolicy eog = EogPolicy::stop);
+  // `type`: the span type of generated text (a tool call being written: tool_call).
+  GeneratedToken next(EogPolicy eog = EogPolicy::stop, SpanType type = SpanType::response_sentence);
+  // As next(), sampling only among tokens `allowed` accepts (constrained output such as
+  // JSON): a refused sample is masked out and sampling repeats; after 32 refusals the
+  // allowed token of highest logit is taken. Throws channel::Error when none is allowed.
+  GeneratedToken next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
+                      SpanType type = SpanType::response_sentence);
 
   // Replaces the sampler (its RNG restarts from the new seed and the history empties).
   void set_sampler(const SamplerConfig& sampling) { sampler_ = Sampler(sampling); }
@@ -91,6 +98,8 @@ class StreamSession {
   SentenceSplitter splitter_;
   TextStreamDecoder text_;       // generated text only
   std::vector<uint8_t> starts_;  // [tokens of one feed] 1 where a span begins (scratch)
+  std::vector<float> masked_;    // [n_vocab] logits of a constrained step (scratch)
+  GeneratedToken take(int32_t token, EogPolicy eog, SpanType type);
 };
 
 }  // namespace channel

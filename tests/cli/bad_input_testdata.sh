@@ -40,7 +40,10 @@ expect_error "logits: id 4096" "4096" "$CHANNEL" logits -m "$model" --ids 1,4096
 long_prompt=$(printf 'Once upon a time there was a dog. %.0s' {1..20})
 expect_error "run: prompt longer than --ctx 16" "prompt.*context" \
   "$CHANNEL" run -m "$model" --ctx 16 -n 4 -p "$long_prompt"
+# Without --ctx, run is on the slot ring: a prompt longer than the model's context is fed
+# through it (the oldest spans are evicted), not refused.
 very_long=$(printf 'The little dog ran and ran. %.0s' {1..400})
-expect_error "run: prompt longer than the model's context" "prompt.*context" \
-  "$CHANNEL" run -m "$model" -n 4 -p "$very_long"
+"$CHANNEL" run -m "$model" -n 4 --no-echo -p "$very_long" >"$TMP/out" 2>"$TMP/err" ||
+  fail "run on the ring refused a long prompt: $(cat "$TMP/err")"
+grep -Eq "prompt [0-9]{4,} tokens.*clock [0-9]{4,}" "$TMP/err" || fail "long prompt on the ring: $(cat "$TMP/err")"
 finish

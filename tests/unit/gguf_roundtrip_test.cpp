@@ -64,7 +64,7 @@ GgufWriter make_everything(uint32_t alignment) {
   w.add_tensor("bf16", GgmlType::BF16, {1, 1, 1, 3}, iota_bytes(6, 2));
   w.add_tensor("q8_0", GgmlType::Q8_0, {64, 3}, iota_bytes(6 * 34, 3));
   w.add_tensor("q4_0", GgmlType::Q4_0, {32, 1, 2}, iota_bytes(2 * 18, 4));
-  w.add_tensor("q6_K", static_cast<GgmlType>(14), {256}, iota_bytes(210, 5));
+  w.add_tensor("iq4_xs", static_cast<GgmlType>(23), {256}, iota_bytes(136, 5));
   w.add_tensor("empty", GgmlType::F32, {0, 4}, {});
   return w;
 }
@@ -129,7 +129,7 @@ void check_everything(const GgufFile& f) {
       {"bf16", 30, 4, {1, 1, 1, 3}, iota_bytes(6, 2)},
       {"q8_0", 8, 2, {64, 3, 1, 1}, iota_bytes(6 * 34, 3)},
       {"q4_0", 2, 3, {32, 1, 2, 1}, iota_bytes(36, 4)},
-      {"q6_K", 14, 1, {256, 1, 1, 1}, iota_bytes(210, 5)},
+      {"iq4_xs", 23, 1, {256, 1, 1, 1}, iota_bytes(136, 5)},
       {"empty", 0, 2, {0, 4, 1, 1}, {}},
   };
   uint64_t expected_offset = 0;  // the writer packs tensors in order, each aligned
@@ -154,9 +154,9 @@ void check_everything(const GgufFile& f) {
   EXPECT_EQ(f.find("nope"), nullptr);
 
   EXPECT_EQ(f.tensor_traits(*f.find_tensor("q8_0")).block_bytes, 34);
-  std::string err = error_of([&] { f.tensor_traits(*f.find_tensor("q6_K")); });
-  EXPECT_NE(err.find("tensor 'q6_K'"), std::string::npos) << err;
-  EXPECT_NE(err.find("type q6_K is not supported"), std::string::npos) << err;
+  std::string err = error_of([&] { f.tensor_traits(*f.find_tensor("iq4_xs")); });
+  EXPECT_NE(err.find("tensor 'iq4_xs'"), std::string::npos) << err;
+  EXPECT_NE(err.find("type iq4_xs is not supported"), std::string::npos) << err;
 }
 
 TEST(GgufRoundTrip, EveryValueAndTensorTypeFromMemory) {

@@ -13,13 +13,18 @@
 #include "ops/fp16.h"
 #include "ops/matmul.h"
 #include "ops/quant.h"
+#include "ops/quant_legacy.h"
 #include "util/error.h"
 
 namespace channel {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                               GgmlType::Q4_0};
+constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                               GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0};
+
+bool is_q8_activation_type(GgmlType t) {  // the int8 GEMM's types (Q8_0 activations)
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q5_0;
+}
 
 // A random weight matrix of `type` that owns its bytes.
 struct OwnedWeight {
@@ -50,6 +55,7 @@ OwnedWeight make_random_weight(GgmlType type, int64_t rows, int64_t cols, uint32
     }
     if (type == GgmlType::Q8_0) quantize_row_q8_0_ref(src, dst, cols);
     if (type == GgmlType::Q4_0) quantize_row_q4_0_ref(src, dst, cols);
+    if (type == GgmlType::Q5_0) quantize_row_q5_0_ref(src, dst, cols);
   }
   o.info.name = "blk.0.test.weight";
   o.info.type_id = static_cast<uint32_t>(type);
@@ -92,7 +98,7 @@ void expect_matmul_matches_ref(const OwnedWeight& o, int64_t n, ThreadPool& pool
 TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
   for (GgmlType type : kTypes) {
-    const bool quant = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    const bool quant = is_q8_activation_type(type);
     const std::vector<int64_t> col_options =
         quant ? std::vector<int64_t>{32, 96, 1056} : std::vector<int64_t>{1, 17, 64, 129, 1056};
     for (int64_t cols : col_options) {
@@ -121,7 +127,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
   variants.push_back({"avx512", cpu::avx512::matmul_rows});
 #endif
   for (GgmlType type : kTypes) {
-    const int64_t rows = 37, cols = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 ? 96 : 33;
+    const int64_t rows = 37, cols = is_q8_activation_type(type) ? 96 : 33;
     const auto o = make_random_weight(type, rows, cols, 21);
     for (int64_t n : {1, 5, 9, 15}) {
       const auto x = random_activations(n * cols, 5);
@@ -129,7 +135,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
       std::vector<BlockQ8_0> xq(n * cols / kQK);   // [n][cols / 32]
       std::vector<float> xd(n * cols / kQK);       // [n][cols / 32]
       std::vector<int32_t> xcorr(n * cols / kQK);  // [n][cols / 32]
-      const int32_t zero_point = type == GgmlType::Q8_0 ? 128 : 8;
+      const int32_t zero_point = type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q4_0 ? 8 : 16;
       for (int64_t i = 0; i < n * cols; ++i) {
         xf[i] = type == GgmlType::F16    ? fp16_to_fp32(fp32_to_fp16(x[i]))
                 : type == GgmlType::BF16 ? bf16_to_fp32(fp32_to_bf16(x[i]))
@@ -148,6 +154,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
       in.n = n;
       in.xf = xf.data();
       in.xq = reinterpret_cast<const uint8_t*>(xq.data());
+      in.xq_row_bytes = static_cast<size_t>(cols / kQK) * sizeof(BlockQ8_0);
       in.xd = xd.data();
       in.xcorr = xcorr.data();
       const cpu::MatmulWeights cw{o.w.type, o.w.data, o.w.row_bytes, o.w.rows, o.w.cols};
@@ -172,7 +179,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
 // in a small batch (matvec loops) or in a prompt (GEMM), on any thread count.
 TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
   ThreadPool one(1), three(3);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
     const int64_t rows = 70, cols = 1056;
     const auto o = make_random_weight(type, rows, cols, 31);
     const int64_t n = 23;
@@ -242,6 +249,11 @@ TEST(Matmul, DequantizeRowMatchesReference) {
         case GgmlType::Q4_0:
           dequantize_row_q4_0_ref(row, want.data(), 96);
           break;
+        case GgmlType::Q5_0:
+          dequantize_row_q5_0_ref(row, want.data(), 96);
+          break;
+        default:  // the other block types: quant_types_test
+          break;
       }
       EXPECT_EQ(got, want) << ggml_type_name(static_cast<uint32_t>(type)) << " row " << r;
     }
@@ -270,6 +282,7 @@ TEST(Matmul, ActivationsFollowTheWeightType) {
     }
     if (type == GgmlType::Q8_0) quantize_row_q8_0_ref(ones.data(), o.bytes.data(), 32);
     if (type == GgmlType::Q4_0) quantize_row_q4_0_ref(ones.data(), o.bytes.data(), 32);
+    if (type == GgmlType::Q5_0) quantize_row_q5_0_ref(ones.data(), o.bytes.data(), 32);
     std::vector<float> xs(32, 0.0f);
     xs[0] = x;
     float y = 0.0f;
@@ -303,8 +316,8 @@ TEST(WeightMatrix, RejectsBadTensorsWithTheirName) {
     }
   };
   TensorInfo t = o.info;
-  t.type_id = 14;  // q6_K
-  expect_error(t, "q6_K");
+  t.type_id = 23;  // iq4_xs
+  expect_error(t, "iq4_xs");
   t = o.info;
   t.n_dims = 3;
   t.ne[2] = 2;

@@ -1,5 +1,5 @@
-// Logits of every micro model and sequence in testdata/goldens against llama.cpp's, with the
-// tolerances of testdata/README.md section 2; and stories260K's greedy generations.
+// Logits of every model and sequence in testdata/goldens against llama.cpp's, with the
+// tolerances of testdata/README.md sections 2 and 5; and stories260K's greedy generations.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,9 +52,13 @@ struct Tolerance {
 };
 
 Tolerance tolerance_for(const std::string& name) {
-  if (name.find("q8_0") != std::string::npos || name.find("q4_0") != std::string::npos)
-    return {0.1, true};
+  const bool is_float = name.ends_with("-f32") || name.ends_with("-f16");
+  if (!is_float) return {0.1, true};  // every quantized type (README sections 2 and 5)
   if (name == "llama-micro-f32") return {1e-4, false};
+  // llama.cpp's own qwen3 f32 logits sit 2.5e-4 from a float64 forward of the same file (a
+  // pure-Python check of seq1: one token, so no attention or rope arithmetic); Channel's are
+  // within 1e-6 of that forward. README section 5's 1e-4 does not hold for llama.cpp itself.
+  if (name == "qwen3-micro-f32") return {1e-3, false};
   if (name == "gemma3-micro-f32") return {2e-3, false};
   return {3e-3, false};  // gemma3-micro-f16
 }
@@ -165,16 +169,24 @@ TEST_P(Goldens, DecodeAllLastRowMatchesDecode) {
             tolerance_for(name).max_abs);
 }
 
-INSTANTIATE_TEST_SUITE_P(Micro, Goldens,
-                         ::testing::Values("llama-micro-f32", "llama-micro-q8_0",
-                                           "llama-micro-q4_0", "gemma3-micro-f32",
-                                           "gemma3-micro-f16", "gemma3-micro-q8_0",
-                                           "gemma3-micro-q4_0"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Micro, Goldens,
+    ::testing::Values("llama-micro-f32", "llama-micro-q8_0", "llama-micro-q4_0", "gemma3-micro-f32",
+                      "gemma3-micro-f16", "gemma3-micro-q8_0", "gemma3-micro-q4_0",
+                      // legacy fallbacks and a Q4_K_M of hidden 128
+                      "gemma3-micro-q4_1", "gemma3-micro-q5_0", "gemma3-micro-q5_1",
+                      "gemma3-micro-q4_k_m",
+                      // every K-quant on rows of 256
+                      "gemma3-k-q2_k", "gemma3-k-q3_k_m", "gemma3-k-q4_k_m", "gemma3-k-q5_k_m",
+                      "gemma3-k-q6_k", "llama-k-q2_k", "llama-k-q3_k_m", "llama-k-q4_k_m",
+                      "llama-k-q5_k_m", "llama-k-q6_k",
+                      // Qwen 3
+                      "qwen3-micro-f32", "qwen3-micro-q8_0", "qwen3-k-q4_k_m"),
+    [](const auto& info) {
+      std::string s = info.param;
+      std::replace(s.begin(), s.end(), '-', '_');
+      return s;
+    });
 
 // stories260K: 200 greedy tokens after each prompt reproduce llama2.c's and llama.cpp's ids.
 TEST(Stories260K, GreedyGenerationsMatchReference) {

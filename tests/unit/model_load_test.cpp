@@ -1,5 +1,6 @@
 // Model loading and session input checks on small generated models: hyperparameters from
 // metadata, and one clear channel::Error for each kind of bad model or bad input.
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -112,6 +113,25 @@ TEST(ModelLoad, OptionalGemma3KeysAreHonoured) {
   for (float l : session.decode(ids)) ASSERT_LE(std::abs(l), 30.0f);
 }
 
+TEST(ModelLoad, ReadsQwen3HyperparametersAndQKNorms) {
+  const Built b = build(tiny(Arch::qwen3));
+  const auto model = b.load();
+  const ModelHparams& hp = model->hparams();
+  EXPECT_EQ(hp.arch_id, Arch::qwen3);
+  EXPECT_EQ(hp.rope_style, RopeStyle::neox);
+  EXPECT_TRUE(hp.has_qk_norm);
+  EXPECT_FALSE(hp.has_post_norms);
+  EXPECT_FALSE(hp.gelu_ffn);
+  EXPECT_EQ(hp.embd_scale, 1.0f);
+  EXPECT_EQ(hp.sliding_window, 0);
+  EXPECT_EQ(model->weights().layers[1].attn_k_norm.size(), 16u);
+  Session session(model, SessionConfig{.n_ctx = 8, .n_threads = 1});
+  const std::vector<int32_t> ids = {2, 7, 9};
+  EXPECT_TRUE(std::isfinite(session.decode(ids)[0]));
+  expect_load_error(build(tiny(Arch::qwen3), {"blk.1.attn_k_norm.weight"}),
+                    "tensor 'blk.1.attn_k_norm.weight' is missing");
+}
+
 TEST(ModelLoad, GenerationIsDeterministic) {
   EXPECT_EQ(build(tiny(Arch::gemma3)).bytes, build(tiny(Arch::gemma3)).bytes);
   RandomModelSpec other = tiny(Arch::gemma3);
@@ -120,7 +140,8 @@ TEST(ModelLoad, GenerationIsDeterministic) {
 }
 
 TEST(ModelLoad, EveryWeightTypeLoadsAndDecodes) {
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0,
+                        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
     RandomModelSpec spec = tiny(Arch::llama);
     spec.type = type;
     const Built built = build(spec);
@@ -130,6 +151,44 @@ TEST(ModelLoad, EveryWeightTypeLoadsAndDecodes) {
     const auto logits = session.decode(ids);
     EXPECT_EQ(logits.size(), 300u);
     EXPECT_TRUE(std::isfinite(logits[0]));
+  }
+}
+
+// Every block type Channel writes (`channel mkmodel --type`) loads and decodes, and its
+// logits follow the f32 model's (K-quants on rows of 256).
+TEST(ModelLoad, EveryQuantizedTypeFollowsTheF32Model) {
+  struct Case {
+    GgmlType type;
+    double min_cosine;
+  };
+  // For scale (testdata README section 5): llama-quantize's files sit at cosine 0.71 (q2_k)
+  // to 0.996 (q6_k) from their f32 sources.
+  const Case cases[] = {{GgmlType::Q4_1, 0.95},  {GgmlType::Q5_0, 0.98}, {GgmlType::Q5_1, 0.98},
+                        {GgmlType::Q2_K, 0.65},  {GgmlType::Q3_K, 0.85}, {GgmlType::Q4_K, 0.94},
+                        {GgmlType::Q5_K, 0.985}, {GgmlType::Q6_K, 0.995}};
+  RandomModelSpec spec = tiny(Arch::gemma3);
+  spec.hidden = 256;
+  spec.head_dim = 64;
+  spec.ffn = 512;
+  const std::vector<int32_t> ids = {2, 7, 9, 40, 41};
+  const Built f32 = build(spec);
+  Session ref(f32.load(), SessionConfig{.n_ctx = 8, .n_threads = 1});
+  const auto want_span = ref.decode(ids);
+  const std::vector<float> want(want_span.begin(), want_span.end());
+  for (const Case& c : cases) {
+    spec.type = c.type;
+    const Built built = build(spec);
+    Session session(built.load(), SessionConfig{.n_ctx = 8, .n_threads = 1});
+    const auto got = session.decode(ids);
+    ASSERT_EQ(got.size(), want.size());
+    double dot = 0, ng = 0, nw = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      dot += static_cast<double>(got[i]) * want[i];
+      ng += static_cast<double>(got[i]) * got[i];
+      nw += static_cast<double>(want[i]) * want[i];
+    }
+    EXPECT_GE(dot / std::sqrt(ng * nw), c.min_cosine)
+        << ggml_type_name(static_cast<uint32_t>(c.type));
   }
 }
 

@@ -1,10 +1,12 @@
-// `channel mkmodel`: writes a deterministic random-weight llama or gemma3 GGUF (weights
+// `channel mkmodel`: writes a deterministic random-weight llama, gemma3 or qwen3 GGUF (weights
 // N(0, 0.02), norms 1 + N(0, 0.1)) with a synthetic SentencePiece vocabulary, for tests and
 // benchmarks. The same flags and seed always give the same bytes; llama.cpp loads the file.
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backend/cpu/thread_pool.h"
 #include "cli_common.h"
@@ -15,6 +17,22 @@
 namespace channel::cli {
 namespace {
 
+const std::map<std::string, GgmlType>& writable_types() {
+  static const std::map<std::string, GgmlType> kTypes = {
+      {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
+      {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1},
+      {"q5_0", GgmlType::Q5_0}, {"q5_1", GgmlType::Q5_1}, {"q2_k", GgmlType::Q2_K},
+      {"q3_k", GgmlType::Q3_K}, {"q4_k", GgmlType::Q4_K}, {"q5_k", GgmlType::Q5_K},
+      {"q6_k", GgmlType::Q6_K}};
+  return kTypes;
+}
+
+std::vector<std::string> writable_type_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, type] : writable_types()) names.push_back(name);
+  return names;
+}
+
 struct MkmodelArgs {
   std::string arch;
   std::string type = "f32";
@@ -24,14 +42,11 @@ struct MkmodelArgs {
 };
 
 int run_mkmodel(MkmodelArgs args) {
-  static const std::map<std::string, GgmlType> kTypes = {{"f32", GgmlType::F32},
-                                                         {"f16", GgmlType::F16},
-                                                         {"q8_0", GgmlType::Q8_0},
-                                                         {"q4_0", GgmlType::Q4_0}};
   args.spec.arch = args.arch == "gemma3"    ? Arch::gemma3
+                   : args.arch == "qwen3"   ? Arch::qwen3
                    : args.arch == "bounded" ? Arch::bounded
                                             : Arch::llama;
-  args.spec.type = kTypes.at(args.type);
+  args.spec.type = writable_types().at(args.type);
   validate(args.spec);
 
   const auto start = std::chrono::steady_clock::now();
@@ -49,15 +64,16 @@ int run_mkmodel(MkmodelArgs args) {
 
 const CommandRegistrar registrar(
     "mkmodel",
-    "Write a deterministic random-weight model (llama or gemma3) for tests and benchmarks",
+    "Write a deterministic random-weight model (llama, gemma3, qwen3, bounded) for tests",
     [](CLI::App& sub) -> std::function<int()> {
       auto args = std::make_shared<MkmodelArgs>();
       RandomModelSpec& s = args->spec;
       sub.add_option("--arch", args->arch, "Architecture")
           ->required()
-          ->check(CLI::IsMember({"llama", "gemma3", "bounded"}));
-      sub.add_option("--type", args->type, "Type of the 2-D weights (norms stay f32)")
-          ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0"}))
+          ->check(CLI::IsMember({"llama", "gemma3", "qwen3", "bounded"}));
+      sub.add_option("--type", args->type,
+                     "Type of the 2-D weights (norms stay f32; K-quants need rows of 256)")
+          ->check(CLI::IsMember(writable_type_names()))
           ->capture_default_str();
       sub.add_option("--hidden", s.hidden, "Embedding size")->capture_default_str();
       sub.add_option("--layers", s.layers, "Transformer blocks")->capture_default_str();

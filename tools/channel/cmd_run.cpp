@@ -1,6 +1,9 @@
 // `channel run`: generate text from a prompt, streaming it to stdout as it comes;
-// load progress and the prompt / generation speed go to stderr. With --session FILE the
-// conversation runs on the KV slot geometry and is resumed from / saved to FILE. With
+// load progress and the prompt / generation speed go to stderr. It runs on the KV slot
+// ring (the 4096-slot geometry) by default, so no prompt or generation hits a context
+// limit; --system FILE is prefilled as the anchors; --ctx N runs on a contiguous context of
+// N tokens instead (as perplexity, logits and bench do). With --session FILE the
+// conversation is resumed from / saved to FILE. With
 // --memory FILE an episodic store is attached: the episodes closest to the prompt are
 // recalled before it is fed, and what leaves the window is consolidated into FILE. A run on
 // the slot geometry stops cleanly on SIGINT / SIGTERM: the session is saved and the memory
@@ -10,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chat/system_prompt.h"
 #include "cli_common.h"
 #include "cli_errors.h"
 #include "cli_files.h"
@@ -36,8 +40,6 @@ struct RunArgs {
   std::string model;
   std::string prompt;
   std::string prompt_file;  // -f FILE, "-" for stdin
-  std::string system_file;  // --system FILE
-  std::string system;       // its text
   int n_predict = 256;
   int n_ctx = 0;  // 0: the model's training context, at most kDefaultMaxCtx
   int threads = 1;
@@ -50,6 +52,7 @@ struct RunArgs {
   int64_t recall_k = 2;
   int64_t memory_capacity = kDefaultStoreCapacity;
   bool recall_only = false;  // --recall-only: recall from the store, store nothing
+  std::string system;        // --system FILE: prefilled into the anchors of a new ring session
   bool no_auto_recall = false;
   std::string recall_method = "auto";
   int64_t recall_neighbours = 0;
@@ -177,9 +180,13 @@ int run_session(const RunArgs& args) {
     // Cold boot: BOS (when the model wants one) and the system prompt are the anchors.
     std::vector<int32_t> anchors;
     if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) anchors.push_back(tokenizer.bos_id());
-    const std::vector<int32_t> sys =
-        tokenizer.encode(args.system, /*add_bos=*/false, /*parse_special=*/true);
-    anchors.insert(anchors.end(), sys.begin(), sys.end());
+    if (!args.system.empty()) {
+      const SystemPrompt sp = read_system_prompt_file(args.system);
+      if (!sp.tools.empty())
+        throw_error("{}: run takes no tools (they are for channel chat and serve)", args.system);
+      const std::vector<int32_t> text = tokenizer.encode(sp.text, false, true);
+      anchors.insert(anchors.end(), text.begin(), text.end());
+    }
     if (!anchors.empty()) s->append(SpanType::system, anchors);
     s->seal();
   }
@@ -322,9 +329,11 @@ int run_session(const RunArgs& args) {
                   ms.worker.last_error);
   }
   std::fprintf(stderr,
-               "channel: prompt %zu tokens in %.3f s | generation %d tokens, %.2f tok/s | stop: "
-               "%s | clock %llu%s%s\n",
-               prompt.size(), prompt_seconds, n, gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
+               "channel: prompt %zu tokens in %.3f s (%.2f tok/s) | generation %d tokens, %.2f "
+               "tok/s | stop: %s | clock %llu%s%s\n",
+               prompt.size(), prompt_seconds,
+               prompt_seconds > 0 ? static_cast<double>(prompt.size()) / prompt_seconds : 0.0, n,
+               gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
                static_cast<unsigned long long>(s->clock()), args.session.empty() ? "" : ", saved ",
                args.session.c_str());
   return 0;
@@ -356,6 +365,7 @@ void check_run_args(const RunArgs& args) {
     }
   }
   if (args.recall_only && args.memory.empty()) throw_usage("--recall-only: needs --memory FILE");
+  if (!args.system.empty()) check_input_file("--system", args.system, "a system prompt file");
   if (!args.replay.empty() && args.memory.empty()) throw_usage("--replay: needs --memory FILE");
   if (!args.session.empty()) {
     if (std::filesystem::exists(args.session)) check_input_file("--session", args.session, "a session file");
@@ -374,13 +384,15 @@ int run_run(RunArgs args) {
   check_run_args(args);
   std::signal(SIGPIPE, SIG_IGN);
   if (!args.prompt_file.empty()) args.prompt = read_input_text("-f", args.prompt_file);
-  if (!args.system_file.empty()) args.system = read_input_text("--system", args.system_file);
   if (!args.draft.empty()) {
-    return run_with_draft({args.model, args.draft, args.draft_max, args.system + args.prompt,
+    return run_with_draft({args.model, args.draft, args.draft_max, args.prompt,
                            args.n_predict, args.n_ctx, kDefaultMaxCtx, args.threads,
                            args.no_echo});
   }
-  if (!args.session.empty() || !args.memory.empty()) return run_session(args);
+  // The slot ring is the engine: --ctx N asks for a contiguous context instead.
+  if (args.n_ctx == 0) return run_session(args);
+  if (!args.session.empty() || !args.memory.empty() || !args.system.empty())
+    throw_usage("--ctx: runs on a contiguous context; --session, --memory and --system need the ring");
 
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -390,9 +402,8 @@ int run_run(RunArgs args) {
                     : train_ctx > 0 ? std::min(train_ctx, kDefaultMaxCtx)
                                     : kDefaultMaxCtx;
 
-  // --system comes first, as the start of the prompt (this run has no anchors to put it in).
-  const std::vector<int32_t> prompt = tokenizer.encode(
-      args.system + args.prompt, tokenizer.add_bos_default(), /*parse_special=*/true);
+  const std::vector<int32_t> prompt =
+      tokenizer.encode(args.prompt, tokenizer.add_bos_default(), /*parse_special=*/true);
   if (prompt.empty()) throw Error("the prompt is empty and the model adds no BOS token");
   if (static_cast<int64_t>(prompt.size()) > n_ctx) {
     throw_error("prompt is {} tokens, longer than the context of {} tokens (raise --ctx)",
@@ -428,10 +439,6 @@ const CommandRegistrar registrar{
                      "the command line")
           ->check(non_empty("a text file, or - for standard input"))
           ->excludes(prompt);
-      sub.add_option("--system", args->system_file,
-                     "System prompt FILE: the anchors of a new --session/--memory run (ignored "
-                     "on resume), otherwise the start of the prompt")
-          ->check(non_empty("a text file"));
       sub.add_option("-n,--n-predict", args->n_predict,
                      "Tokens to generate (-1: until end of text or a full context)")
           ->check(integer_in(-1, 1 << 30))
@@ -439,20 +446,23 @@ const CommandRegistrar registrar{
       add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);
       sub.add_option("--ctx", args->n_ctx,
-                     "Context size in tokens (default: the model's, at most 4096)")
+                     "Run on a contiguous context of N tokens instead of the slot ring (which "
+                     "has no context limit)")
           ->check(integer_in(1, 1 << 24));
       sub.add_flag("--no-echo", args->no_echo, "Print only the generated text, not the prompt");
+      sub.add_option("--system", args->system,
+                     "System prompt FILE, prefilled into the anchors (tier 1) of a new session, "
+                     "where it never leaves (ignored on resume)")
+          ->check(non_empty("a text file"));
       sub.add_option("--session", args->session,
                      "Keep the conversation in FILE: run on the KV slot geometry, resume from "
                      "FILE if it exists (with its sampler, except the sampling flags given), "
-                     "save it after the reply, or when interrupted by SIGINT/SIGTERM (--ctx does "
-                     "not apply)")
+                     "save it after the reply, or when interrupted by SIGINT/SIGTERM")
           ->check(non_empty("a session file path"));
-      sub.add_option("--slots", args->slots,
-                     "With --session or --memory: KV slots per global layer")
+      sub.add_option("--slots", args->slots, "KV slots per global layer of the ring")
           ->check(integer_in(1, 1 << 30))
           ->capture_default_str();
-      sub.add_option("--recall-slots", args->recall, "With --session or --memory: recall slots")
+      sub.add_option("--recall-slots", args->recall, "Recall slots of the ring (tier 3)")
           ->check(integer_in(0, 1 << 30))
           ->capture_default_str();
       sub.add_option("--memory", args->memory,

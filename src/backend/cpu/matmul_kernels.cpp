@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/quant.h"
 
@@ -14,10 +15,36 @@ int64_t matmul_row_granule(GgmlType, int64_t) {
   return 16;
 }
 
+namespace {
+
+// The block types of quant_kernels.h: each weight row is unpacked once per group of up to
+// max_tokens tokens (dot_multi), whose outputs are the bits `dot` gives for each alone.
+void quant_type_rows(const QuantTypeKernels& qk, const MatmulWeights& w, const MatmulInput& x,
+                     int64_t r0, int64_t r1, float* y, int64_t y_stride) {
+  const int64_t n_blocks = w.cols / qk.block_elems;
+  float out[16];
+  for (int64_t rb = r0; rb < r1; rb += 16) {  // 16 rows stay in cache while the tokens pass
+    const int64_t re = std::min(rb + 16, r1);
+    for (int64_t t0 = 0; t0 < x.n; t0 += qk.max_tokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(qk.max_tokens, x.n - t0));
+      const uint8_t* xq = x.xq + static_cast<size_t>(t0) * x.xq_row_bytes;
+      for (int64_t r = rb; r < re; ++r) {
+        qk.dot_multi(w.data + static_cast<size_t>(r) * w.row_bytes, xq, x.xq_row_bytes, nt,
+                     n_blocks, out);
+        for (int t = 0; t < nt; ++t) y[(t0 + t) * y_stride + r] = out[t];
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
+  if (const QuantTypeKernels* qk = quant_type_kernels(w.type))
+    return quant_type_rows(*qk, w, x, r0, r1, y, y_stride);
   const int64_t nb = w.cols / kQK;
-  const size_t xq_row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  const size_t xq_row_bytes = x.xq_row_bytes;
   // Blocks of 16 rows stay in L1 while every token passes over them.
   for (int64_t rb = r0; rb < r1; rb += 16) {
     const int64_t re = std::min(rb + 16, r1);
@@ -43,6 +70,8 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
             break;
           case GgmlType::Q4_0:
             v = dot_q4_0(wr, xq, nb);
+            break;
+          default:  // quant_type_rows
             break;
         }
         y[t * y_stride + r] = v;

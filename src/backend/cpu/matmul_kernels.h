@@ -28,7 +28,10 @@ struct MatmulInput {
   // Q8_0/Q4_0 weights: activations as Q8_0 blocks, their scales as f32, and each block's
   // sum of q times minus the weight's zero point (128 for Q8_0, 8 for Q4_0), which the int8
   // GEMM adds back after multiplying unsigned weights (w + zero point) by signed q.
+  // Other block types (backend/cpu/quant_kernels.h): xq holds each token's activation blocks
+  // in the format the type's dot takes, xq_row_bytes apart; xd and xcorr are unused.
   const uint8_t* xq = nullptr;     // [n][cols / 32] BlockQ8_0
+  size_t xq_row_bytes = 0;         // bytes of one token's blocks
   const float* xd = nullptr;       // [n][cols / 32]
   const int32_t* xcorr = nullptr;  // [n][cols / 32]
 };

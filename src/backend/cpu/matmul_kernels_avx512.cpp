@@ -1,6 +1,6 @@
 // AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
 // load and stream straight from the mapping. Prompt (many tokens):
-//   Q8_0/Q4_0: 32-row panels are repacked once into a lanes-are-rows layout, then a register
+//   Q8_0/Q4_0/Q5_0: 32-row panels are repacked once into a lanes-are-rows layout, then a register
 //              tile of 32 rows x T tokens: per 32-element block, 8 steps of vpdpbusd(u8
 //              weights + zero point, broadcast 4 int8 activations), then one f32 FMA with
 //              d_w * d_x;
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -41,8 +42,46 @@ constexpr int kQuantTileTokens = 4;
 constexpr int kFloatTileRows = 8;  // float GEMM tile: 8 rows x 3 tokens, 24 accumulators
 constexpr int kFloatTileTokens = 3;
 
+// The block types with Q8_0 activations that these loops handle (the others: quant_kernels.h).
 bool is_quant(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q5_0;
+}
+
+// Weight formats of the int8 loops: block bytes and where the quants start.
+enum class QuantKind { q8_0, q4_0, q5_0 };
+
+template <QuantKind K>
+constexpr int64_t block_bytes() {
+  return K == QuantKind::q8_0 ? 34 : K == QuantKind::q4_0 ? 18 : 22;
+}
+
+// The 32 quants of a block as u8 with the type's zero point added (Q8_0: q + 128; Q4_0:
+// the nibble; Q5_0: the nibble with its fifth bit, 0..31).
+template <QuantKind K>
+__m256i unsigned_quants(const uint8_t* block) {
+  if constexpr (K == QuantKind::q8_0) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  } else {
+    const __m128i q =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + (K == QuantKind::q4_0 ? 2 : 6)));
+    const __m256i nib =
+        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+    if constexpr (K == QuantKind::q4_0) {
+      return nib;
+    } else {
+      uint32_t qh;
+      std::memcpy(&qh, block + 2, sizeof(qh));
+      return _mm256_or_si256(nib, _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10)));
+    }
+  }
+}
+
+// The same quants signed (q - zero point).
+template <QuantKind K>
+__m256i signed_quants(const uint8_t* block) {
+  constexpr int zero = K == QuantKind::q8_0 ? 128 : K == QuantKind::q4_0 ? 8 : 16;
+  return _mm256_sub_epi8(unsigned_quants<K>(block), _mm256_set1_epi8(static_cast<char>(zero)));
 }
 
 bool use_gemm(GgmlType t, int64_t n) {
@@ -57,12 +96,6 @@ float scale_at(const uint8_t* p) {  // the f16 scale at the start of a block
 
 __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-__m256i unpack_q4(const uint8_t* qs) {  // 16 bytes of nibbles -> 32 int8 in [-8, 7]
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
-  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
 }
 
 __mmask16 lane_mask(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
@@ -88,9 +121,9 @@ uint8_t* thread_scratch(size_t bytes) {
 // lane does exactly what a lane of quant_tile does — per block, the exact integer dot,
 // converted to f32, times (d_w * d_x), fused into the running sum in block order — so a
 // token's outputs are bit-identical whether it is decoded alone or batched in a prompt.
-template <bool kQ4>
+template <QuantKind K>
 __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, int64_t nb) {
-  constexpr int64_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  constexpr int64_t kBlock = block_bytes<K>();
   constexpr int kPrefetch = 512;  // bytes ahead in each row: keeps misses in flight
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -101,7 +134,7 @@ __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, int64_t nb) {
     for (int i = 0; i < 4; ++i) {
       const uint8_t* wb = rows[i] + b * kBlock;
       _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetch), _MM_HINT_T0);
-      const __m256i qw = kQ4 ? unpack_q4(wb + 2) : load256(wb + 2);
+      const __m256i qw = K == QuantKind::q8_0 ? load256(wb + 2) : signed_quants<K>(wb);
       // |w| (u8) times x with w's sign: vpdpbusd wants unsigned x signed.
       p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
                                  _mm256_sign_epi8(qx, qw));
@@ -181,10 +214,13 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
     alignas(16) float out[4];
     switch (w.type) {
       case GgmlType::Q8_0:
-        _mm_store_ps(out, dot4_quant<false>(rows, xq, nb));
+        _mm_store_ps(out, dot4_quant<QuantKind::q8_0>(rows, xq, nb));
         break;
       case GgmlType::Q4_0:
-        _mm_store_ps(out, dot4_quant<true>(rows, xq, nb));
+        _mm_store_ps(out, dot4_quant<QuantKind::q4_0>(rows, xq, nb));
+        break;
+      case GgmlType::Q5_0:
+        _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, nb));
         break;
       case GgmlType::F16:
       case GgmlType::BF16: {
@@ -203,6 +239,8 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
         dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked);
         break;
       }
+      default:  // other block types go through generic::matmul_rows
+        return;
     }
     for (int i = 0; i < 4 && r + i < r1; ++i) y[r + i] = out[i];
   }
@@ -268,11 +306,11 @@ void transpose_16x8(const __m256i rows[16], __m512i out[8]) {
 }
 
 // Packs `valid` rows from row0 into [nb][group 8][half 2][16 rows][4 bytes] unsigned weights
-// (q + 128 for Q8_0, the raw nibble = q + 8 for Q4_0) and scales [nb][half 2][16] f32.
-template <bool kQ4>
+// (unsigned_quants) and scales [nb][half 2][16] f32.
+template <QuantKind K>
 void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* packed,
                       float* scales) {
-  constexpr int64_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  constexpr int64_t kBlock = block_bytes<K>();
   const int64_t nb = w.cols / kQK;
   const __m512i index =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -289,14 +327,7 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
           rows[r] = _mm256_setzero_si256();
           continue;
         }
-        const uint8_t* qs = base + static_cast<size_t>(r) * w.row_bytes + b * kBlock + 2;
-        if constexpr (kQ4) {
-          const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-          rows[r] =
-              _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-        } else {
-          rows[r] = _mm256_xor_si256(load256(qs), _mm256_set1_epi8(static_cast<char>(0x80)));
-        }
+        rows[r] = unsigned_quants<K>(base + static_cast<size_t>(r) * w.row_bytes + b * kBlock);
       }
       __m512i groups[8];
       transpose_16x8(rows, groups);
@@ -382,9 +413,11 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   for (int64_t row0 = r0; row0 < r1; row0 += kPanelRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - row0));
     if (w.type == GgmlType::Q4_0) {
-      pack_quant_panel<true>(w, row0, valid, packed, scales);
+      pack_quant_panel<QuantKind::q4_0>(w, row0, valid, packed, scales);
+    } else if (w.type == GgmlType::Q5_0) {
+      pack_quant_panel<QuantKind::q5_0>(w, row0, valid, packed, scales);
     } else {
-      pack_quant_panel<false>(w, row0, valid, packed, scales);
+      pack_quant_panel<QuantKind::q8_0>(w, row0, valid, packed, scales);
     }
     int64_t t0 = 0;
     for (; t0 + kQuantTileTokens <= x.n; t0 += kQuantTileTokens) {
@@ -491,12 +524,15 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 }  // namespace
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
+  if (!is_quant(type) && cpu::quant_type_kernels(type)) return generic::matmul_row_granule(type, n);
   return use_gemm(type, n) && is_quant(type) ? kPanelRows : 16;
 }
 
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
-  if (!use_gemm(w.type, x.n)) {
+  if (!is_quant(w.type) && cpu::quant_type_kernels(w.type)) {  // other block types: row dots
+    generic::matmul_rows(w, x, r0, r1, y, y_stride);
+  } else if (!use_gemm(w.type, x.n)) {
     matvec_rows(w, x, r0, r1, y, y_stride);
   } else if (is_quant(w.type)) {
     quant_gemm_rows(w, x, r0, r1, y, y_stride);

@@ -1,0 +1,111 @@
+// The scalar table of quant_kernels.h (the references themselves) and the dispatch to the
+// best instruction set this build targets.
+#include "backend/cpu/quant_kernels.h"
+
+#include "backend/cpu/vec_kernels_isa.h"
+#include "ops/quant.h"
+#include "ops/quant_k.h"
+#include "ops/quant_legacy.h"
+
+namespace channel::cpu {
+namespace {
+
+template <float (*kDot)(const void*, const void*, int64_t)>
+void dot_multi_ref(const void* w, const void* x, size_t x_stride, int nt, int64_t n_blocks,
+                   float* out) {
+  for (int t = 0; t < nt; ++t)
+    out[t] = kDot(w, static_cast<const uint8_t*>(x) + t * x_stride, n_blocks);
+}
+
+}  // namespace
+
+const QuantTypeKernels* quant_type_kernels_ref(GgmlType type) {
+  static const QuantTypeKernels q4_1{kQK,
+                                     sizeof(BlockQ8_1),
+                                     quantize_row_q8_1_ref,
+                                     dot_q4_1_ref,
+                                     dequantize_row_q4_1_ref,
+                                     dot_multi_ref<dot_q4_1_ref>,
+                                     4};
+  static const QuantTypeKernels q5_0{kQK,
+                                     sizeof(BlockQ8_0),
+                                     quantize_row_q8_0_ref,
+                                     dot_q5_0_ref,
+                                     dequantize_row_q5_0_ref,
+                                     dot_multi_ref<dot_q5_0_ref>,
+                                     4};
+  static const QuantTypeKernels q5_1{kQK,
+                                     sizeof(BlockQ8_1),
+                                     quantize_row_q8_1_ref,
+                                     dot_q5_1_ref,
+                                     dequantize_row_q5_1_ref,
+                                     dot_multi_ref<dot_q5_1_ref>,
+                                     4};
+  static const QuantTypeKernels q2_k{kQK_K,
+                                     sizeof(BlockQ8_K),
+                                     quantize_row_q8_K_ref,
+                                     dot_q2_K_ref,
+                                     dequantize_row_q2_K_ref,
+                                     dot_multi_ref<dot_q2_K_ref>,
+                                     4};
+  static const QuantTypeKernels q3_k{kQK_K,
+                                     sizeof(BlockQ8_K),
+                                     quantize_row_q8_K_ref,
+                                     dot_q3_K_ref,
+                                     dequantize_row_q3_K_ref,
+                                     dot_multi_ref<dot_q3_K_ref>,
+                                     4};
+  static const QuantTypeKernels q4_k{kQK_K,
+                                     sizeof(BlockQ8_K),
+                                     quantize_row_q8_K_ref,
+                                     dot_q4_K_ref,
+                                     dequantize_row_q4_K_ref,
+                                     dot_multi_ref<dot_q4_K_ref>,
+                                     4};
+  static const QuantTypeKernels q5_k{kQK_K,
+                                     sizeof(BlockQ8_K),
+                                     quantize_row_q8_K_ref,
+                                     dot_q5_K_ref,
+                                     dequantize_row_q5_K_ref,
+                                     dot_multi_ref<dot_q5_K_ref>,
+                                     4};
+  static const QuantTypeKernels q6_k{kQK_K,
+                                     sizeof(BlockQ8_K),
+                                     quantize_row_q8_K_ref,
+                                     dot_q6_K_ref,
+                                     dequantize_row_q6_K_ref,
+                                     dot_multi_ref<dot_q6_K_ref>,
+                                     4};
+  switch (type) {
+    case GgmlType::Q4_1:
+      return &q4_1;
+    case GgmlType::Q5_0:
+      return &q5_0;
+    case GgmlType::Q5_1:
+      return &q5_1;
+    case GgmlType::Q2_K:
+      return &q2_k;
+    case GgmlType::Q3_K:
+      return &q3_k;
+    case GgmlType::Q4_K:
+      return &q4_k;
+    case GgmlType::Q5_K:
+      return &q5_k;
+    case GgmlType::Q6_K:
+      return &q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+const QuantTypeKernels* quant_type_kernels(GgmlType type) {
+#if defined(CHANNEL_CPU_AVX512)
+  return avx512::quant_type_kernels(type);
+#elif defined(CHANNEL_CPU_AVX2)
+  return avx2::quant_type_kernels(type);
+#else
+  return quant_type_kernels_ref(type);
+#endif
+}
+
+}  // namespace channel::cpu

@@ -1,0 +1,129 @@
+// The shared generation loop (generation_loop.h).
+#include "chat/generation_loop.h"
+
+#include <algorithm>
+
+#include "chat/chat_formatter.h"
+#include "chat/json_prefix.h"
+
+namespace channel {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::tool_calls: return "tool_calls";
+    case FinishReason::interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+namespace {
+
+// The end of the longest prefix of `text` that is whole UTF-8 characters.
+size_t utf8_boundary(const std::string& text, size_t end) {
+  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return end;
+}
+
+}  // namespace
+
+GenerationResult run_generation(StreamSession& stream, const ReplyOptions& options,
+                                std::span<const std::string> template_stops) {
+  const Tokenizer& tok = stream.tokenizer();
+  if (options.sampling) stream.set_sampler(*options.sampling);
+  GenerationResult r;
+  // In JSON mode the object's end ends the reply; stop strings could cut it apart.
+  std::vector<std::string> stops;
+  if (!options.json_object) {
+    stops.assign(template_stops.begin(), template_stops.end());
+    for (const std::string& s : options.stop)
+      if (!s.empty()) stops.push_back(s);
+  }
+  const size_t n_template_stops = options.json_object ? 0 : template_stops.size();
+  size_t hold = 0;  // bytes kept back while they may still begin a stop string
+  for (const std::string& s : stops) hold = std::max(hold, s.size() - 1);
+
+  bool client_alive = true;
+  size_t emitted = 0;
+  const auto emit = [&](size_t upto) {
+    if (upto > emitted && client_alive && options.on_text) {
+      client_alive = options.on_text(std::string_view(r.text).substr(emitted, upto - emitted));
+    }
+    emitted = std::max(emitted, upto);
+  };
+  bool in_call = options.prefix_is_call;
+  if (!options.prefix.empty()) {
+    const std::vector<int32_t> ids = tok.encode(options.prefix, false, true);
+    if (in_call) {
+      stream.append(SpanType::tool_call, ids);
+    } else {
+      stream.feed(SpanType::response_sentence, ids);
+    }
+    r.text = options.prefix;
+  }
+  JsonPrefix json;
+  const auto allowed = [&](int32_t t) {
+    if (tok.is_end_of_generation(t)) return json.complete();
+    if (tok.is_control(t)) return false;
+    JsonPrefix probe = json;
+    return probe.push(tok.token_to_piece(t, false));
+  };
+  while (r.n_tokens < options.max_tokens) {
+    if (options.between_tokens) options.between_tokens();
+    const SpanType type = in_call ? SpanType::tool_call : SpanType::response_sentence;
+    const GeneratedToken g = options.json_object ? stream.next(EogPolicy::stop, allowed, type)
+                                                 : stream.next(EogPolicy::stop, type);
+    if (g.end_of_generation) {
+      r.finish = FinishReason::stop;
+      break;
+    }
+    ++r.n_tokens;
+    const size_t before = r.text.size();
+    r.text += g.text;
+    if (!in_call && !options.tool_marker.empty()) {
+      const size_t m = options.tool_marker.size();
+      in_call = r.text.find(options.tool_marker, before >= m ? before - m + 1 : 0) != std::string::npos;
+    }
+    if (options.json_object) {
+      json.push(tok.token_to_piece(g.token, false));
+      if (json.complete()) {
+        if (options.prefix.empty()) r.text = std::string(trim_whitespace(r.text));
+        if (!options.suffix.empty()) {
+          stream.feed(in_call ? SpanType::tool_call : SpanType::response_sentence,
+                      tok.encode(options.suffix, false, true));
+          r.text += options.suffix;
+        }
+        r.finish = FinishReason::stop;
+        break;
+      }
+    }
+    size_t cut = std::string::npos;
+    bool is_template_stop = false;
+    for (size_t i = 0; i < stops.size(); ++i) {
+      const size_t from = before >= stops[i].size() ? before - stops[i].size() + 1 : 0;
+      const size_t at = r.text.find(stops[i], from);
+      if (at != std::string::npos && at < cut) {
+        cut = at;
+        is_template_stop = i < n_template_stops;
+      }
+    }
+    // A template's line-end stop before any text is the model's spacing, not an end.
+    if (cut != std::string::npos &&
+        !(is_template_stop && trim_whitespace(r.text.substr(0, cut)).empty())) {
+      r.text.resize(cut);
+      r.finish = FinishReason::stop;
+      r.template_stop = is_template_stop;
+      break;
+    }
+    emit(utf8_boundary(r.text, r.text.size() > hold ? r.text.size() - hold : 0));
+    if (!client_alive || (options.interrupt && options.interrupt->load())) {
+      r.finish = FinishReason::interrupted;
+      break;
+    }
+  }
+  emit(r.text.size());
+  return r;
+}
+
+}  // namespace channel

@@ -1,0 +1,250 @@
+// `channel serve` driven by the official openai npm client: models, chat (plain and
+// streaming), tools and tool results, json_object, stop / seed / max_tokens, completions,
+// named sessions, and errors (400, 401, 404, 413, 429, 503) in OpenAI's shape; a client
+// that disconnects mid-stream leaves the server serving.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { startServer, FACT, QUESTION } from "./server.mjs";
+
+let server, client;
+before(async () => {
+  server = await startServer(["--temp", "0", "--max-sessions", "2", "--max-body-kib", "64", "--max-prompt-tokens", "2000"]);
+  client = new OpenAI({ baseURL: server.base + "/v1", apiKey: "unused", maxRetries: 0 });
+});
+after(async () => {
+  assert.equal(await server.stop(), 0, "the server exits cleanly on SIGTERM");
+});
+
+const lookup = {
+  type: "function",
+  function: {
+    name: "lookup",
+    description: "Look a word up in the dictionary.",
+    parameters: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+  },
+};
+
+test("models list the served model", async () => {
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ["channel"]);
+  const m = await client.models.retrieve("channel");
+  assert.equal(m.id, "channel");
+});
+
+test("chat: the system prompt is in the anchors", async () => {
+  const r = await client.chat.completions.create({
+    model: "channel",
+    messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }],
+  });
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.choices[0].message.role, "assistant");
+  assert.equal(r.choices[0].message.content, "48213.");
+  assert.equal(r.choices[0].finish_reason, "stop");
+  assert.ok(r.usage.prompt_tokens > 10 && r.usage.completion_tokens > 0);
+});
+
+test("chat: streaming over SSE ends with [DONE]", async () => {
+  const stream = await client.chat.completions.create({
+    model: "channel",
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }],
+  });
+  let text = "", chunks = 0, finish = null, usage = null;
+  for await (const chunk of stream) {
+    chunks++;
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices.length) continue;
+    text += chunk.choices[0].delta.content ?? "";
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  assert.equal(text, "48213.");
+  assert.ok(chunks >= 4, `${chunks} chunks`);
+  assert.equal(finish, "stop");
+  assert.ok(usage && usage.completion_tokens > 0);
+});
+
+test("tools: a named tool_choice returns a structured call, and its result goes back", async () => {
+  const r = await client.chat.completions.create({
+    model: "channel",
+    messages: [{ role: "user", content: "What does lamp mean?" }],
+    tools: [lookup],
+    tool_choice: { type: "function", function: { name: "lookup" } },
+    max_tokens: 40,
+  });
+  const choice = r.choices[0];
+  assert.equal(choice.finish_reason, "tool_calls");
+  assert.equal(choice.message.tool_calls.length, 1);
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.type, "function");
+  assert.equal(call.function.name, "lookup");
+  assert.equal(typeof JSON.parse(call.function.arguments), "object");
+  // The call and its result are history now; the model answers after them.
+  const r2 = await client.chat.completions.create({
+    model: "channel",
+    messages: [
+      { role: "user", content: "What does lamp mean?" },
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "tool", tool_call_id: call.id, content: "A lamp is a device that gives light." },
+    ],
+    tools: [lookup],
+    max_tokens: 20,
+  });
+  assert.equal(r2.choices[0].message.role, "assistant");
+  assert.ok(["stop", "length", "tool_calls"].includes(r2.choices[0].finish_reason));
+  // Streaming with tools sends the call as a tool_calls delta.
+  const stream = await client.chat.completions.create({
+    model: "channel", stream: true, tools: [lookup], max_tokens: 40,
+    tool_choice: { type: "function", function: { name: "lookup" } },
+    messages: [{ role: "user", content: "Look up harbour." }],
+  });
+  let calls = [], finish = null;
+  for await (const chunk of stream) {
+    const d = chunk.choices[0]?.delta;
+    if (d?.tool_calls) calls = calls.concat(d.tool_calls);
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(finish, "tool_calls");
+  assert.equal(calls[0].function.name, "lookup");
+});
+
+test("response_format json_object gives a JSON object", async () => {
+  const r = await client.chat.completions.create({
+    model: "channel",
+    messages: [{ role: "user", content: "Describe a dog as JSON." }],
+    response_format: { type: "json_object" },
+    max_tokens: 80,
+  });
+  const content = r.choices[0].message.content;
+  const parsed = JSON.parse(content);
+  assert.equal(typeof parsed, "object");
+  assert.ok(!Array.isArray(parsed));
+});
+
+test("max_tokens, stop, seed and temperature", async () => {
+  const base = { model: "channel", messages: [{ role: "user", content: "Tell me about the harbour." }] };
+  const short = await client.chat.completions.create({ ...base, max_tokens: 3 });
+  assert.equal(short.choices[0].finish_reason, "length");
+  assert.equal(short.usage.completion_tokens, 3);
+  const a = await client.chat.completions.create({ ...base, temperature: 1.0, top_p: 0.9, seed: 7, max_tokens: 12 });
+  const b = await client.chat.completions.create({ ...base, temperature: 1.0, top_p: 0.9, seed: 7, max_tokens: 12 });
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content, "same seed, same text");
+  const stopped = await client.chat.completions.create({
+    model: "channel", messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }], stop: ["2"],
+  });
+  assert.equal(stopped.choices[0].message.content, "48");
+});
+
+test("completions", async () => {
+  const r = await client.completions.create({ model: "channel", prompt: "The harbour of the town", max_tokens: 6 });
+  assert.equal(r.object, "text_completion");
+  assert.ok(r.choices[0].text.length > 0);
+  assert.equal(r.usage.completion_tokens, 6);
+});
+
+test("errors are OpenAI-shaped and the server stays up", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && e.code === "model_not_found");
+  await assert.rejects(
+    client.chat.completions.create({ model: "channel", messages: [{ role: "user", content: "hi" }], temperature: 5 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "temperature");
+  await assert.rejects(
+    client.chat.completions.create({ model: "channel", messages: [] }),
+    (e) => e.status === 400 && e.param === "messages");
+  await assert.rejects(
+    client.chat.completions.create({ model: "channel", messages: [{ role: "wizard", content: "hi" }] }),
+    (e) => e.status === 400 && e.param === "messages[0].role");
+  await assert.rejects(
+    client.chat.completions.create({ model: "channel", messages: [{ role: "user", content: "word ".repeat(3000) }] }),
+    (e) => e.status === 400 && e.code === "context_length_exceeded");
+  // Malformed JSON and an oversized body, straight over HTTP.
+  let r = await fetch(server.base + "/v1/chat/completions", { method: "POST", body: "{not json" });
+  assert.equal(r.status, 400);
+  assert.equal((await r.json()).error.type, "invalid_request_error");
+  r = await fetch(server.base + "/v1/chat/completions", { method: "POST", body: JSON.stringify({ pad: "x".repeat(100000) }) });
+  assert.equal(r.status, 413);
+  assert.ok((await r.json()).error.message.includes("larger"));
+  r = await fetch(server.base + "/v1/nothing");
+  assert.equal(r.status, 404);
+  assert.ok((await r.json()).error);
+  r = await fetch(server.base + "/health");
+  assert.equal((await r.json()).status, "ok");
+});
+
+test("a client that disconnects mid-stream leaves the server serving", async () => {
+  const controller = new AbortController();
+  const stream = await client.chat.completions.create(
+    { model: "channel", stream: true, max_tokens: 400, temperature: 0.8, messages: [{ role: "user", content: "Tell me a long story." }] },
+    { signal: controller.signal });
+  let n = 0;
+  try {
+    for await (const chunk of stream) { if (++n === 3) controller.abort(); }
+  } catch (e) {
+    // the client reports the abort as an error or ends the stream; either way it is gone
+  }
+  assert.ok(n >= 3);
+  const r = await client.chat.completions.create({
+    model: "channel", messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }],
+  });
+  assert.equal(r.choices[0].message.content, "48213.");
+});
+
+test("named sessions: a conversation that lives on the server", async () => {
+  const post = (p, body) => fetch(server.base + p, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  let r = await post("/v1/sessions", { name: "s1", system: FACT });
+  assert.equal(r.status, 201);
+  const created = await r.json();
+  assert.ok(created.tiers.anchors > 10);
+  r = await post("/v1/sessions/s1/messages", { messages: [{ role: "user", content: QUESTION }] });
+  const reply = await r.json();
+  assert.equal(reply.choices[0].message.content, "48213.");
+  assert.ok(reply.session.clock > created.clock);
+  assert.ok(reply.session.window_spans.some((s) => s.type === "user"));
+  r = await fetch(server.base + "/v1/sessions/s1");
+  const state = await r.json();
+  assert.equal(state.transcript.length, 2);
+  assert.equal(state.tiers.slots, 4096);
+  // The probe runs a thought on the ring and rolls it back.
+  r = await post("/v1/sessions/s1/probe", { text: "Question: " + QUESTION + "\nAnswer:", top_k: 3 });
+  const probe = await r.json();
+  assert.equal(probe.rolled_back, true);
+  assert.equal(probe.next.length, 3);
+  assert.equal((await (await fetch(server.base + "/v1/sessions/s1")).json()).clock, state.clock);
+  // Limits and unknown names.
+  assert.equal((await post("/v1/sessions", { name: "s1" })).status, 400);
+  assert.equal((await post("/v1/sessions", { name: "s2" })).status, 201);
+  r = await post("/v1/sessions", { name: "s3" });
+  assert.equal(r.status, 429);
+  assert.equal((await r.json()).error.code, "too_many_sessions");
+  r = await post("/v1/sessions/nope/messages", { messages: [{ role: "user", content: "hi" }] });
+  assert.equal(r.status, 404);
+  assert.equal((await r.json()).error.code, "session_not_found");
+  r = await post("/v1/sessions/s1/save", {});
+  assert.equal(r.status, 400, "no --data-dir: nowhere to save");
+  assert.equal((await fetch(server.base + "/v1/sessions/s2", { method: "DELETE" })).status, 200);
+  const metrics = await (await fetch(server.base + "/metrics")).text();
+  assert.match(metrics, /channel_completion_tokens_total \d+/);
+  assert.match(metrics, /channel_requests_total\{route="\/v1\/chat\/completions",status="200"\} \d+/);
+  assert.match(metrics, /channel_named_sessions 1/);
+});
+
+test("an API key is required when set; 503 when every generation slot is busy", async () => {
+  const keyed = await startServer(["--temp", "0", "--api-key", "sekrit", "--max-concurrent", "1"]);
+  try {
+    const bad = new OpenAI({ baseURL: keyed.base + "/v1", apiKey: "wrong", maxRetries: 0 });
+    await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+    const good = new OpenAI({ baseURL: keyed.base + "/v1", apiKey: "sekrit", maxRetries: 0 });
+    assert.equal((await good.models.list()).data[0].id, "channel");
+    // A plain completion has no one-line stop: it runs until max_tokens.
+    const long = good.completions.create({ model: "channel", max_tokens: 2000, temperature: 0.8, prompt: "The history of the harbour" });
+    await new Promise((r) => setTimeout(r, 300));
+    await assert.rejects(
+      good.chat.completions.create({ model: "channel", messages: [{ role: "user", content: "hi" }] }),
+      (e) => e.status === 503 && e.error?.type === "server_overloaded");
+    await long;
+  } finally {
+    assert.equal(await keyed.stop(), 0);
+  }
+});

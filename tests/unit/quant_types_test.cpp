@@ -1,0 +1,451 @@
+// Q4_1, Q5_0, Q5_1 and the K-quants: the scalar references against their definitions
+// (dequantized float dots, round trips), every compiled SIMD table against the references at
+// awkward block counts and misaligned rows, fuzzed blocks, matmul against matmul_ref with
+// batch-independent outputs, and the load-time errors for bad blocks.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vec_kernels_isa.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
+#include "ops/fp16.h"
+#include "ops/matmul.h"
+#include "ops/quant.h"
+#include "ops/quant_k.h"
+#include "ops/quant_legacy.h"
+#include "ops/quantize.h"
+#include "ops/weight.h"
+#include "util/error.h"
+
+namespace channel {
+namespace {
+
+constexpr GgmlType kNewTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                                  GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+std::string name_of(GgmlType t) {
+  return ggml_type_name(static_cast<uint32_t>(t));
+}
+
+// Byte offsets of a block's f16 factors (scale, then minimum where the type has one).
+std::vector<int> factor_offsets(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q5_0:
+      return {0};
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return {0, 2};
+    case GgmlType::Q2_K:
+      return {80, 82};
+    case GgmlType::Q3_K:
+      return {108};
+    case GgmlType::Q6_K:
+      return {208};
+    default:
+      return {};
+  }
+}
+
+int64_t block_bytes(GgmlType t) {
+  return ggml_type_traits(static_cast<uint32_t>(t))->block_bytes;
+}
+
+// n_blocks random blocks after `pad` bytes: every quant and scale bit random, the f16 factors
+// sane (finite, |x| <= 0.05) unless `fuzz`, when they are random bits too (NaN, inf, ...).
+std::vector<uint8_t> random_blocks(GgmlType t, int64_t n_blocks, uint32_t seed, int pad,
+                                   bool fuzz = false) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(static_cast<size_t>(n_blocks * block_bytes(t) + pad));
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  if (fuzz) return v;
+  std::uniform_real_distribution<float> f(-0.05f, 0.05f);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    for (int off : factor_offsets(t)) {
+      const uint16_t h = fp32_to_fp16(f(rng));
+      std::memcpy(v.data() + pad + i * block_bytes(t) + off, &h, 2);
+    }
+  }
+  return v;
+}
+
+std::vector<float> random_floats(int64_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// The activation blocks of a type's dot, dequantized (Q8_0, Q8_1 or Q8_K).
+std::vector<float> dequantize_activations(GgmlType t, const uint8_t* xq, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(k));
+  const int64_t elems = cpu::quant_type_kernels_ref(t)->block_elems;
+  for (int64_t b = 0; b < k / elems; ++b) {
+    if (elems == kQK_K) {
+      BlockQ8_K blk;
+      std::memcpy(&blk, xq + b * sizeof(BlockQ8_K), sizeof(blk));
+      for (int j = 0; j < kQK_K; ++j) out[b * kQK_K + j] = blk.d * blk.qs[j];
+    } else if (t == GgmlType::Q5_0) {
+      dequantize_row_q8_0_ref(xq + b * sizeof(BlockQ8_0), out.data() + b * kQK, kQK);
+    } else {
+      BlockQ8_1 blk;
+      std::memcpy(&blk, xq + b * sizeof(BlockQ8_1), sizeof(blk));
+      for (int j = 0; j < kQK; ++j) out[b * kQK + j] = fp16_to_fp32(blk.d) * blk.qs[j];
+    }
+  }
+  return out;
+}
+
+struct Table {
+  std::string name;
+  const cpu::QuantTypeKernels* (*get)(GgmlType);
+};
+
+std::vector<Table> all_tables() {
+  std::vector<Table> t = {{"dispatch", cpu::quant_type_kernels}};
+#if defined(CHANNEL_CPU_AVX2)
+  t.push_back({"avx2", cpu::avx2::quant_type_kernels});
+#endif
+#if defined(CHANNEL_CPU_AVX512)
+  t.push_back({"avx512", cpu::avx512::quant_type_kernels});
+#endif
+  return t;
+}
+
+TEST(QuantTypesRef, DotsMatchDequantizedFloatDots) {
+  for (GgmlType t : kNewTypes) {
+    const cpu::QuantTypeKernels* ref = cpu::quant_type_kernels_ref(t);
+    ASSERT_NE(ref, nullptr) << name_of(t);
+    for (int64_t nb : {1, 3, 7}) {
+      SCOPED_TRACE(name_of(t) + " blocks=" + std::to_string(nb));
+      const int64_t k = nb * ref->block_elems;
+      const auto w = random_blocks(t, nb, static_cast<uint32_t>(nb * 7 + 1), 0);
+      const auto x = random_floats(k, static_cast<uint32_t>(nb), 2.0f);
+      std::vector<uint8_t> xq(static_cast<size_t>(nb * ref->act_block_bytes));
+      ref->quantize_act(x.data(), xq.data(), k);
+      const std::vector<float> xd = dequantize_activations(t, xq.data(), k);
+      std::vector<float> wd(static_cast<size_t>(k));
+      ref->dequantize(w.data(), wd.data(), k);
+      double want = 0.0, mag = 0.0;
+      for (int64_t i = 0; i < k; ++i) {
+        want += static_cast<double>(wd[i]) * xd[i];
+        mag += std::fabs(static_cast<double>(wd[i]) * xd[i]);
+      }
+      // Q8_1 carries the minimum through s = f16(d * sum q): relative error 2^-11 of that term.
+      EXPECT_NEAR(ref->dot(w.data(), xq.data(), nb), want, 1e-3 * mag + 1e-5);
+    }
+  }
+}
+
+TEST(QuantTypesRef, LegacyQuantizersRoundTripWithinHalfAStep) {
+  struct Case {
+    GgmlType type;
+    void (*quantize)(const float*, void*, int64_t);
+    int levels;
+  };
+  for (const Case& c : {Case{GgmlType::Q4_1, quantize_row_q4_1_ref, 15},
+                        Case{GgmlType::Q5_0, quantize_row_q5_0_ref, 31},
+                        Case{GgmlType::Q5_1, quantize_row_q5_1_ref, 31}}) {
+    const int64_t k = 4 * kQK;
+    const auto x = random_floats(k, 9);
+    std::vector<uint8_t> q(static_cast<size_t>(4 * block_bytes(c.type)));
+    c.quantize(x.data(), q.data(), k);
+    std::vector<float> y(static_cast<size_t>(k));
+    cpu::quant_type_kernels_ref(c.type)->dequantize(q.data(), y.data(), k);
+    for (int64_t b = 0; b < 4; ++b) {
+      float lo = x[b * kQK], hi = lo;
+      for (int j = 0; j < kQK; ++j) {
+        lo = std::min(lo, x[b * kQK + j]);
+        hi = std::max(hi, x[b * kQK + j]);
+      }
+      // Q4_1/Q5_1 span [min, max] in `levels` steps: within half a step. Q5_0's step is
+      // amax / 16, and the end opposite the signed maximum is clamped at 15 steps: one step.
+      const float tol = c.type == GgmlType::Q5_0 ? std::max(-lo, hi) / 16.0f
+                                                 : 0.5f * (hi - lo) / static_cast<float>(c.levels);
+      for (int j = 0; j < kQK; ++j)
+        EXPECT_NEAR(y[b * kQK + j], x[b * kQK + j], tol * 1.01f + 1e-3f)
+            << name_of(c.type) << " block " << b << " element " << j;
+    }
+  }
+}
+
+TEST(QuantTypesRef, Q8KScalesByTheSignedMaximumAndSumsEvery16) {
+  auto x = random_floats(2 * kQK_K, 4);
+  x[37] = -9.0f;  // the largest magnitude: it maps to -127 and d = -max / 127
+  std::vector<BlockQ8_K> q(2);
+  quantize_row_q8_K_ref(x.data(), q.data(), 2 * kQK_K);
+  EXPECT_EQ(q[0].qs[37], -127);
+  EXPECT_FLOAT_EQ(q[0].d, 9.0f / 127.0f);
+  for (int b = 0; b < 2; ++b) {
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += q[b].qs[16 * g + j];
+      EXPECT_EQ(q[b].bsums[g], sum);
+    }
+    for (int j = 0; j < kQK_K; ++j)
+      EXPECT_NEAR(q[b].d * q[b].qs[j], x[b * kQK_K + j], std::fabs(q[b].d) * 0.5f + 1e-6f);
+  }
+  std::vector<float> zeros(kQK_K, 0.0f);
+  quantize_row_q8_K_ref(zeros.data(), q.data(), kQK_K);
+  EXPECT_EQ(q[0].d, 0.0f);
+  EXPECT_EQ(q[0].bsums[3], 0);
+}
+
+// The unpacked form reads each type's bit layout: check a hand-built Q4_K and Q6_K block.
+TEST(QuantTypesRef, KBlockLayouts) {
+  BlockQ4_K b4{};
+  b4.d = fp32_to_fp16(1.0f);
+  b4.dmin = fp32_to_fp16(0.5f);
+  b4.scales[1] = 3;      // sub-block 1 (elements 32..63): scale 3
+  b4.scales[5] = 2;      // ... minimum 2
+  b4.scales[8] = 0x75;   // sub-block 4: scale low 5, minimum low 7
+  b4.scales[0] = 0x40;   // sub-block 4: scale high bits 1 (+16); sub-block 0 scale 0
+  b4.qs[1] = 0x9a;       // element 1: 0xa, element 33: 0x9
+  b4.qs[64 + 2] = 0x0c;  // element 130: 0xc (sub-block 4)
+  std::vector<float> y(kQK_K);
+  dequantize_row_q4_K_ref(&b4, y.data(), kQK_K);
+  EXPECT_EQ(y[1], 0.0f);                  // scale 0, minimum 0
+  EXPECT_EQ(y[33], 3.0f * 9 - 0.5f * 2);  // sub-block 1
+  EXPECT_EQ(y[130], 21.0f * 12 - 0.5f * 7);
+
+  BlockQ6_K b6{};
+  b6.d = fp32_to_fp16(0.25f);
+  for (int g = 0; g < 16; ++g) b6.scales[g] = static_cast<int8_t>(g - 8);
+  b6.ql[64 + 32 + 5] = 0x3f;  // half 1: element 128 + 32 + 5 low 0xf, element 128 + 96 + 5 low 3
+  b6.qh[32 + 5] = 0xc4;       // bits 2..3 = 1 (element 165), bits 6..7 = 3 (element 229)
+  dequantize_row_q6_K_ref(&b6, y.data(), kQK_K);
+  EXPECT_EQ(y[165], 0.25f * (165 / 16 - 8) * ((0xf | (1 << 4)) - 32));
+  EXPECT_EQ(y[229], 0.25f * (229 / 16 - 8) * ((0x3 | (3 << 4)) - 32));
+  EXPECT_EQ(y[0], 0.25f * -8 * -32);
+}
+
+// Channel's writers, decoded by the reference dequantizers: the error of every type against
+// the f32 input (Gaussian weights, relative RMS error), ordered by bits, within bounds.
+TEST(QuantTypesWrite, EveryTypeRoundTripsThroughTheReferenceDequantizer) {
+  struct Case {
+    GgmlType type;
+    double max_rel_rms;
+  };
+  const Case cases[] = {{GgmlType::Q2_K, 0.40},  {GgmlType::Q3_K, 0.22},  {GgmlType::Q4_K, 0.11},
+                        {GgmlType::Q5_K, 0.055}, {GgmlType::Q6_K, 0.028}, {GgmlType::Q4_1, 0.11},
+                        {GgmlType::Q5_0, 0.08},  {GgmlType::Q5_1, 0.055}, {GgmlType::Q8_0, 0.01},
+                        {GgmlType::Q4_0, 0.15}};
+  const int64_t k = 8 * kQK_K;
+  auto x = random_floats(k, 77, 0.02f);
+  for (int i = 0; i < 40; ++i) x[static_cast<size_t>(i * 51)] *= 6.0f;  // some outliers
+  double signal = 0;
+  for (float v : x) signal += static_cast<double>(v) * v;
+  double last = 1.0;
+  for (const Case& c : cases) {
+    const auto traits = *ggml_type_traits(static_cast<uint32_t>(c.type));
+    std::vector<uint8_t> q(ggml_row_bytes(traits, k));
+    quantize_row(c.type, x.data(), q.data(), k);
+    std::vector<float> y(static_cast<size_t>(k));
+    if (const auto* ref = cpu::quant_type_kernels_ref(c.type)) {
+      ref->dequantize(q.data(), y.data(), k);
+    } else if (c.type == GgmlType::Q8_0) {
+      dequantize_row_q8_0_ref(q.data(), y.data(), k);
+    } else {
+      dequantize_row_q4_0_ref(q.data(), y.data(), k);
+    }
+    double err = 0;
+    for (int64_t i = 0; i < k; ++i) err += std::pow(static_cast<double>(y[i]) - x[i], 2);
+    const double rel = std::sqrt(err / signal);
+    std::printf("[ quantize ] %-5s relative rms error %.4f\n", name_of(c.type).c_str(), rel);
+    EXPECT_LE(rel, c.max_rel_rms) << name_of(c.type);
+    if (traits.block_elems == kQK_K) {  // more bits, less error
+      EXPECT_LT(rel, last) << name_of(c.type);
+      last = rel;
+    }
+    EXPECT_EQ(
+        first_nonfinite_scale_block(c.type, q.data(), k / traits.block_elems, traits.block_bytes),
+        -1);
+  }
+}
+
+TEST(QuantTypesSimd, EveryTableMatchesTheReferenceAtAwkwardSizes) {
+  for (const Table& table : all_tables()) {
+    for (GgmlType t : kNewTypes) {
+      const cpu::QuantTypeKernels* K = table.get(t);
+      const cpu::QuantTypeKernels* R = cpu::quant_type_kernels_ref(t);
+      ASSERT_NE(K, nullptr) << table.name << " " << name_of(t);
+      for (int64_t nb : {1, 2, 3, 5, 9, 13}) {
+        for (int pad = 0; pad < 4; pad += 3) {
+          SCOPED_TRACE(table.name + " " + name_of(t) + " blocks=" + std::to_string(nb) +
+                       " pad=" + std::to_string(pad));
+          const int64_t k = nb * R->block_elems;
+          const auto x_all = random_floats(k + pad, static_cast<uint32_t>(nb * 3 + pad), 1.5f);
+          const float* x = x_all.data() + pad;
+          std::vector<uint8_t> xq_all(static_cast<size_t>(nb * R->act_block_bytes + pad));
+          std::vector<uint8_t> xq_ref(static_cast<size_t>(nb * R->act_block_bytes));
+          uint8_t* xq = xq_all.data() + pad;
+          K->quantize_act(x, xq, k);
+          R->quantize_act(x, xq_ref.data(), k);
+          ASSERT_EQ(std::memcmp(xq, xq_ref.data(), xq_ref.size()), 0) << "activations";
+
+          const auto w_all = random_blocks(t, nb, static_cast<uint32_t>(nb + 100 * pad), pad);
+          const uint8_t* w = w_all.data() + pad;
+          std::vector<float> got(static_cast<size_t>(k + 1), -7.0f), want(static_cast<size_t>(k));
+          K->dequantize(w, got.data(), k);
+          R->dequantize(w, want.data(), k);
+          for (int64_t i = 0; i < k; ++i) ASSERT_EQ(got[i], want[i]) << i;
+          EXPECT_EQ(got[k], -7.0f) << "wrote past the end";
+
+          const std::vector<float> xd = dequantize_activations(t, xq_ref.data(), k);
+          double mag = 0.0;
+          for (int64_t i = 0; i < k; ++i) mag += std::fabs(static_cast<double>(want[i]) * xd[i]);
+          EXPECT_NEAR(K->dot(w, xq, nb), R->dot(w, xq_ref.data(), nb), 2e-5 * mag + 1e-5);
+        }
+      }
+    }
+  }
+}
+
+// Random bits everywhere, scales included (NaN, infinities, subnormals): no kernel reads or
+// writes out of bounds or traps, and the load check finds the first bad block.
+TEST(QuantTypesSimd, FuzzedBlocksAreSafeAndBadScalesAreFound) {
+  for (const Table& table : all_tables()) {
+    for (GgmlType t : kNewTypes) {
+      const cpu::QuantTypeKernels* K = table.get(t);
+      for (uint32_t seed = 0; seed < 20; ++seed) {
+        const int64_t nb = 1 + seed % 4, k = nb * K->block_elems;
+        const auto w = random_blocks(t, nb, seed * 31 + 7, 0, /*fuzz=*/true);
+        std::vector<float> y(static_cast<size_t>(k));
+        K->dequantize(w.data(), y.data(), k);
+        const auto x = random_floats(k, seed);
+        std::vector<uint8_t> xq(static_cast<size_t>(nb * K->act_block_bytes));
+        K->quantize_act(x.data(), xq.data(), k);
+        (void)K->dot(w.data(), xq.data(), nb);
+      }
+      auto w = random_blocks(t, 6, 5, 0);
+      EXPECT_EQ(first_nonfinite_scale_block(t, w.data(), 6, block_bytes(t)), -1) << name_of(t);
+      const uint16_t inf = 0x7c00, nan = 0xfe01;
+      const std::vector<int> offs = factor_offsets(t);
+      std::memcpy(w.data() + 4 * block_bytes(t) + offs.back(), &nan, 2);
+      std::memcpy(w.data() + 5 * block_bytes(t) + offs.front(), &inf, 2);
+      EXPECT_EQ(first_nonfinite_scale_block(t, w.data(), 6, block_bytes(t)), 4) << name_of(t);
+    }
+  }
+}
+
+struct OwnedWeight {
+  std::vector<uint8_t> bytes;
+  TensorInfo info;
+};
+
+OwnedWeight random_weight(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
+  const int64_t per_row = cols / ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
+  OwnedWeight o;
+  o.bytes = random_blocks(t, rows * per_row, seed, 0);
+  o.info.name = "blk.3.ffn_down.weight";
+  o.info.type_id = static_cast<uint32_t>(t);
+  o.info.n_dims = 2;
+  o.info.ne[0] = cols;
+  o.info.ne[1] = rows;
+  o.info.n_bytes = o.bytes.size();
+  o.info.data = o.bytes.data();
+  return o;
+}
+
+// matmul (threaded, SIMD) against matmul_ref, and each token's outputs the same bits alone or
+// in any batch, so chunked prefill and decode agree exactly.
+TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
+  ThreadPool one(1), three(3);
+  for (GgmlType t : kNewTypes) {
+    const int64_t elems = ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
+    for (int64_t cols : {elems, 3 * elems}) {
+      for (int64_t rows : {1, 7, 35}) {
+        SCOPED_TRACE(name_of(t) + " rows=" + std::to_string(rows) +
+                     " cols=" + std::to_string(cols));
+        const OwnedWeight o = random_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));
+        const WeightMatrix w = make_weight_matrix(o.info);
+        const int64_t n = 19;
+        const auto x = random_floats(n * cols, static_cast<uint32_t>(rows));
+        std::vector<float> got(static_cast<size_t>(n * rows)), want(got.size());
+        matmul(w, x.data(), n, got.data(), three);
+        matmul_ref(w, x.data(), n, want.data());
+        std::vector<float> wrow(static_cast<size_t>(cols));
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row(w, r, wrow.data());
+          for (int64_t tok = 0; tok < n; ++tok) {
+            double mag = 0.0;
+            for (int64_t c = 0; c < cols; ++c) mag += std::fabs(wrow[c] * x[tok * cols + c]);
+            ASSERT_NEAR(got[tok * rows + r], want[tok * rows + r], 2e-5 * mag + 1e-6)
+                << "row " << r << " token " << tok;
+          }
+        }
+        std::vector<float> alone(static_cast<size_t>(rows));
+        for (int64_t tok = 0; tok < n; tok += 4) {
+          matmul(w, x.data() + tok * cols, 1, alone.data(), tok % 8 ? one : three);
+          ASSERT_EQ(std::memcmp(alone.data(), got.data() + tok * rows, rows * sizeof(float)), 0)
+              << "token " << tok;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantTypesLoad, NonFiniteScaleIsAOneLineErrorNamingTensorAndType) {
+  for (GgmlType t : kNewTypes) {
+    const int64_t elems = ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
+    OwnedWeight o = random_weight(t, 4, 2 * elems, 3);
+    const uint16_t inf = 0xfc00;
+    std::memcpy(o.bytes.data() + 5 * block_bytes(t) + factor_offsets(t).back(), &inf, 2);
+    try {
+      make_weight_matrix(o.info);
+      ADD_FAILURE() << "no error for " << name_of(t);
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("blk.3.ffn_down.weight"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(name_of(t)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("block 5 (row 2)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("non-finite scale"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(QuantTypesLoad, KQuantRowNotAMultipleOf256IsAOneLineError) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  // 128 elements of q4_K: half a super-block (the bytes of one whole block, so only the
+  // row length is wrong).
+  w.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {64, 2}, std::vector<uint8_t>(512));
+  const std::vector<uint8_t> good = w.to_bytes();
+  // Patch the tensor record: ne[0] = 128 and type q4_K (12), found by the name.
+  std::vector<uint8_t> bad = good;
+  const std::string name = "blk.0.attn_q.weight";
+  const auto at = std::search(bad.begin(), bad.end(), name.begin(), name.end()) - bad.begin();
+  const size_t rec = static_cast<size_t>(at) + name.size();  // n_dims u32, ne u64 x2, type u32
+  const uint64_t ne0 = 128, ne1 = 1;
+  const uint32_t type = 12;
+  std::memcpy(bad.data() + rec + 4, &ne0, 8);
+  std::memcpy(bad.data() + rec + 12, &ne1, 8);
+  std::memcpy(bad.data() + rec + 20, &type, 4);
+  try {
+    GgufFile::from_memory(bad.data(), bad.size(), "k.gguf");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("blk.0.attn_q.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("q4_K"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("256"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace channel

@@ -1,0 +1,82 @@
+// Shared flags of `chat` and `serve` (chat_flags.h).
+#include "chat_flags.h"
+
+#include "cli_common.h"
+#include "memory/recall_method.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace channel::cli {
+
+void add_chat_options(CLI::App& sub, ChatFlags& f) {
+  add_model_option(sub, f.model);
+  sub.add_option("--system", f.system_file,
+                 "System prompt FILE; YAML front matter between --- lines may define tools "
+                 "(name, description, parameters as a JSON schema). Prefilled into the anchors");
+  sub.add_option("--chat-template", f.chat_template,
+                 "Chat template: " + chat_template_names() +
+                     " (default: recognised from the GGUF's tokenizer.chat_template, else channel)");
+  add_threads_option(sub, f.threads);
+  sub.add_option("--slots", f.slots, "KV slots per global layer (the ring)")
+      ->check(integer_in(1, 1 << 30))
+      ->capture_default_str();
+  sub.add_option("--recall-slots", f.recall, "Recall slots (tier 3)")
+      ->check(integer_in(0, 1 << 30))
+      ->capture_default_str();
+  sub.add_option("--memory", f.memory,
+                 "Attach the episodic store FILE (created if missing): episodes closest to each "
+                 "user message are recalled, what leaves the window is stored");
+  sub.add_option("--recall-k", f.recall_k, "With --memory: episodes recalled per user message")
+      ->check(integer_in(0, 1 << 20))
+      ->capture_default_str();
+  sub.add_option("--memory-capacity", f.memory_capacity, "With --memory: episodes a new store holds")
+      ->check(integer_in(1, 1 << 24))
+      ->capture_default_str();
+  sub.add_flag("--no-auto-recall", f.no_auto_recall,
+               "With --memory: no automatic recall at turn boundaries (episodes are still stored)");
+  sub.add_option("--recall-method", f.recall_method, "With --memory: auto, centroid, keys, proj, hybrid")
+      ->capture_default_str();
+  sub.add_option("--recall-velocity", f.recall_velocity,
+                 "With --memory: also recall when the hidden state moves by more than this "
+                 "factor of its running mean (0: off)")
+      ->capture_default_str();
+  sub.add_option("-n,--max-tokens", f.max_tokens, "Most tokens per reply")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  add_sampling_options(sub, f.sampling);
+}
+
+void validate_chat_flags(const ChatFlags& f) {
+  validate(f.sampling.config);
+  if (!parse_recall_method(f.recall_method))
+    throw_error("--recall-method: unknown method '{}' (auto, centroid, keys, proj, hybrid)", f.recall_method);
+  if (!f.chat_template.empty()) chat_template_by_name(f.chat_template, "");
+  if (!f.system_file.empty()) read_system_prompt_file(f.system_file);
+}
+
+ChatTemplateSpec chat_template_for(const ChatFlags& f, const Model& model) {
+  const Tokenizer& tok = model.tokenizer();
+  const std::string bos =
+      tok.add_bos_default() && tok.bos_id() >= 0 ? tok.token_to_piece(tok.bos_id()) : "";
+  if (!f.chat_template.empty()) return chat_template_by_name(f.chat_template, bos);
+  return detect_chat_template(model.gguf().get_string_or("tokenizer.chat_template", ""), bos);
+}
+
+ChatConfig make_chat_config(const ChatFlags& f, const Model& model) {
+  ChatConfig c;
+  c.ring.ring.n_slots = static_cast<uint32_t>(f.slots);
+  c.ring.ring.n_recall = static_cast<uint32_t>(f.recall);
+  c.ring.n_threads = f.threads;
+  c.sampling = f.sampling.config;
+  c.chat_template = chat_template_for(f, model);
+  if (!f.system_file.empty()) c.system = read_system_prompt_file(f.system_file);
+  c.memory_path = f.memory;
+  c.memory_capacity = static_cast<uint32_t>(f.memory_capacity);
+  c.recall_k = static_cast<uint32_t>(f.recall_k);
+  c.auto_recall = !f.no_auto_recall;
+  c.recall_method = *parse_recall_method(f.recall_method);
+  c.recall_velocity = f.recall_velocity;
+  return c;
+}
+
+}  // namespace channel::cli

@@ -1,0 +1,230 @@
+// /v1/chat/completions and /v1/completions: each request is a conversation of its own on a
+// fresh ring (the 4096-slot geometry): its system message and tools are the anchors, the
+// other messages are fed turn by turn, and the reply is generated; with "stream": true it
+// goes out as SSE chunks ending in "data: [DONE]". Weights are shared by all requests.
+#include <memory>
+
+#include "model/model.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/server_context.h"
+#include "util/error.h"
+
+namespace channel::server {
+namespace {
+
+using nlohmann::json;
+
+void check_model(const ServerContext& ctx, const std::string& model) {
+  if (!model.empty() && model != ctx.config.model_id)
+    throw ApiError(404, "the model '" + model + "' does not exist (this server has '" + ctx.config.model_id + "')",
+                   "model", "model_not_found");
+}
+
+void check_prompt_length(const ServerContext& ctx, size_t n_tokens) {
+  if (n_tokens > static_cast<size_t>(ctx.config.max_prompt_tokens))
+    bad_request("the prompt is " + std::to_string(n_tokens) + " tokens, more than this server's limit of " +
+                    std::to_string(ctx.config.max_prompt_tokens),
+                "messages", "context_length_exceeded");
+}
+
+// A conversation of the request on its own ring, ready to reply.
+struct PreparedChat {
+  std::unique_ptr<ChatSession> chat;
+  ReplyOptions options;
+  ResponseMeta meta;
+  bool tools_offered = false;
+};
+
+std::unique_ptr<PreparedChat> prepare_chat(ServerContext& ctx, const ChatRequest& req) {
+  check_model(ctx, req.params.model);
+  auto p = std::make_unique<PreparedChat>();
+  ChatConfig config = ctx.config.chat;
+  config.memory_path.clear();
+  config.system = {};
+  size_t first = 0;
+  if (req.messages[0].role == ChatRole::system) {
+    config.system.text = req.messages[0].content;
+    first = 1;
+  }
+  if (req.tool_choice != ToolChoice::none) config.system.tools = req.tools;
+  p->tools_offered = !config.system.tools.empty();
+  // The whole prompt as the template renders it, to hold the length limit before any work.
+  const ChatOutput rendered = render_conversation(config.chat_template, req.messages, config.system.tools, true);
+  check_prompt_length(ctx, ctx.config.model->tokenizer().encode(rendered.text(), false, true).size());
+  try {
+    p->chat = std::make_unique<ChatSession>(ctx.config.model, config);
+    for (size_t i = first; i < req.messages.size(); ++i) {
+      const ChatMessage& m = req.messages[i];
+      switch (m.role) {
+        case ChatRole::user: p->chat->add_user(m.content); break;
+        case ChatRole::assistant: p->chat->add_assistant(m); break;
+        case ChatRole::tool: p->chat->add_tool_result(m.name, m.content); break;
+        case ChatRole::system: break;  // parse_messages allows it first only
+      }
+    }
+  } catch (const Error& e) {
+    bad_request(e.what(), "messages");
+  }
+  p->options.max_tokens = req.params.max_tokens;
+  p->options.stop = req.params.stop;
+  p->options.sampling = req.params.sampling;
+  p->options.json_object = req.params.json_object;
+  if (req.tool_choice == ToolChoice::required || req.tool_choice == ToolChoice::named) {
+    const ChatFormatter& f = p->chat->formatter();
+    p->options.prefix = f.tool_call_opener(req.tool_choice == ToolChoice::named ? req.tool_name : "");
+    // A named call whose arguments are a JSON object: generate them under the JSON constraint.
+    if (req.tool_choice == ToolChoice::named && f.tool_call_closer()) {
+      p->options.json_object = true;
+      p->options.suffix = *f.tool_call_closer();
+    }
+  }
+  p->meta = new_meta("chatcmpl", ctx.config.model_id);
+  p->meta.prompt_tokens = p->chat->stats().clock;
+  ctx.metrics.prompt_tokens += p->meta.prompt_tokens;
+  return p;
+}
+
+void chat_completions(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  const ChatRequest req = parse_chat_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
+  auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
+  std::shared_ptr<PreparedChat> p = prepare_chat(ctx, req);
+  if (!req.params.stream) {
+    const ChatReply reply = p->chat->reply(p->options);
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    send_json(res, chat_completion(p->meta, reply));
+    return;
+  }
+  ++ctx.metrics.streams;
+  const bool include_usage = req.params.include_usage;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [&ctx, p, lease, include_usage](size_t, httplib::DataSink& sink) {
+    const std::string first = sse(chat_chunk(p->meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
+    bool alive = sink.write(first.data(), first.size());
+    ReplyOptions o = p->options;
+    // With tools offered the reply may turn out to be a call: it is sent whole at the end.
+    bool started = false;
+    o.on_text = [&](std::string_view text) {
+      if (p->tools_offered || !alive) return alive;
+      if (!started) {  // the model's spacing before the reply (parsed content is trimmed too)
+        const size_t b = text.find_first_not_of(" \n\t\r");
+        if (b == std::string_view::npos) return alive;
+        text = text.substr(b);
+        started = true;
+      }
+      const std::string chunk = sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr));
+      alive = sink.write(chunk.data(), chunk.size());
+      return alive;
+    };
+    ChatReply reply;
+    try {
+      reply = p->chat->reply(o);
+    } catch (const std::exception& e) {
+      lease->release();
+      const std::string err = sse(ApiError(500, e.what()).to_json());
+      sink.write(err.data(), err.size());
+      sink.done();
+      return true;
+    }
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    lease->release();
+    if (!alive) {
+      ++ctx.metrics.disconnects;
+      sink.done();
+      return false;
+    }
+    std::string out;
+    if (p->tools_offered) {
+      if (!reply.parsed.content.empty())
+        out += sse(chat_chunk(p->meta, {{"content", reply.parsed.content}}, nullptr));
+      if (!reply.parsed.tool_calls.empty())
+        out += sse(chat_chunk(p->meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}}, nullptr));
+    }
+    out += sse(chat_chunk(p->meta, json::object(), openai_finish(reply.finish)));
+    if (include_usage) {
+      json u = chat_chunk(p->meta, json::object(), nullptr);
+      u["choices"] = json::array();
+      u["usage"] = usage_json(p->meta.prompt_tokens, static_cast<uint64_t>(reply.n_tokens));
+      out += sse(u);
+    }
+    out += kSseDone;
+    sink.write(out.data(), out.size());
+    sink.done();
+    return true;
+  });
+}
+
+// /v1/completions: the prompt is plain text fed to a fresh ring (BOS first when the model
+// wants one), no chat template.
+void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  const CompletionRequest req =
+      parse_completion_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
+  check_model(ctx, req.params.model);
+  const Tokenizer& tok = ctx.config.model->tokenizer();
+  std::vector<int32_t> ids = tok.encode(req.prompt, tok.add_bos_default(), true);
+  if (ids.empty()) bad_request("the prompt is empty", "prompt");
+  check_prompt_length(ctx, ids.size());
+  auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
+  auto stream = std::make_shared<StreamSession>(ctx.config.model, ctx.config.chat.ring, req.params.sampling);
+  stream->seal();
+  stream->feed(SpanType::user, ids);
+  ctx.metrics.prompt_tokens += ids.size();
+  ResponseMeta meta = new_meta("cmpl", ctx.config.model_id);
+  meta.prompt_tokens = ids.size();
+  ReplyOptions o;
+  o.max_tokens = req.params.max_tokens;
+  o.stop = req.params.stop;
+  o.json_object = req.params.json_object;
+  const auto body = [&](const std::string& text, const json& finish, bool with_usage, uint64_t n) {
+    json j = {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
+              {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}}})}};
+    if (with_usage) j["usage"] = usage_json(meta.prompt_tokens, n);
+    return j;
+  };
+  if (!req.params.stream) {
+    const GenerationResult g = run_generation(*stream, o, {});
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
+    send_json(res, body((req.echo ? req.prompt : "") + g.text, openai_finish(g.finish), true, g.n_tokens));
+    return;
+  }
+  ++ctx.metrics.streams;
+  const bool echo = req.echo;
+  const std::string prompt = req.prompt;
+  res.set_chunked_content_provider("text/event-stream", [&ctx, stream, lease, o, meta, body, echo, prompt](size_t, httplib::DataSink& sink) mutable {
+    bool alive = true;
+    if (echo) {
+      const std::string c = sse(body(prompt, nullptr, false, 0));
+      alive = sink.write(c.data(), c.size());
+    }
+    o.on_text = [&](std::string_view text) {
+      const std::string c = sse(body(std::string(text), nullptr, false, 0));
+      return alive = alive && sink.write(c.data(), c.size());
+    };
+    const GenerationResult g = run_generation(*stream, o, {});
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
+    lease->release();
+    if (!alive) {
+      ++ctx.metrics.disconnects;
+      sink.done();
+      return false;
+    }
+    const std::string end = sse(body("", openai_finish(g.finish), false, 0)) + kSseDone;
+    sink.write(end.data(), end.size());
+    sink.done();
+    return true;
+  });
+}
+
+}  // namespace
+
+void register_chat_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    chat_completions(ctx, req, res);
+  });
+  http.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    completions(ctx, req, res);
+  });
+}
+
+}  // namespace channel::server

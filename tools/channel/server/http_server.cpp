@@ -1,0 +1,143 @@
+// The HTTP server's setup: routes, limits, authentication, errors (http_server.h).
+#include "server/http_server.h"
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "model/model.h"
+#include "server/api_error.h"
+#include "server/server_context.h"
+#include "util/error.h"
+
+namespace channel::server {
+
+using nlohmann::json;
+
+json parse_body(const httplib::Request& req) {
+  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) bad_request("the body is not valid JSON");
+  return body;
+}
+
+void send_json(httplib::Response& res, const json& body, int status) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+namespace {
+
+httplib::Server* g_server = nullptr;
+
+void on_signal(int) {
+  if (g_server) g_server->stop();
+}
+
+// The route a request matched, for metrics (no ids in labels).
+std::string route_label(const httplib::Request& req) {
+  std::string p = req.path;
+  if (p.rfind("/v1/sessions/", 0) == 0) {
+    const size_t slash = p.find('/', 13);
+    p = "/v1/sessions/{name}" + (slash == std::string::npos ? std::string() : p.substr(slash));
+  }
+  return p;
+}
+
+}  // namespace
+
+int run_server(ServerConfig config) {
+  ServerContext ctx(std::move(config));
+  httplib::Server http;
+  const int threads = ctx.config.http_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(ctx.config.max_body_bytes);
+  http.set_read_timeout(30, 0);
+  http.set_write_timeout(30, 0);
+  http.set_keep_alive_max_count(1000);
+
+  http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
+    // The page and /health are open; the API needs the key when one is set.
+    const bool open = req.path == "/" || req.path == "/health";
+    if (!ctx.config.api_key.empty() && !open) {
+      const std::string want = "Bearer " + ctx.config.api_key;
+      if (req.get_header_value("Authorization") != want && req.get_param_value("key") != ctx.config.api_key) {
+        send_json(res, ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key").to_json(), 401);
+        ctx.metrics.request(route_label(req), 401);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_json(res, e.to_json(), e.status);
+    } catch (const Error& e) {
+      send_json(res, ApiError(400, e.what()).to_json(), 400);
+    } catch (const std::bad_alloc&) {
+      send_json(res, ApiError(503, "out of memory").to_json(), 503);
+    } catch (const std::exception& e) {
+      send_json(res, ApiError(500, e.what()).to_json(), 500);
+    }
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler already wrote its error
+    if (res.status == 413) {
+      send_json(res, ApiError(413, "the request body is larger than the server's limit").to_json(), 413);
+    } else if (res.status == 404) {
+      send_json(res, ApiError(404, "no route " + req.method + " " + req.path).to_json(), 404);
+    } else if (res.status >= 400) {
+      send_json(res, ApiError(res.status, "the request could not be read (a POST needs a body or Content-Length: 0)").to_json(), res.status);
+    }
+  });
+  http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    ctx.metrics.request(route_label(req), res.status);
+  });
+
+  http.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"status", "ok"}, {"model", ctx.config.model_id}, {"sessions", ctx.sessions.names().size()}});
+  });
+  http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
+  });
+  const auto models = [&ctx](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"object", "list"},
+                    {"data", json::array({{{"id", ctx.config.model_id}, {"object", "model"},
+                                           {"created", 0}, {"owned_by", "channel"}}})}});
+  };
+  http.Get("/v1/models", models);
+  http.Get(R"(/v1/models/([^/]+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != ctx.config.model_id)
+      throw ApiError(404, "the model '" + id + "' does not exist", "model", "model_not_found");
+    send_json(res, {{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "channel"}});
+  });
+  register_chat_routes(http, ctx);
+  register_session_routes(http, ctx);
+  register_web_routes(http, ctx);
+
+  if (ctx.config.port == 0) {
+    ctx.config.port = http.bind_to_any_port(ctx.config.host);  // --port 0: any free port
+    if (ctx.config.port <= 0) throw_error("cannot listen on {}", ctx.config.host);
+  } else if (!http.bind_to_port(ctx.config.host, ctx.config.port)) {
+    throw_error("cannot listen on {}:{} (in use, or not an address of this machine)", ctx.config.host,
+                ctx.config.port);
+  }
+  g_server = &http;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::fprintf(stderr, "channel: serving %s on http://%s:%d (%s)\n", ctx.config.model_id.c_str(),
+               ctx.config.host.c_str(), ctx.config.port,
+               ctx.config.api_key.empty() ? "no API key" : "API key required");
+  std::fflush(stderr);
+  http.listen_after_bind();
+  ctx.events.close_all();
+  g_server = nullptr;
+  std::fprintf(stderr, "channel: server stopped\n");
+  return 0;
+}
+
+}  // namespace channel::server

@@ -1,0 +1,51 @@
+// Request bodies of /v1/chat/completions and /v1/completions, parsed and checked field by
+// field: a wrong type or an out-of-range value is a 400 naming the field.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_message.h"
+#include "runtime/sampler.h"
+
+namespace channel::server {
+
+enum class ToolChoice : uint8_t { none, auto_, required, named };
+
+struct GenerationParams {
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  int max_tokens = 256;
+  std::vector<std::string> stop;
+  SamplerConfig sampling;        // temperature, top_p, seed over the server's defaults
+  bool json_object = false;      // response_format {"type": "json_object"}
+};
+
+struct ChatRequest {
+  GenerationParams params;
+  std::vector<ChatMessage> messages;  // system first when given
+  std::vector<ToolSpec> tools;
+  ToolChoice tool_choice = ToolChoice::auto_;
+  std::string tool_name;  // ToolChoice::named
+};
+
+struct CompletionRequest {
+  GenerationParams params;
+  std::string prompt;
+  bool echo = false;
+};
+
+// `defaults`: the server's sampler (what a request does not set).
+ChatRequest parse_chat_request(const nlohmann::json& body, const SamplerConfig& defaults,
+                               int default_max_tokens);
+CompletionRequest parse_completion_request(const nlohmann::json& body,
+                                           const SamplerConfig& defaults, int default_max_tokens);
+// The parts a named-session message request takes: messages (user / tool results) only.
+std::vector<ChatMessage> parse_messages(const nlohmann::json& messages);
+std::vector<ToolSpec> parse_tools(const nlohmann::json& tools);
+
+}  // namespace channel::server

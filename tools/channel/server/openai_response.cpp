@@ -1,0 +1,88 @@
+// OpenAI response shapes (openai_response.h).
+#include "server/openai_response.h"
+
+#include <atomic>
+#include <chrono>
+#include <random>
+
+namespace channel::server {
+
+using nlohmann::json;
+
+ResponseMeta new_meta(const std::string& prefix, const std::string& model) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t boot = std::random_device{}();
+  ResponseMeta m;
+  char id[64];
+  std::snprintf(id, sizeof id, "%s-%08llx%06llx", prefix.c_str(),
+                static_cast<unsigned long long>(boot & 0xffffffffu),
+                static_cast<unsigned long long>(++counter));
+  m.id = id;
+  m.created = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  m.model = model;
+  return m;
+}
+
+json usage_json(uint64_t prompt_tokens, uint64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls) {
+  json a = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    a.push_back({{"index", i},
+                 {"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments.dump()}}}});
+  }
+  return a;
+}
+
+std::string openai_finish(FinishReason finish) {
+  switch (finish) {
+    case FinishReason::length: return "length";
+    case FinishReason::tool_calls: return "tool_calls";
+    default: return "stop";
+  }
+}
+
+json chat_completion(const ResponseMeta& m, const ChatReply& reply) {
+  json message = {{"role", "assistant"}};
+  if (reply.parsed.tool_calls.empty()) {
+    message["content"] = reply.parsed.content;
+  } else {
+    message["content"] = reply.parsed.content.empty() ? json(nullptr) : json(reply.parsed.content);
+    json calls = tool_calls_json(reply.parsed.tool_calls);
+    for (json& c : calls) c.erase("index");
+    message["tool_calls"] = calls;
+  }
+  return {{"id", m.id},
+          {"object", "chat.completion"},
+          {"created", m.created},
+          {"model", m.model},
+          {"system_fingerprint", "channel"},
+          {"choices",
+           json::array({{{"index", 0}, {"message", message}, {"logprobs", nullptr},
+                         {"finish_reason", openai_finish(reply.finish)}}})},
+          {"usage", usage_json(m.prompt_tokens, static_cast<uint64_t>(reply.n_tokens))}};
+}
+
+json chat_chunk(const ResponseMeta& m, const json& delta, const json& finish_reason) {
+  return {{"id", m.id},
+          {"object", "chat.completion.chunk"},
+          {"created", m.created},
+          {"model", m.model},
+          {"system_fingerprint", "channel"},
+          {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr},
+                                    {"finish_reason", finish_reason}}})}};
+}
+
+std::string sse(const json& data) {
+  return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace channel::server

@@ -1,0 +1,37 @@
+// What every route handler shares: the configuration, the model, metrics, live events,
+// named sessions and the generation slots.
+#pragma once
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/event_bus.h"
+#include "server/generation_slots.h"
+#include "server/metrics.h"
+#include "server/server_config.h"
+#include "server/session_registry.h"
+
+namespace channel::server {
+
+struct ServerContext {
+  explicit ServerContext(ServerConfig c)
+      : config(std::move(c)),
+        sessions(config, metrics, events),
+        slots(config.max_concurrent, metrics) {}
+  ServerConfig config;
+  Metrics metrics;
+  EventBus events;
+  SessionRegistry sessions;
+  GenerationSlots slots;
+};
+
+// The request body as JSON (400 for malformed JSON).
+nlohmann::json parse_body(const httplib::Request& req);
+void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+
+void register_chat_routes(httplib::Server& http, ServerContext& ctx);
+void register_session_routes(httplib::Server& http, ServerContext& ctx);
+void register_web_routes(httplib::Server& http, ServerContext& ctx);
+
+}  // namespace channel::server
