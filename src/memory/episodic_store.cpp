@@ -55,6 +55,41 @@ EpisodicStore::EpisodicStore(EpisodicStore&&) noexcept = default;
 EpisodicStore& EpisodicStore::operator=(EpisodicStore&&) noexcept = default;
 EpisodicStore::~EpisodicStore() = default;
 
+namespace {
+
+// {total_episodes, write_head} as the file holds them now.
+std::pair<uint64_t, uint64_t> published_pair(const uint8_t* map) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t pair[2];
+  std::memcpy(pair, map + offsetof(FileHeader, total_episodes), sizeof pair);
+  return {pair[0], pair[1]};
+}
+
+}  // namespace
+
+// A reader takes no lock, so a writer may append while it scans the index. Every append
+// publishes a new {total_episodes, write_head} pair (the pair never repeats) and writes
+// record bytes only at write_head, so a scan between two equal readings of the pair saw a
+// consistent index; a scan that a publish overlapped is repeated (a torn entry at write_head
+// can fail a check until the writer's pwrite completes, so failures are retried too).
+void read_consistent_index(EpisodicStore::Impl& m, size_t size) {
+  constexpr int kAttempts = 50;
+  for (int attempt = 1;; ++attempt) {
+    const auto before = published_pair(m.map);
+    try {
+      m.h = parse_header(m.map, size, m.path, m.options.model_hash, &m.L);
+      m.states = parse_index(m.L, m.h, m.map, m.path);
+      if (published_pair(m.map) == before) return;
+    } catch (const Error&) {
+      if (attempt >= kAttempts) throw;
+      ::usleep(1000);  // let a writer's pwrite or publish land
+    }
+    if (attempt >= kAttempts)
+      throw_error("episodic: {}: the store changed during each of {} reads of its index", m.path,
+                  kAttempts);
+  }
+}
+
 EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& options) {
   auto m = std::make_unique<Impl>();
   m->path = path;
@@ -81,8 +116,12 @@ EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& o
   if (p == MAP_FAILED) m->fail_errno("mmap");
   m->map = static_cast<uint8_t*>(p);
   m->map_size = size;
-  m->h = parse_header(m->map, size, path, options.model_hash, &m->L);
-  m->states = parse_index(m->L, m->h, m->map, path);
+  if (options.read_only) {
+    read_consistent_index(*m, size);
+  } else {
+    m->h = parse_header(m->map, size, path, options.model_hash, &m->L);
+    m->states = parse_index(m->L, m->h, m->map, path);
+  }
   m->ext_state.assign(m->L.ext_kinds ? m->L.max_episodes : 0, 0);
   m->total = m->h.total_episodes;
   m->write_head = m->h.write_head;
@@ -178,7 +217,12 @@ std::vector<EpisodeHeader> EpisodicStore::list() const {
   std::shared_lock lock(impl_->state_mu);
   std::vector<EpisodeHeader> out;
   out.reserve(impl_->slot_of_id.size());
-  for (const auto& [id, slot] : impl_->slot_of_id) out.push_back(impl_->header_of(slot));
+  for (const auto& [id, slot] : impl_->slot_of_id) {
+    const EpisodeHeader h = impl_->header_of(slot);
+    // A reader skips what the writer evicted or replaced since it opened the store.
+    if (h.episode_id != id || h.token_count == 0) continue;
+    out.push_back(h);
+  }
   std::sort(out.begin(), out.end(), [](const EpisodeHeader& a, const EpisodeHeader& b) {
     return a.episode_id < b.episode_id;
   });
@@ -189,7 +233,9 @@ std::optional<EpisodeHeader> EpisodicStore::find(uint64_t id) const {
   std::shared_lock lock(impl_->state_mu);
   auto it = impl_->slot_of_id.find(id);
   if (it == impl_->slot_of_id.end()) return std::nullopt;
-  return impl_->header_of(it->second);
+  const EpisodeHeader h = impl_->header_of(it->second);
+  if (h.episode_id != id || h.token_count == 0) return std::nullopt;  // replaced (readers)
+  return h;
 }
 
 namespace {
@@ -391,6 +437,7 @@ Episode EpisodicStore::read(uint64_t id) const {
                           L.hidden_size);
   e.kv.resize(L.kv_bytes(n) / L.row_bytes * L.kv_dim);
   m.load_plane(b + L.block_kv, 2ull * L.num_layers * n, e.kv.data());
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was copied
   return e;
 }
 
@@ -554,6 +601,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
       }
     }
   });
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
 }
 
 void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
@@ -665,6 +713,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
       }
     }
   });
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
 }
 
 void EpisodicStore::evict_pages(uint64_t id) const {
@@ -686,7 +735,7 @@ void EpisodicStore::evict_pages(uint64_t id) const {
 
 void EpisodicStore::record_access(uint64_t id, uint64_t now) {
   Impl& m = *impl_;
-  m.require_writable();
+  if (m.options.read_only) return;  // a reader never writes the file (run --recall-only)
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
   std::lock_guard meta(m.meta_mu);
@@ -708,6 +757,23 @@ void EpisodicStore::set_pinned(uint64_t id, bool pinned) {
   EpisodeHeader e = m.header_of(slot);
   e.flags = pinned ? (e.flags | kEpisodePinned) : (e.flags & ~kEpisodePinned);
   m.pwrite_all(&e.flags, 2, m.L.entry_offset(slot) + offsetof(EpisodeHeader, flags));
+  m.durable_sync();
+}
+
+void EpisodicStore::remove(uint64_t id) {
+  Impl& m = *impl_;
+  m.require_writable();
+  std::lock_guard append_lock(m.append_mu);
+  uint32_t slot = 0;
+  {
+    std::unique_lock lock(m.state_mu);
+    slot = m.require_slot(id);
+    m.slot_of_id.erase(id);
+    m.states[slot] = SlotState::empty;
+  }
+  // The same 4-byte write as an eviction (Write ordering, step 3): the slot is empty on disk.
+  const uint32_t zero = 0;
+  m.pwrite_all(&zero, 4, m.L.entry_offset(slot) + offsetof(EpisodeHeader, token_count));
   m.durable_sync();
 }
 

@@ -16,13 +16,24 @@
 #include "memory/episodic_format.h"
 #include "memory/recall_method.h"
 #include "memory/rerotate.h"
+#include "util/error.h"
 
 namespace channel {
 
 class ThreadPool;
 
+// Thrown to a reader (StoreOptions::read_only) for an episode that the process writing the
+// store evicted or replaced after this reader opened it: gone, not damaged.
+class EpisodeReplaced : public Error {
+ public:
+  using Error::Error;
+};
+
 struct StoreOptions {
-  bool read_only = false;  // no lock, no writes (CLI inspection)
+  // No lock, no writes: inspection, and readers sharing the file with one writer. A reader
+  // sees the episodes published when it opened the store (less those the writer evicts
+  // meanwhile); record_access() does nothing.
+  bool read_only = false;
   bool durable = true;     // fdatasync at each step of an append; off only for scratch stores
   std::optional<uint64_t> model_hash;  // when set, a store of another model is refused
 };
@@ -167,7 +178,11 @@ class EpisodicStore {
   uint64_t damaged_retrieval_entries() const;
 
   // access_count += 1 and last_accessed = now_ms (in place; synced with the next append).
+  // Nothing on a read-only store.
   void record_access(uint64_t episode_id, uint64_t now_ms);
+  // Drops the episode (its slot becomes empty: one 4-byte write, synced, as an eviction);
+  // every other record is left as it was. Throws for an unknown id.
+  void remove(uint64_t episode_id);
   void set_pinned(uint64_t episode_id, bool pinned);
   void sync() const;  // fdatasync
 
@@ -175,6 +190,7 @@ class EpisodicStore {
   struct Impl;
   explicit EpisodicStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  friend void read_consistent_index(Impl& m, size_t size);
 };
 
 // Cuts a string to at most max_bytes without splitting a UTF-8 character.

@@ -126,7 +126,33 @@ struct EpisodicStore::Impl {
     return it->second;
   }
   void check_record(uint32_t slot) const {
-    if (auto p = record_problem(L, map, slot)) throw_error("episodic: {}: {}", path, *p);
+    auto p = record_problem(L, map, slot);
+    if (!p) return;
+    // A reader shares the file with one writer, which rewrites a slot only after zeroing its
+    // token_count and then gives it a new id: a record that fails while its entry no longer
+    // holds the id this reader saw was replaced meanwhile, not damaged.
+    if (options.read_only && !holds_expected(slot))
+      throw EpisodeReplaced(fmt::format(
+          "episodic: {}: the episode in slot {} was replaced by the process writing the store",
+          path, slot));
+    throw_error("episodic: {}: {}", path, *p);
+  }
+  // After a reader copied a record out of the mapping: the writer empties a slot before it
+  // rewrites it, so an entry that still holds the id means the copy is whole.
+  void check_unchanged(uint32_t slot) const {
+    if (options.read_only && !holds_expected(slot))
+      throw EpisodeReplaced(fmt::format(
+          "episodic: {}: the episode in slot {} was replaced by the process writing the store",
+          path, slot));
+  }
+  // The slot's entry still holds the episode this process indexed (for readers; the caller
+  // holds state_mu).
+  bool holds_expected(uint32_t slot) const {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const EpisodeHeader now = header_of(slot);
+    for (const auto& [id, at] : slot_of_id)
+      if (at == slot) return now.token_count != 0 && now.episode_id == id;
+    return false;
   }
   void require_writable() const {
     if (options.read_only) throw_error("episodic: {}: opened read-only", path);

@@ -269,6 +269,7 @@ VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& n
     SlotState st;
     if (auto p = entry_problem(L, h, data, s, &st)) {
       r.problems.push_back(*p);
+      r.damaged_slots.push_back(s);
       continue;
     }
     if (st == SlotState::pending) {
@@ -287,8 +288,11 @@ VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& n
           fmt::format("index slot {}: episode id {} is also in slot {}", s, id, it->second));
     }
     ++r.records_checked;
-    if (auto p = record_problem(L, data, s)) r.problems.push_back(*p);
-    if (auto p = retrieval_entry_problem(L, data, s)) r.problems.push_back(*p);
+    const std::optional<std::string> rec = record_problem(L, data, s);
+    const std::optional<std::string> ret = retrieval_entry_problem(L, data, s);
+    if (rec) r.problems.push_back(*rec);
+    if (ret) r.problems.push_back(*ret);
+    if (rec || ret) r.damaged_episodes.push_back(id);
   }
   return r;
 }

@@ -59,6 +59,8 @@ std::optional<std::string> retrieval_entry_problem(const StoreLayout& L, const u
 struct VerifyReport {
   std::vector<std::string> problems;  // each an inconsistency; empty when the file verifies
   std::vector<std::string> notes;     // harmless findings (a pending unpublished append)
+  std::vector<uint64_t> damaged_episodes;  // ids of live episodes whose record fails its check
+  std::vector<uint64_t> damaged_slots;     // index slots whose entry is damaged (id unknown)
   uint64_t live = 0;
   uint64_t records_checked = 0;
   bool ok() const { return problems.empty(); }

@@ -1,6 +1,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/thread_pool.h"
@@ -57,6 +58,24 @@ void add_rows(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+// Non-finite activations (NaN or Inf weights, or an overflow) would otherwise flow silently
+// into the logits and the sampler. The residual stream is checked after the embeddings and
+// after every layer, O(n x n_embd) against the layer's O(n x n_embd x n_ff): the first place
+// they appear is named.
+void check_finite(const float* x, int64_t count, const char* where, int il) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(x[i])) {
+      if (il >= 0)
+        throw_error("forward: non-finite values (NaN or Inf) first appear in the output of layer "
+                    "{} (blk.{}): the model's weights or its input are damaged",
+                    il, il);
+      throw_error("forward: non-finite values (NaN or Inf) first appear in {}: the model's "
+                  "weights are damaged",
+                  where);
+    }
+  }
+}
+
 void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& batch, LogitsFor which,
                   ForwardScratch& s, ThreadPool& pool, float* logits) {
   const ModelHparams& hp = model.hparams();
@@ -74,6 +93,8 @@ void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& bat
     if (hp.embd_scale != 1.0f)
       for (int64_t i = 0; i < n_embd; ++i) xt[i] *= hp.embd_scale;
   });
+
+  check_finite(s.x.data(), n * n_embd, "the token embeddings (token_embd)", -1);
 
   // Rope angles of every position, for global and sliding layers.
   const float* freq_factors = w.rope_freqs.empty() ? nullptr : w.rope_freqs.data();
@@ -191,6 +212,7 @@ void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& bat
     if (hp.has_post_norms)
       rms_norm_rows(pool, s.proj.data(), L.post_ffw_norm, n, n_embd, hp.rms_eps, s.proj.data());
     add_rows(s.x.data(), s.proj.data(), n * n_embd);
+    check_finite(s.x.data(), n * n_embd, "", il);
   }
 
   // Final norm and LM head, for the last token or all of them.
@@ -201,6 +223,8 @@ void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& bat
   matmul(w.output, s.xn.data(), n_out, logits, pool);  // [n_out][n_vocab]
   if (hp.final_logit_softcap > 0)
     softcap(logits, static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap);
+  check_finite(logits, static_cast<int64_t>(n_out) * hp.n_vocab,
+               "the logits (output_norm / output)", -1);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // RingSession: the KV slot geometry driving forward() through an AttentionBackend.
 #include "runtime/ring_session.h"
+#include "runtime/session_memory.h"
 
 #include <algorithm>
 #include <cstring>
@@ -77,7 +78,8 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
     : model_(std::move(model)),
       config_(config),
       pool_(resolve_threads(config.n_threads)),
-      ring_(config.ring),
+      // A geometry larger than the machine is refused before anything is allocated.
+      ring_((check_session_fits_memory(model_->hparams(), config), config.ring)),
       bounded_(model_->hparams(), 0),
       scratch_(model_->hparams(), std::max(1, config.n_batch), 1, pool_.size()) {
   const ModelHparams& hp = model_->hparams();

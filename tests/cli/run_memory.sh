@@ -35,7 +35,7 @@ before=$("$CHANNEL" mem stats "$store" | grep -E "^live episodes")
 expect_ok "recall-only run" "$CHANNEL" run "${flags[@]}" -n 40 --recall-only \
   -p "Which door opens at noon? Tell me about the old tower and the code."
 grep -Eq "recalled: [0-9]+ \(" "$TMP/err" || fail "recall-only: nothing recalled: $(cat "$TMP/err")"
-grep -q "recall only, nothing stored" "$TMP/err" || fail "recall-only: $(cat "$TMP/err")"
+grep -q "recall only, the file was not written" "$TMP/err" || fail "recall-only: $(cat "$TMP/err")"
 [[ $("$CHANNEL" mem stats "$store" | grep -E "^live episodes") == "$before" ]] ||
   fail "recall-only stored episodes: $before -> $("$CHANNEL" mem stats "$store" | grep -E "^live episodes")"
 expect_ok "mem query --json" "$CHANNEL" mem query -m "$model" --json -k 2 "$store" \

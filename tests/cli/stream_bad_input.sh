@@ -8,11 +8,11 @@ model="$TMP/micro.gguf"
   --ffn 48 --window 8 --vocab 300 -o "$model" >/dev/null 2>&1 || fail "mkmodel"
 expect_ok "stream --help" "$CHANNEL" stream --help
 grep -q -- "--stats-every" "$TMP/out" || fail "stream --help does not list --stats-every"
-expect_error "unknown flag" "unexpected argument '--bogus'" "$CHANNEL" stream -m "$model" --bogus
+expect_error "unknown flag" "--bogus: unknown flag" "$CHANNEL" stream -m "$model" --bogus
 expect_error "--slots not a number" "--slots.*not an integer" "$CHANNEL" stream -m "$model" --slots abc
-expect_error "--stats-every 0" "--stats-every.*outside" "$CHANNEL" stream -m "$model" --stats-every 0
-expect_error "--tokens negative" "--tokens.*outside" "$CHANNEL" stream -m "$model" --tokens -5
-expect_error "--temp negative" "--temp.*outside" "$CHANNEL" stream -m "$model" --temp -1
+expect_error "--stats-every 0" "--stats-every: 0 is out of range" "$CHANNEL" stream -m "$model" --stats-every 0
+expect_error "--tokens negative" "--tokens: -5 is out of range" "$CHANNEL" stream -m "$model" --tokens -5
+expect_error "--temp negative" "--temp: -1 is out of range" "$CHANNEL" stream -m "$model" --temp -1
 expect_error "missing model" "no/such.gguf" "$CHANNEL" stream -m "$TMP/no/such.gguf" --tokens 1
 expect_error "missing -f file" "-f: cannot read" "$CHANNEL" stream -m "$model" -f "$TMP/none.txt"
 expect_error "missing --system file" "--system: cannot read" \

@@ -56,7 +56,7 @@ for r in rows:
     assert len(re.findall(r"Paragraph", s)) <= 1, s      # never two paragraphs in one episode
     assert "Paragraph" not in s or s.index("Paragraph") < 3, s  # a paragraph starts an episode
 PY
-expect_error "--turns without -f" "--turns needs" "$CHANNEL" stream "${flags[@]}" --turns
+expect_error "--turns without -f" "--turns: needs" "$CHANNEL" stream "${flags[@]}" --turns
 
 sum=$(md5sum <"$store")
 expect_error "another model" "another model" "$CHANNEL" stream -m "$other" --slots 128 \

@@ -2,15 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <ctime>
+#include <utility>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "cli_errors.h"
+#include "cli_progress.h"
 #include "embedded_model.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -21,40 +26,6 @@ namespace {
 
 constexpr const char* kNoDefaultModel = "no default model is built into this binary; pass -m MODEL";
 
-// Shows "loading NAME: 42%" on a terminal once a load has taken longer than a moment,
-// and erases it again when the load ends (so an error still prints as one clean line).
-class ProgressLine {
- public:
-  explicit ProgressLine(std::string name)
-      : name_(std::move(name)), tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
-  ~ProgressLine() { clear(); }
-
-  void update(float fraction) {
-    if (!tty_ || seconds() < 0.25) return;
-    const int percent = static_cast<int>(std::clamp(fraction, 0.0f, 1.0f) * 100.0f);
-    if (percent == last_percent_) return;
-    last_percent_ = percent;
-    std::fprintf(stderr, "\rloading %s: %3d%%", name_.c_str(), percent);
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  void clear() {
-    if (!shown_) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-    shown_ = false;
-  }
-  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::string name_;
-  bool tty_;
-  Clock::time_point start_;
-  bool shown_ = false;
-  int last_percent_ = -1;
-};
-
 }  // namespace
 
 CLI::Validator integer_in(int64_t lo, int64_t hi) {
@@ -63,8 +34,8 @@ CLI::Validator integer_in(int64_t lo, int64_t hi) {
         int64_t v = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
         if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-          return fmt::format("'{}' is not an integer", text);
-        if (v < lo || v > hi) return fmt::format("{} is outside [{}, {}]", v, lo, hi);
+          return fmt::format("'{}' is not an integer (allowed: {}..{})", text, lo, hi);
+        if (v < lo || v > hi) return fmt::format("{} is out of range (allowed: {}..{})", v, lo, hi);
         return {};
       },
       "");
@@ -77,11 +48,36 @@ CLI::Validator number_in(double lo, double hi) {
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
         if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
             !std::isfinite(v))
-          return fmt::format("'{}' is not a number", text);
-        if (v < lo || v > hi) return fmt::format("{} is outside [{}, {}]", text, lo, hi);
+          return fmt::format("'{}' is not a number (allowed: {}..{})", text, lo, hi);
+        if (v < lo || v > hi)
+          return fmt::format("{} is out of range (allowed: {}..{})", text, lo, hi);
         return {};
       },
       "");
+}
+
+CLI::Validator non_empty(const std::string& expects) {
+  return CLI::Validator(
+      [expects](std::string& text) -> std::string {
+        if (text.empty()) return fmt::format("empty (expects {})", expects);
+        return {};
+      },
+      "");
+}
+
+namespace {
+std::vector<std::string>& deferred_warnings() {
+  static std::vector<std::string> w;
+  return w;
+}
+}  // namespace
+
+void defer_warning(std::string message) {
+  deferred_warnings().push_back(std::move(message));
+}
+
+std::vector<std::string> take_deferred_warnings() {
+  return std::exchange(deferred_warnings(), {});
 }
 
 int default_threads() {
@@ -90,13 +86,29 @@ int default_threads() {
 }
 
 void add_model_option(CLI::App& app, std::string& path) {
-  app.add_option("-m,--model", path, "GGUF model file (default: the model built into channel)");
+  app.add_option("-m,--model", path, "GGUF model file (default: the model built into channel)")
+      ->check(non_empty("a GGUF file; leave -m out for the built-in model"));
 }
 
 void add_threads_option(CLI::App& app, int& threads) {
   threads = default_threads();
-  app.add_option("-t,--threads", threads, "CPU threads")
-      ->check(integer_in(1, 4096))
+  app.add_option("-t,--threads", threads,
+                 "CPU threads (at most the machine's hardware threads; more are capped)")
+      ->check(integer_in(1, 1 << 20))
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // Transforms run before checks: a value that is not an integer is left to the check.
+            const int hw = default_threads();
+            int64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            const bool integer = !text.empty() && end == text.data() + text.size();
+            if (integer && (ec == std::errc::result_out_of_range || (ec == std::errc() && v > hw))) {
+              defer_warning(fmt::format("-t: {} threads capped to the {} hardware threads", text, hw));
+              text = std::to_string(hw);
+            }
+            return {};
+          },
+          ""))
       ->capture_default_str();
 }
 
@@ -108,8 +120,10 @@ LoadedModel load_model(const std::string& path) {
     if (embedded.empty()) throw Error(kNoDefaultModel);
     name = "(built-in model)";
   }
-  ProgressLine progress(std::filesystem::path(name).filename().string());
-  auto on_progress = [&progress](float f) { progress.update(f); };
+  Progress progress("loading " + std::filesystem::path(name).filename().string());
+  auto on_progress = [&progress](float f) {
+    progress.update(f, fmt::format("{}%", static_cast<int>(std::clamp(f, 0.0f, 1.0f) * 100.0f)));
+  };
   std::shared_ptr<const Model> model = path.empty()
                                            ? Model::load_from_memory(embedded, name, on_progress)
                                            : Model::load(path, on_progress);
@@ -143,8 +157,8 @@ std::vector<int32_t> parse_id_list(std::string_view text, std::string_view flag)
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 0 ||
         value > INT32_MAX) {
-      throw_error("{}: entry {} ('{}') is not a token id (a non-negative integer)", flag, index,
-                  item);
+      throw_usage("{}: entry {} ('{}') is not a token id (allowed: integers 0..{})", flag, index,
+                  item, INT32_MAX);
     }
     ids.push_back(static_cast<int32_t>(value));
     if (comma == std::string_view::npos) break;
@@ -161,6 +175,16 @@ void check_ids_in_vocab(std::span<const int32_t> ids, int32_t n_vocab) {
                   n_vocab - 1);
     }
   }
+}
+
+std::string format_time_ms(uint64_t ms) {
+  if (ms == 0) return "never";
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
 }
 
 std::string format_bytes(uint64_t bytes) {

@@ -18,16 +18,27 @@ class Model;
 
 namespace channel::cli {
 
-// Flag-value checks with plain messages: "--ctx: '1k' is not an integer",
-// "--top-p: 2 is outside [0, 1]".
+// Flag-value checks with plain messages: "--ctx: '1k' is not an integer (allowed: 1..16777216)",
+// "--top-p: 2 is out of range (allowed: 0..1)".
 CLI::Validator integer_in(int64_t lo, int64_t hi);
 CLI::Validator number_in(double lo, double hi);
+// Refuses an empty value: "--session: empty (expects a file path)".
+CLI::Validator non_empty(const std::string& expects);
 
-// -m/--model PATH. Left empty, the command uses the embedded default model.
+// -m/--model PATH. Left out, the command uses the embedded default model; -m "" is an error.
 void add_model_option(CLI::App& app, std::string& path);
-// -t/--threads N (>= 1), defaulting to default_threads().
+// -t/--threads N (>= 1), defaulting to default_threads(). More than the machine's hardware
+// threads is capped to them, with a warning.
 void add_threads_option(CLI::App& app, int& threads);
 int default_threads();
+
+// Warnings found while parsing flags (e.g. the -t cap), printed by main once the command line
+// parsed: a parse error stays the only line on stderr.
+void defer_warning(std::string message);
+std::vector<std::string> take_deferred_warnings();
+
+// Episodes a new episodic store holds when run, stream or mem create makes one.
+inline constexpr uint32_t kDefaultStoreCapacity = 4096;
 
 struct LoadedModel {
   std::shared_ptr<const Model> model;
@@ -56,6 +67,8 @@ void check_ids_in_vocab(std::span<const int32_t> ids, int32_t n_vocab);
 
 // 1536 -> "1.50 KiB"
 std::string format_bytes(uint64_t bytes);
+// Milliseconds since the Unix epoch -> "2026-12-01 15:04:05 UTC"; 0 -> "never".
+std::string format_time_ms(uint64_t ms);
 
 // The probe reserve a session file was saved with (docs/formats.md, "Session files", header
 // offset 40), so that a resumed session gets the geometry it was saved with; 0 when the file

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -129,6 +131,44 @@ Samples run_test(const std::shared_ptr<const Model>& model, const BenchArgs& arg
   return samples;
 }
 
+struct Column {
+  const char* title;
+  size_t width;  // in characters
+  bool left;     // left-aligned (text) or right-aligned (numbers)
+};
+
+// Characters of UTF-8 text: every byte that does not continue a character.
+size_t display_width(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// The longest prefix of `s` of at most `width` characters.
+std::string fit_width(const std::string& s, size_t width) {
+  size_t chars = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && chars++ == width) break;
+  }
+  return s.substr(0, i);
+}
+
+void print_row(const std::vector<Column>& columns, const std::vector<std::string>& cells) {
+  std::string line = "|";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const std::string cell = fit_width(cells[i], columns[i].width);
+    const std::string pad(columns[i].width - display_width(cell), ' ');
+    line += " " + (columns[i].left ? cell + pad : pad + cell) + " |";
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void print_rule(const std::vector<Column>& columns) {
+  std::string line = "|";
+  for (const Column& c : columns) line += " " + std::string(c.width, '-') + " |";
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 int run_bench(const BenchArgs& args) {
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -141,19 +181,20 @@ int run_bench(const BenchArgs& args) {
   const std::string name = args.model.empty() ? "(built-in)" : args.model;
   const std::string size = format_bytes(model->weight_bytes());
   const std::string params = fmt::format("{:.2f} M", parameter_count(*model) / 1e6);
-  std::fprintf(stderr, "| %-24s | %-10s | %-10s | %7s | %7s | %20s | %8s |\n", "model", "size",
-               "params", "threads", "test", "t/s", "GB/s");
-  std::fprintf(stderr, "| %-24s | %-10s | %-10s | %7s | %7s | %20s | %8s |\n",
-               std::string(24, '-').c_str(), std::string(10, '-').c_str(),
-               std::string(10, '-').c_str(), "-------", "-------", std::string(20, '-').c_str(),
-               "--------");
-  const std::string short_name = std::filesystem::path(name).filename().string().substr(0, 24);
+  // Widths count characters, not bytes ("±" is two bytes), so that the columns line up.
+  const std::vector<Column> columns = {{"model", 24, true},  {"size", 10, true},
+                                       {"params", 10, true}, {"threads", 7, false},
+                                       {"test", 7, false},   {"t/s", 20, false},
+                                       {"GB/s", 8, false}};
+  print_row(columns, {"model", "size", "params", "threads", "test", "t/s", "GB/s"});
+  print_rule(columns);
+  const std::string short_name =
+      fit_width(std::filesystem::path(name).filename().string(), columns[0].width);
   auto row = [&](const char* kind, int n, const Samples& s, const std::string& gbs) {
     if (s.tok_per_s.empty()) return;
-    const std::string test = fmt::format("{}{}", kind, n);
-    const std::string ts = fmt::format("{:.2f} ± {:.2f}", s.mean(), s.stdev());
-    std::fprintf(stderr, "| %-24s | %-10s | %-10s | %7d | %7s | %20s | %8s |\n", short_name.c_str(),
-                 size.c_str(), params.c_str(), args.threads, test.c_str(), ts.c_str(), gbs.c_str());
+    print_row(columns, {short_name, size, params, std::to_string(args.threads),
+                        fmt::format("{}{}", kind, n),
+                        fmt::format("{:.2f} ± {:.2f}", s.mean(), s.stdev()), gbs});
   };
   row("pp", args.n_prompt, pp, "");
   row("tg", args.n_gen, tg, fmt::format("{:.2f}", gb_per_s));

@@ -1,5 +1,7 @@
 // `channel mem`: inspect an .episodic.mem store (ls, show, stats, verify: no model needed),
-// and with a model create one, add a text as an episode, and query it by a text cue.
+// act on its episodes (rm, pin, unpin, repair), and with a model create one, add a text as
+// an episode, and query it by a text cue. The read-only commands (ls, show, stats, verify,
+// query) take no lock: they work while another process writes the store.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,9 +18,12 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "cli_common.h"
+#include "cli_errors.h"
+#include "cli_files.h"
 #include "command.h"
 #include "embedded_model.h"
 #include "memory/consolidation.h"
+#include "memory/episodic_repair.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
@@ -41,13 +46,27 @@ struct MemArgs {
   int threads = 1;
   std::string text;
   size_t k = 5;
-  uint32_t capacity = 1024;
+  uint32_t capacity = kDefaultStoreCapacity;
   uint32_t max_tokens = 64;
   bool q8_0 = false;
   bool json = false;  // ls, query: one JSON object per line
+  bool dry_run = false;  // repair: report only
   std::string method = "auto";  // query: --recall-method
   bool v1 = false;               // create: version 1 (no retrieval section)
 };
+
+// Episode ids are unsigned 64-bit: "-1" or "x" is refused, never wrapped around.
+CLI::Validator episode_id() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 20 &&
+                            text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || (text.size() == 20 && text > "18446744073709551615"))
+          return fmt::format("'{}' is not an episode id (allowed: 0..18446744073709551615)", text);
+        return {};
+      },
+      "");
+}
 
 // One JSON line; invalid UTF-8 in a summary (a cut multi-byte character) becomes U+FFFD.
 void print_json_line(const nlohmann::ordered_json& j) {
@@ -184,6 +203,8 @@ int run_query(const MemArgs& a) {
     bool damaged = false;
     try {
       summary = s.read(h.episode_id).summary;
+    } catch (const EpisodeReplaced&) {
+      continue;  // a writer evicted it since this query began
     } catch (const Error&) {
       damaged = true;
     }
@@ -241,6 +262,8 @@ int run_ls(const MemArgs& a) {
     bool damaged = false;
     try {
       summary = s.read(h.episode_id).summary;
+    } catch (const EpisodeReplaced&) {
+      continue;  // a writer evicted it since this listing began
     } catch (const Error&) {
       damaged = true;
     }
@@ -277,8 +300,8 @@ int run_show(const MemArgs& a) {
               e.slot);
   std::printf("parent             %s\n", parent_text(h.parent_episode_id).c_str());
   std::printf("children           %u\n", h.child_count);
-  std::printf("created            %llu ms\n", static_cast<unsigned long long>(h.created_timestamp));
-  std::printf("last_accessed      %llu ms\n", static_cast<unsigned long long>(h.last_accessed));
+  std::printf("created            %s\n", format_time_ms(h.created_timestamp).c_str());
+  std::printf("last_accessed      %s\n", format_time_ms(h.last_accessed).c_str());
   std::printf("accesses           %u\n", h.access_count);
   std::printf("start_clock        %llu\n", static_cast<unsigned long long>(h.start_clock));
   std::printf("tokens             %u\n", h.token_count);
@@ -378,7 +401,17 @@ int run_verify(const MemArgs& a) {
   for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
   for (const std::string& p : r.problems) std::printf("problem: %s\n", p.c_str());
   if (!r.ok()) {
-    throw_error("episodic: {}: verify found {} problem(s)", a.file, r.problems.size());
+    std::string damaged;
+    for (uint64_t id : r.damaged_episodes) damaged += fmt::format("{}{}", damaged.empty() ? "" : " ", id);
+    if (!damaged.empty()) std::printf("damaged episodes: %s\n", damaged.c_str());
+    if (!r.damaged_slots.empty())
+      std::printf("damaged index slots: %zu\n", r.damaged_slots.size());
+    const bool repairable = !r.damaged_episodes.empty() || !r.damaged_slots.empty();
+    throw_error("episodic: {}: verify found {} problem(s){}", a.file, r.problems.size(),
+                repairable ? fmt::format(" (damaged episodes: {}; 'channel mem repair {}' drops "
+                                         "them and keeps the rest)",
+                                         damaged.empty() ? "-" : damaged, a.file)
+                           : std::string());
   }
   std::printf("ok: %llu live episodes, %llu records checked\n",
               static_cast<unsigned long long>(r.live),
@@ -386,8 +419,40 @@ int run_verify(const MemArgs& a) {
   return 0;
 }
 
+EpisodicStore open_rw(const std::string& path) {
+  return EpisodicStore::open(path, StoreOptions{});
+}
+
+int run_rm(const MemArgs& a) {
+  EpisodicStore s = open_rw(a.file);
+  s.remove(a.id);
+  std::printf("removed episode %llu; %llu episodes left\n", static_cast<unsigned long long>(a.id),
+              static_cast<unsigned long long>(s.live_count()));
+  return 0;
+}
+
+int run_pin(const MemArgs& a, bool pin) {
+  EpisodicStore s = open_rw(a.file);
+  s.set_pinned(a.id, pin);
+  std::printf("episode %llu %s\n", static_cast<unsigned long long>(a.id),
+              pin ? "pinned: appends never evict it" : "unpinned");
+  return 0;
+}
+
+int run_repair(const MemArgs& a) {
+  const RepairReport r = repair_store(a.file, a.dry_run);
+  for (const std::string& d : r.dropped)
+    std::printf("%s: %s\n", a.dry_run ? "would drop" : "dropped", d.c_str());
+  std::printf("%s: %zu damaged record(s) %s, %llu episodes kept\n", a.file.c_str(),
+              r.dropped.size(), a.dry_run ? "to drop" : "dropped",
+              static_cast<unsigned long long>(r.kept));
+  return 0;
+}
+
 const CommandRegistrar registrar{
-    "mem", "Episodic memory stores (.episodic.mem): ls, show, stats, verify, create, add, query",
+    "mem",
+    "Episodic memory stores (.episodic.mem): ls, show, stats, verify, create, add, query, rm, "
+    "pin, unpin, repair",
     [](CLI::App& sub) {
       auto args = std::make_shared<MemArgs>();
       sub.require_subcommand(1);
@@ -401,10 +466,21 @@ const CommandRegistrar registrar{
           sub.add_subcommand("add", "Run TEXT through the model and store it as an episode");
       CLI::App* query =
           sub.add_subcommand("query", "The episodes closest to a text cue (top-k)");
-      for (CLI::App* c : {ls, show, stats, verify, create, add, query}) {
-        c->add_option("FILE", args->file, "The .episodic.mem file")->required();
+      CLI::App* rm = sub.add_subcommand("rm", "Remove one episode (its slot becomes free)");
+      CLI::App* pin = sub.add_subcommand("pin", "Pin an episode: appends never evict it");
+      CLI::App* unpin = sub.add_subcommand("unpin", "Unpin an episode");
+      CLI::App* repair = sub.add_subcommand(
+          "repair",
+          "Drop the damaged records (those 'verify' names) and keep the rest; crash-safe, and "
+          "no undamaged record is rewritten");
+      repair->add_flag("--dry-run", args->dry_run, "Only say what would be dropped");
+      for (CLI::App* c : {ls, show, stats, verify, create, add, query, rm, pin, unpin, repair}) {
+        c->add_option("FILE", args->file, "The .episodic.mem file")
+            ->required()
+            ->check(non_empty("an .episodic.mem file"));
       }
-      show->add_option("ID", args->id, "Episode id")->required();
+      for (CLI::App* c : {show, rm, pin, unpin})
+        c->add_option("ID", args->id, "Episode id")->required()->check(episode_id());
       for (CLI::App* c : {create, add, query}) add_model_option(*c, args->model);
       for (CLI::App* c : {add, query}) {
         add_threads_option(*c, args->threads);
@@ -412,7 +488,15 @@ const CommandRegistrar registrar{
       }
       for (CLI::App* c : {ls, query})
         c->add_flag("--json", args->json, "One JSON object per episode, one per line");
-      query->add_option("-k", args->k, "How many episodes")->check(CLI::Range(1, 1000000));
+      query->add_option("-k", args->k, "How many episodes")
+          ->check(integer_in(1, 1000000))
+          ->capture_default_str();
+      create->add_option("--capacity", args->capacity, "Episodes the store holds")
+          ->check(integer_in(1, 1 << 24))
+          ->capture_default_str();
+      create->add_option("--max-tokens", args->max_tokens, "Tokens per episode")
+          ->check(integer_in(1, 1 << 16))
+          ->capture_default_str();
       query
           ->add_option("--recall-method", args->method,
                        "centroid: cosine of the cue's mean hidden state; keys, proj, hybrid: the "
@@ -420,14 +504,20 @@ const CommandRegistrar registrar{
                        "keys or centroid, the best the model and store have")
           ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
           ->capture_default_str();
-      create->add_option("--capacity", args->capacity, "Episodes the store holds (default 1024)")
-          ->check(CLI::Range(1u, 1u << 24));
-      create->add_option("--max-tokens", args->max_tokens, "Tokens per episode (default 64)")
-          ->check(CLI::Range(1u, 1u << 16));
       create->add_flag("--q8_0", args->q8_0, "Store K/V as Q8_0 instead of FP16");
       create->add_flag("--v1", args->v1,
                        "A version 1 store: no retrieval section, recall by centroid only");
-      return [args, ls, show, stats, verify, create, add] {
+      return [args, ls, show, stats, verify, create, add, rm, pin, unpin, repair] {
+        // The file is checked first: a directory or a missing file is one clear line.
+        if (create->parsed()) {
+          check_output_file("FILE", args->file);
+        } else {
+          check_input_file("FILE", args->file, "an .episodic.mem file");
+        }
+        if (rm->parsed()) return run_rm(*args);
+        if (pin->parsed()) return run_pin(*args, true);
+        if (unpin->parsed()) return run_pin(*args, false);
+        if (repair->parsed()) return run_repair(*args);
         if (ls->parsed()) return run_ls(*args);
         if (show->parsed()) return run_show(*args);
         if (stats->parsed()) return run_stats(*args);

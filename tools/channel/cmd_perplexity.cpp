@@ -13,7 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include "cli_common.h"
+#include "cli_files.h"
+#include "cli_progress.h"
 #include "command.h"
 #include "model/model.h"
 #include "runtime/session.h"
@@ -31,15 +35,6 @@ struct PerplexityArgs {
   int threads = 1;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error("-f: cannot read '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw_error("-f: error reading '{}'", path);
-  return text.str();
-}
-
 // -log softmax(logits)[target], in double.
 double negative_log_likelihood(std::span<const float> logits, int32_t target) {
   float max = logits[0];
@@ -50,7 +45,7 @@ double negative_log_likelihood(std::span<const float> logits, int32_t target) {
 }
 
 int run_perplexity(const PerplexityArgs& args) {
-  const std::string text = read_text(args.file);
+  const std::string text = read_input_text("-f", args.file);
   const LoadedModel loaded = load_model(args.model);
   const Tokenizer& tok = loaded.model->tokenizer();
   const bool add_bos = tok.add_bos_default() && tok.bos_id() >= 0;
@@ -69,6 +64,9 @@ int run_perplexity(const PerplexityArgs& args) {
   Session session(loaded.model, SessionConfig{.n_ctx = ctx, .n_threads = args.threads});
   double nll = 0.0;
   int64_t count = 0;
+  // A terminal gets one redrawn line; a log gets one line per chunk.
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  Progress progress("perplexity");
   for (int c = 0; c < n_chunk; ++c) {
     std::vector<int32_t> chunk(tokens.begin() + static_cast<std::ptrdiff_t>(c) * ctx,
                                tokens.begin() + static_cast<std::ptrdiff_t>(c + 1) * ctx);
@@ -87,9 +85,19 @@ int run_perplexity(const PerplexityArgs& args) {
         ++count;
       }
     }
-    std::fprintf(stderr, "channel: perplexity: chunk %d/%d: ppl %.4f\n", c + 1, n_chunk,
-                 std::exp(nll / static_cast<double>(count)));
+    const double ppl = std::exp(nll / static_cast<double>(count));
+    if (!std::isfinite(ppl))
+      throw_error("perplexity: chunk {}: the score is not finite ({})", c + 1, ppl);
+    const double eta = progress.seconds() * (n_chunk - c - 1) / (c + 1);
+    if (tty) {
+      progress.update(static_cast<double>(c + 1) / n_chunk,
+                      fmt::format("chunk {}/{}: ppl {:.4f}", c + 1, n_chunk, ppl));
+    } else {
+      std::fprintf(stderr, "channel: perplexity: chunk %d/%d: ppl %.4f, ETA %s\n", c + 1, n_chunk,
+                   ppl, c + 1 < n_chunk ? Progress::duration_text(eta).c_str() : "0 s");
+    }
   }
+  progress.clear();
   const nlohmann::json out = {{"ppl", std::exp(nll / static_cast<double>(count))},
                               {"tokens", count}};
   std::printf("%s\n", out.dump().c_str());
@@ -103,12 +111,14 @@ const CommandRegistrar registrar(
     [](CLI::App& sub) -> std::function<int()> {
       auto args = std::make_shared<PerplexityArgs>();
       add_model_option(sub, args->model);
-      sub.add_option("-f,--file", args->file, "Text file to score")->required();
+      sub.add_option("-f,--file", args->file, "Text file to score ('-': standard input)")
+          ->required()
+          ->check(non_empty("a text file"));
       sub.add_option("-c,--ctx", args->ctx, "Tokens per chunk")
-          ->check(CLI::Range(4, 1 << 20))
+          ->check(integer_in(4, 1 << 20))
           ->capture_default_str();
       sub.add_option("--chunks", args->chunks, "Score only the first N chunks (default: all)")
-          ->check(CLI::Range(1, 1 << 30));
+          ->check(integer_in(1, 1 << 30));
       add_threads_option(sub, args->threads);
       return [args] { return run_perplexity(*args); };
     });

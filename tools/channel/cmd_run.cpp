@@ -5,7 +5,9 @@
 // N tokens instead (as perplexity, logits and bench do). With --session FILE the
 // conversation is resumed from / saved to FILE. With
 // --memory FILE an episodic store is attached: the episodes closest to the prompt are
-// recalled before it is fed, and what leaves the window is consolidated into FILE.
+// recalled before it is fed, and what leaves the window is consolidated into FILE. A run on
+// the slot geometry stops cleanly on SIGINT / SIGTERM: the session is saved and the memory
+// flushed as after a normal end.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -13,9 +15,13 @@
 
 #include "chat/system_prompt.h"
 #include "cli_common.h"
+#include "cli_errors.h"
+#include "cli_files.h"
+#include "cli_progress.h"
 #include "command.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
+#include "memory/model_signature.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "run_draft.h"
@@ -33,6 +39,7 @@ namespace {
 struct RunArgs {
   std::string model;
   std::string prompt;
+  std::string prompt_file;  // -f FILE, "-" for stdin
   int n_predict = 256;
   int n_ctx = 0;  // 0: the model's training context, at most kDefaultMaxCtx
   int threads = 1;
@@ -43,7 +50,7 @@ struct RunArgs {
   int64_t recall = SlotGeometry::kDefaultRecall;
   std::string memory;  // --memory FILE: an episodic store attached to the session
   int64_t recall_k = 2;
-  int64_t memory_capacity = 4096;
+  int64_t memory_capacity = kDefaultStoreCapacity;
   bool recall_only = false;  // --recall-only: recall from the store, store nothing
   std::string system;        // --system FILE: prefilled into the anchors of a new ring session
   bool no_auto_recall = false;
@@ -57,6 +64,86 @@ struct RunArgs {
 };
 
 constexpr int kDefaultMaxCtx = 4096;
+// A prompt is fed in chunks of this many tokens, so that progress can be shown and an
+// interrupt stops between two of them.
+constexpr size_t kPromptChunk = 256;
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
+
+// SIGINT and SIGTERM end the run at the next token (or prompt chunk); a second one kills.
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+const char* signal_stop_name() {
+  return g_stop_signal == SIGTERM ? "interrupted (SIGTERM)" : "interrupted (SIGINT)";
+}
+
+// The prefill of a plain run, cut into chunks with a progress line when it is long.
+class ProgressLogits final : public LogitSource {
+ public:
+  explicit ProgressLogits(Session& session) : session_(session) {}
+  std::span<const float> decode(std::span<const int32_t> tokens) override {
+    if (tokens.size() <= kPromptChunk) return session_.decode(tokens);
+    Progress progress("prompt");
+    std::span<const float> logits;
+    for (size_t done = 0; done < tokens.size();) {
+      const size_t n = std::min(kPromptChunk, tokens.size() - done);
+      logits = session_.decode(tokens.subspan(done, n));
+      done += n;
+      progress.update(static_cast<double>(done) / static_cast<double>(tokens.size()),
+                      fmt::format("{}/{} prompt tokens, {:.0f} tok/s", done, tokens.size(),
+                                  static_cast<double>(done) / std::max(progress.seconds(), 1e-9)));
+    }
+    return logits;
+  }
+  int32_t n_past() const override { return session_.n_past(); }
+  int32_t n_ctx() const override { return session_.n_ctx(); }
+
+ private:
+  Session& session_;
+};
+
+// Feeds a prompt into a session in chunks, with a progress line when it is long. Returns
+// false when a stop signal came first (what was fed stays fed).
+bool feed_prompt(StreamSession& s, std::span<const int32_t> prompt) {
+  Progress progress("prompt");
+  for (size_t done = 0; done < prompt.size();) {
+    if (g_stop_signal) return false;
+    const size_t n = std::min(kPromptChunk, prompt.size() - done);
+    s.feed(SpanType::user, prompt.subspan(done, n));
+    done += n;
+    if (prompt.size() > kPromptChunk)
+      progress.update(static_cast<double>(done) / static_cast<double>(prompt.size()),
+                      fmt::format("{}/{} prompt tokens, {:.0f} tok/s", done, prompt.size(),
+                                  static_cast<double>(done) / std::max(progress.seconds(), 1e-9)));
+  }
+  return true;
+}
+
+// A store of `model` opened for reading only: no lock, no writes (recall counts included).
+EpisodicStore open_store_read_only(const std::string& path, const Model& model) {
+  StoreOptions o;
+  o.read_only = true;
+  o.model_hash = model_id_hash(model.gguf());
+  EpisodicStore s = EpisodicStore::open(path, o);
+  const StoreGeometry g = session_store_geometry(model, 1, 1);
+  const StoreLayout& L = s.layout();
+  if (L.num_layers != g.num_layers || L.hidden_size != g.hidden_size || L.kv_dim != g.kv_dim)
+    throw_error(
+        "episodic: {}: the store holds {} layers x kv_dim {} (hidden {}), a session of this model "
+        "uses {} global layers x kv_dim {} (hidden {})",
+        path, L.num_layers, L.kv_dim, L.hidden_size, g.num_layers, g.kv_dim, g.hidden_size);
+  return s;
+}
 
 bool write_out(std::string_view text) {
   if (text.empty()) return true;
@@ -81,24 +168,8 @@ int run_session(const RunArgs& args) {
                               : (!args.memory.empty() && !args.no_auto_recall)
                                   ? kAutoRecallProbeReserve
                                   : 0;
-  // The store is opened (or created) before anything else is touched: a store of another
-  // model, or a damaged one, stops the run here with both files as they were.
-  std::unique_ptr<EpisodicStore> store;
-  bool created = false;
-  if (!args.memory.empty()) {
-    if (args.recall_only && !std::filesystem::exists(args.memory))
-      throw_error("--recall-only: the store {} does not exist", args.memory);
-    store = std::make_unique<EpisodicStore>(open_or_create_store(
-        args.memory, *loaded.model, static_cast<uint32_t>(args.memory_capacity), 64, &created));
-    for (uint64_t id : args.replay)  // before anything is printed or fed
-      if (!store->find(id)) throw_error("--replay: {}: no episode {}", args.memory, id);
-    if (!args.no_auto_recall)  // a method the store or the model cannot serve stops here
-      (void)resolve_recall_method(
-          *parse_recall_method(args.recall_method), store->layout(),
-          load_retrieval_head(loaded.model->gguf(), size_t(loaded.model->hparams().n_embd))
-              .has_value(),
-          args.memory);
-  }
+  // Everything is checked before any file is created: the geometry (the session allocates
+  // it), the prompt, and only then the store (opened, or created last).
   std::unique_ptr<StreamSession> s;
   if (resume) {
     s = load_session_file(args.session, loaded.model, config);
@@ -106,6 +177,7 @@ int run_session(const RunArgs& args) {
       s->sampler() = s->sampler().reconfigured(args.sampling.over(s->sampler().config()));
   } else {
     s = std::make_unique<StreamSession>(loaded.model, config, args.sampling.config);
+    // Cold boot: BOS (when the model wants one) and the system prompt are the anchors.
     std::vector<int32_t> anchors;
     if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) anchors.push_back(tokenizer.bos_id());
     if (!args.system.empty()) {
@@ -122,10 +194,32 @@ int run_session(const RunArgs& args) {
       tokenizer.encode(args.prompt, /*add_bos=*/false, /*parse_special=*/true);
   if (prompt.empty() && s->clock() == 0)
     throw Error("the prompt is empty and the session holds no tokens to continue from");
+  // The store is opened (or created) last: a store of another model, or a damaged one, stops
+  // the run here with both files as they were.
+  std::unique_ptr<EpisodicStore> store;
+  bool created = false;
+  if (!args.memory.empty()) {
+    if (args.recall_only) {
+      store = std::make_unique<EpisodicStore>(open_store_read_only(args.memory, *loaded.model));
+    } else {
+      store = std::make_unique<EpisodicStore>(open_or_create_store(
+          args.memory, *loaded.model, static_cast<uint32_t>(args.memory_capacity), 64, &created));
+    }
+    for (uint64_t id : args.replay)  // before anything is printed or fed
+      if (!store->find(id)) throw_error("--replay: {}: no episode {}", args.memory, id);
+    if (!args.no_auto_recall)  // a method the store or the model cannot serve stops here
+      (void)resolve_recall_method(
+          *parse_recall_method(args.recall_method), store->layout(),
+          load_retrieval_head(loaded.model->gguf(), size_t(loaded.model->hparams().n_embd))
+              .has_value(),
+          args.memory);
+  }
   print_loaded(loaded);
   if (!args.session.empty())
     std::fprintf(stderr, "channel: %s %s at clock %llu\n", resume ? "resumed" : "new session",
                  args.session.c_str(), static_cast<unsigned long long>(s->clock()));
+  if (resume && !args.system.empty())
+    std::fprintf(stderr, "channel: --system ignored: the session already has its anchors\n");
   std::unique_ptr<MemoryAttachment> mem;
   if (store) {
     MemoryConfig mc;
@@ -169,7 +263,9 @@ int run_session(const RunArgs& args) {
     });
   }
 
+  catch_stop_signals();
   const auto t0 = std::chrono::steady_clock::now();
+  bool prompt_fed = true;
   if (recall) {
     // The prompt is a user turn: the recall lands before its last token is computed, so the
     // reply's first token already sees it. The centroid cue stays the prompt's text cue.
@@ -178,16 +274,21 @@ int run_session(const RunArgs& args) {
                             recall->method() == RecallMethod::hybrid))
       centroid = text_cue(*loaded.model, args.prompt, args.threads);
     feed_turn_with_recall(*s, *recall, prompt, SpanType::user, std::move(centroid));
-  } else if (!prompt.empty()) {
-    s->feed(SpanType::user, prompt);
+    prompt_fed = !g_stop_signal;
+  } else {
+    prompt_fed = feed_prompt(*s, prompt);  // in chunks: progress, and an interrupt between
   }
   const double prompt_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bool output_ok = args.no_echo || write_out(args.prompt);
   int n = 0;
-  const char* stop = "token limit";
+  const char* stop = prompt_fed ? "token limit" : signal_stop_name();
   const auto t1 = std::chrono::steady_clock::now();
-  while (args.n_predict < 0 || n < args.n_predict) {
+  while (prompt_fed && (args.n_predict < 0 || n < args.n_predict)) {
+    if (g_stop_signal) {
+      stop = signal_stop_name();
+      break;
+    }
     if (recall) (void)recall->poll();  // a condition-C recall lands between tokens
     const GeneratedToken g = s->next(EogPolicy::stop);
     if (g.end_of_generation) {
@@ -206,7 +307,8 @@ int run_session(const RunArgs& args) {
   if (output_ok) write_out("\n");
   if (!args.session.empty()) save_session_file(args.session, *s);
   if (mem && args.recall_only) {
-    std::fprintf(stderr, "channel: memory %s: recall only, nothing stored\n", args.memory.c_str());
+    std::fprintf(stderr, "channel: memory %s: recall only, the file was not written\n",
+                 args.memory.c_str());
   } else if (mem) {
     // Without a session file the window ends with this run: it is consolidated too.
     if (args.session.empty()) {
@@ -237,26 +339,60 @@ int run_session(const RunArgs& args) {
   return 0;
 }
 
-int run_run(const RunArgs& args) {
-  validate(args.sampling.config);  // bad sampling flags fail before the model loads
-  std::signal(SIGPIPE, SIG_IGN);
+// Everything about the command line that can be checked before the model loads: flag
+// combinations (usage errors, exit 2), then the files (readable inputs, writable outputs).
+void check_run_args(const RunArgs& args) {
+  try {
+    validate(args.sampling.config);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   if (!args.draft.empty()) {
     if (!args.session.empty() || !args.memory.empty())
-      throw Error("--draft does not apply with --session or --memory");
+      throw_usage("--draft: does not apply with --session or --memory");
     if (args.sampling.was_given("--temp") && args.sampling.config.temperature > 0)
-      throw_error("--draft needs greedy decoding (--temp 0), got --temp {}",
+      throw_usage("--draft: needs greedy decoding (--temp 0), got --temp {}",
                   args.sampling.config.temperature);
     if (args.sampling.was_given("--repeat-penalty") && args.sampling.config.repeat_penalty != 1.0f)
-      throw Error("--draft needs greedy decoding without --repeat-penalty");
-    return run_with_draft({args.model, args.draft, args.draft_max, args.prompt, args.n_predict,
-                           args.n_ctx, kDefaultMaxCtx, args.threads, args.no_echo});
+      throw_usage("--draft: needs greedy decoding without --repeat-penalty");
+    if (args.draft != "ngram") {
+      std::error_code ec;
+      if (!std::filesystem::exists(args.draft, ec))
+        throw_usage("--draft: '{}' is neither 'ngram' nor an existing file (allowed: ngram, or "
+                    "the path of a GGUF draft model)",
+                    args.draft);
+      check_input_file("--draft", args.draft, "ngram or a GGUF draft model");
+    }
   }
-  if (args.recall_only && args.memory.empty()) throw Error("--recall-only needs --memory FILE");
-  if (!args.replay.empty() && args.memory.empty()) throw Error("--replay needs --memory FILE");
+  if (args.recall_only && args.memory.empty()) throw_usage("--recall-only: needs --memory FILE");
+  if (!args.system.empty()) check_input_file("--system", args.system, "a system prompt file");
+  if (!args.replay.empty() && args.memory.empty()) throw_usage("--replay: needs --memory FILE");
+  if (!args.session.empty()) {
+    if (std::filesystem::exists(args.session)) check_input_file("--session", args.session, "a session file");
+    check_output_file("--session", args.session);
+  }
+  if (!args.memory.empty()) {
+    const bool exists = std::filesystem::exists(args.memory);
+    if (args.recall_only && !exists)
+      throw_error("--recall-only: the store {} does not exist", args.memory);
+    if (exists) check_input_file("--memory", args.memory, "an episodic store");
+    if (!args.recall_only) check_output_file("--memory", args.memory);
+  }
+}
+
+int run_run(RunArgs args) {
+  check_run_args(args);
+  std::signal(SIGPIPE, SIG_IGN);
+  if (!args.prompt_file.empty()) args.prompt = read_input_text("-f", args.prompt_file);
+  if (!args.draft.empty()) {
+    return run_with_draft({args.model, args.draft, args.draft_max, args.prompt,
+                           args.n_predict, args.n_ctx, kDefaultMaxCtx, args.threads,
+                           args.no_echo});
+  }
   // The slot ring is the engine: --ctx N asks for a contiguous context instead.
   if (args.n_ctx == 0) return run_session(args);
   if (!args.session.empty() || !args.memory.empty() || !args.system.empty())
-    throw Error("--ctx runs on a contiguous context; --session, --memory and --system need the ring");
+    throw_usage("--ctx: runs on a contiguous context; --session, --memory and --system need the ring");
 
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -275,7 +411,7 @@ int run_run(const RunArgs& args) {
   }
 
   Session session(model, SessionConfig{.n_ctx = n_ctx, .n_threads = args.threads});
-  SessionLogits source(session);
+  ProgressLogits source(session);
   Sampler sampler(args.sampling.config);
   print_loaded(loaded);
 
@@ -297,7 +433,12 @@ const CommandRegistrar registrar{
     "run", "Generate text from a prompt", [](CLI::App& sub) {
       auto args = std::make_shared<RunArgs>();
       add_model_option(sub, args->model);
-      sub.add_option("-p,--prompt", args->prompt, "Prompt text");
+      CLI::Option* prompt = sub.add_option("-p,--prompt", args->prompt, "Prompt text");
+      sub.add_option("-f,--file", args->prompt_file,
+                     "Read the prompt from FILE ('-': standard input), for prompts too long for "
+                     "the command line")
+          ->check(non_empty("a text file, or - for standard input"))
+          ->excludes(prompt);
       sub.add_option("-n,--n-predict", args->n_predict,
                      "Tokens to generate (-1: until end of text or a full context)")
           ->check(integer_in(-1, 1 << 30))
@@ -311,11 +452,13 @@ const CommandRegistrar registrar{
       sub.add_flag("--no-echo", args->no_echo, "Print only the generated text, not the prompt");
       sub.add_option("--system", args->system,
                      "System prompt FILE, prefilled into the anchors (tier 1) of a new session, "
-                     "where it never leaves");
+                     "where it never leaves (ignored on resume)")
+          ->check(non_empty("a text file"));
       sub.add_option("--session", args->session,
                      "Keep the conversation in FILE: run on the KV slot geometry, resume from "
                      "FILE if it exists (with its sampler, except the sampling flags given), "
-                     "save it after the reply");
+                     "save it after the reply, or when interrupted by SIGINT/SIGTERM")
+          ->check(non_empty("a session file path"));
       sub.add_option("--slots", args->slots, "KV slots per global layer of the ring")
           ->check(integer_in(1, 1 << 30))
           ->capture_default_str();
@@ -325,7 +468,8 @@ const CommandRegistrar registrar{
       sub.add_option("--memory", args->memory,
                      "Attach the episodic store FILE (created for this model if missing): the "
                      "episodes closest to the prompt are recalled, what leaves the window is "
-                     "stored (runs on the KV slot geometry)");
+                     "stored (runs on the KV slot geometry)")
+          ->check(non_empty("an episodic store path"));
       sub.add_option("--recall-k", args->recall_k,
                      "With --memory: episodes recalled by the prompt (automatic recall's top-k)")
           ->check(integer_in(0, 1 << 20))
@@ -360,11 +504,14 @@ const CommandRegistrar registrar{
           ->capture_default_str();
       sub.add_flag("--recall-only", args->recall_only,
                    "With --memory: recall from the store but store nothing of this run (a "
-                   "question to the memory that does not become a memory)");
+                   "question to the memory that does not become a memory). The store is opened "
+                   "read-only and the file is not written at all: recalls are not counted in its "
+                   "access counts, and it can be read while another process writes it");
       sub.add_option("--draft", args->draft,
                      "Speculative decoding, greedy only (--temp 0, the default with --draft): "
                      "draft with prompt lookup ('ngram') or a smaller GGUF model with the same "
-                     "vocabulary; the output equals plain greedy decoding");
+                     "vocabulary; the output equals plain greedy decoding")
+          ->check(non_empty("ngram, or the path of a GGUF draft model"));
       sub.add_option("--draft-max", args->draft_max, "With --draft: draft tokens per verify")
           ->check(integer_in(1, 32))
           ->capture_default_str();

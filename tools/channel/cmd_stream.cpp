@@ -17,6 +17,9 @@
 
 #include "channel.h"
 #include "cli_common.h"
+#include "cli_errors.h"
+#include "cli_files.h"
+#include "cli_progress.h"
 #include "command.h"
 #include "kv/slot_geometry.h"
 #include "sampling_flags.h"
@@ -35,7 +38,7 @@ struct StreamArgs {
   std::string text_file;
   std::string session_file;
   std::string memory_file;
-  int64_t memory_capacity = 16384;
+  int64_t memory_capacity = kDefaultStoreCapacity;
   bool show_text = false;
   // Automatic recall (with --memory)
   bool no_auto_recall = false;
@@ -65,6 +68,9 @@ SamplerConfig from_c(const channel_sampler_params& p) {
 }
 
 constexpr int64_t kDefaultGenerate = 1024;
+// -f text is fed at most this many tokens at a time (one forward batch of the session), so
+// that an interrupt stops within one decode step.
+constexpr size_t kFeedChunk = 64;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_interrupt(int) {
@@ -73,15 +79,6 @@ void on_interrupt(int) {
 
 void check(channel_status status) {
   if (status != CHANNEL_OK) throw Error(channel_last_error());
-}
-
-std::string read_text(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error("{}: cannot read '{}'", flag, path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw_error("{}: error reading '{}'", flag, path);
-  return text.str();
 }
 
 std::vector<int32_t> tokenize(const channel_model* model, const std::string& text, int add_bos) {
@@ -242,10 +239,20 @@ channel_recall_method recall_method_of(const std::string& s) {
 
 int run_stream(const StreamArgs& args) {
   // Input files are checked before the model loads, so that bad input costs nothing.
-  if (args.turns && args.text_file.empty()) throw Error("--turns needs a text file (-f)");
-  const std::string text = args.text_file.empty() ? "" : read_text("-f", args.text_file);
+  if (args.turns && args.text_file.empty()) throw_usage("--turns: needs a text file (-f)");
+  if (!args.session_file.empty()) {
+    if (std::filesystem::exists(args.session_file))
+      check_input_file("--session", args.session_file, "a session file");
+    check_output_file("--session", args.session_file);
+  }
+  if (!args.memory_file.empty()) {
+    if (std::filesystem::exists(args.memory_file))
+      check_input_file("--memory", args.memory_file, "an episodic store");
+    check_output_file("--memory", args.memory_file);
+  }
+  const std::string text = args.text_file.empty() ? "" : read_input_text("-f", args.text_file);
   const std::string system =
-      args.system_file.empty() ? "" : read_text("--system", args.system_file);
+      args.system_file.empty() ? "" : read_input_text("--system", args.system_file);
   const bool resume = !args.session_file.empty() && std::filesystem::exists(args.session_file);
 
   Handles h;
@@ -316,6 +323,9 @@ int run_stream(const StreamArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!args.text_file.empty()) {
     const int64_t limit = args.tokens < 0 ? INT64_MAX : args.tokens;
+    const std::string name = args.text_file == "-" ? "standard input" : args.text_file;
+    Progress progress("stream");
+    size_t bytes_before = 0;  // of the pieces already fed
     // Each piece is fed as user text, or (--turns) its blank lines as a turn_end span.
     for (const TextPiece& piece : args.turns ? split_turns(text) : std::vector<TextPiece>{{text}}) {
       if (g_interrupted || stats.count() >= limit) break;
@@ -327,19 +337,32 @@ int run_stream(const StreamArgs& args) {
         // A turn boundary: the context is the cue. No reply waits on it, so the query runs
         // beside the stream and lands between the next chunks.
         if (auto_recall) check(channel_session_recall_turn(h.session, 1));
+        bytes_before += piece.text.size();
         continue;
       }
       size_t done = 0;
       while (done < total && !g_interrupted) {
-        // With automatic recall, pieces of at most 64 tokens: a background recall lands
-        // between pieces (fed text continues its sentence across pieces: same spans).
-        const size_t n = std::min({total - done, static_cast<size_t>(stats.to_next()),
-                                   auto_recall ? size_t{64} : total});
+        // Pieces of at most kFeedChunk (64) tokens: an interrupt stops within one, and a
+        // background recall lands between them (fed text continues its sentence across
+        // pieces: same spans).
+        const size_t n = std::min({total - done, static_cast<size_t>(stats.to_next()), kFeedChunk});
         if (auto_recall) check(channel_session_recall_poll(h.session));
         check(channel_session_feed(h.session, CHANNEL_SPAN_USER, ids.data() + done, n));
         done += n;
         stats.add(static_cast<int64_t>(n));
+        // Done: the share of the file's bytes fed (or of --tokens, when it ends first).
+        double fraction = (static_cast<double>(bytes_before) +
+                           static_cast<double>(piece.text.size()) * static_cast<double>(done) /
+                               static_cast<double>(std::max<size_t>(ids.size(), 1))) /
+                          static_cast<double>(std::max<size_t>(text.size(), 1));
+        if (limit != INT64_MAX)
+          fraction = std::max(fraction, static_cast<double>(stats.count()) / static_cast<double>(limit));
+        progress.update(fraction, fmt::format("{:.0f}% of {}, {} tokens, {:.0f} tok/s",
+                                              fraction * 100.0, name, stats.count(),
+                                              static_cast<double>(stats.count()) /
+                                                  std::max(progress.seconds(), 1e-9)));
       }
+      bytes_before += piece.text.size();
     }
   } else {
     const int64_t n = args.tokens < 0 ? kDefaultGenerate : args.tokens;
@@ -360,10 +383,12 @@ int run_stream(const StreamArgs& args) {
   }
   channel_geometry g;
   check(channel_session_get_geometry(h.session, &g));
-  std::fprintf(stderr, "channel: streamed %lld tokens in %.2f s (%.1f tok/s), clock %llu%s%s\n",
+  std::fprintf(stderr,
+               "channel: streamed %lld tokens in %.2f s (%.1f tok/s), clock %llu, RSS %s%s%s\n",
                static_cast<long long>(stats.count()), seconds,
                seconds > 0 ? static_cast<double>(stats.count()) / seconds : 0.0,
-               static_cast<unsigned long long>(g.clock), g_interrupted ? ", interrupted" : "",
+               static_cast<unsigned long long>(g.clock), format_bytes(rss_bytes()).c_str(),
+               g_interrupted ? ", interrupted" : "",
                args.session_file.empty() ? "" : (", saved " + args.session_file).c_str());
   return 0;
 }
@@ -382,22 +407,28 @@ const CommandRegistrar registrar{
       sub.add_option("--recall-slots", args->recall, "Recall slots (tier 3)")
           ->check(integer_in(0, 1 << 30))
           ->capture_default_str();
-      sub.add_option("--system", args->system_file, "System prompt file: the anchors");
+      sub.add_option("--system", args->system_file, "System prompt file: the anchors")
+          ->check(non_empty("a text file"));
       sub.add_option("--stats-every", args->stats_every, "Print a JSON stats line every K tokens")
           ->check(integer_in(1, int64_t{1} << 40))
           ->capture_default_str();
       sub.add_option("-f,--file", args->text_file,
-                     "Feed this text file (user spans cut at sentence ends) instead of generating");
+                     "Feed this text file ('-': standard input; user spans cut at sentence ends) "
+                     "instead of generating; a progress line shows how far it is")
+          ->check(non_empty("a text file, or - for standard input"));
       sub.add_flag("--turns", args->turns,
                    "With -f: blank lines end turns (fed as turn_end spans), so that each "
                    "paragraph of the file is a turn and episodes end at paragraph ends");
       sub.add_option("--session", args->session_file,
                      "Resume from FILE if it exists (with its sampler, except the sampling flags "
-                     "given); save the session to FILE at the end");
+                     "given); save the session to FILE at the end, or when interrupted by "
+                     "SIGINT/SIGTERM")
+          ->check(non_empty("a session file path"));
       sub.add_flag("--show-text", args->show_text, "Write the generated text to stderr");
       sub.add_option("--memory", args->memory_file,
                      "Consolidate what leaves the window into the episodic store FILE (created "
-                     "for the model if missing)");
+                     "for the model if missing)")
+          ->check(non_empty("an episodic store path"));
       sub.add_option("--memory-capacity", args->memory_capacity,
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))

@@ -4,18 +4,37 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "cli_errors.h"
+#include "cli_common.h"
 #include "command.h"
 #include "util/error.h"
 
 namespace {
 
-// Every failure is exactly one line on stderr, so that scripts can show or match it.
-void print_error(std::string message, const char* hint = "") {
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
+// "run", "mem show": the subcommands given, for the "(see 'channel ... --help')" hint.
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  const CLI::App* at = &app;
+  while (true) {
+    const auto subs = at->get_subcommands();
+    if (subs.empty()) break;
+    at = subs.front();
+    path += (path.empty() ? "" : " ") + at->get_name();
   }
-  std::fprintf(stderr, "channel: error: %s%s\n", message.c_str(), hint);
+  return path;
+}
+
+// The first argument CLI11 could not place, looking from the deepest subcommand given up to
+// the program; empty when there is none.
+std::string first_extra(const CLI::App& app) {
+  std::vector<const CLI::App*> chain{&app};
+  while (!chain.back()->get_subcommands().empty())
+    chain.push_back(chain.back()->get_subcommands().front());
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    if (!(*it)->remaining().empty()) return (*it)->remaining().front();
+  return {};
 }
 
 }  // namespace
@@ -47,44 +66,46 @@ int main(int argc, char** argv) {
       argc > 1 && std::any_of(registry.begin(), registry.end(),
                               [&](const CommandSpec& c) { return c.name == argv[1]; });
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    print_error(std::string("unknown command '") + argv[1] + "'", " (see 'channel --help')");
-    return 2;
+    print_error(std::string("unknown command '") + argv[1] + "' (see 'channel --help')");
+    return kExitUsage;
   }
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    const std::string command = command_path(app);
+    const std::string see =
+        command.empty() ? " (see 'channel --help')" : " (see 'channel " + command + " --help')";
     // CLI11 checks required options before unexpected ones; name the unexpected one first.
-    for (const auto& [sub, action] : actions) {
-      if (sub->parsed() && !sub->remaining().empty()) {
-        print_error("unexpected argument '" + sub->remaining().front() + "'",
-                    " (see 'channel <command> --help')");
-        return 2;
-      }
+    const std::string extra = first_extra(app);
+    if (!extra.empty()) {
+      print_error((extra.size() > 1 && extra[0] == '-' ? extra + ": unknown flag"
+                                                       : "unexpected argument '" + extra + "'") +
+                  see);
+      return kExitUsage;
     }
-    if (!app.remaining().empty()) {
-      print_error("unexpected argument '" + app.remaining().front() + "'",
-                  " (see 'channel --help')");
-      return 2;
-    }
-    print_error(e.what(), " (see 'channel <command> --help')");
-    return 2;
+    print_error(describe_parse_error(e, command));
+    return kExitUsage;
   }
 
+  for (const std::string& w : take_deferred_warnings()) print_warning(w);
   try {
     for (auto& [sub, action] : actions) {
       if (sub->parsed()) return action();
     }
+  } catch (const UsageError& e) {
+    print_error(e.what());
+    return kExitUsage;
   } catch (const channel::Error& e) {
     print_error(e.what());
-    return 1;
+    return kExitRuntime;
   } catch (const std::bad_alloc&) {
     print_error("out of memory");
-    return 1;
+    return kExitRuntime;
   } catch (const std::exception& e) {
     print_error(e.what());
-    return 1;
+    return kExitRuntime;
   }
   return 1;
 }

@@ -86,3 +86,37 @@ finish() {
   echo "all checks passed"
   exit 0
 }
+
+# expect_exit DESCRIPTION CODE COMMAND...: the command must exit with exactly CODE (2: a usage
+# mistake, 1: a failure while working) and end stderr with its one "channel: error: " line
+# (lines before it, such as the model's "loaded" line, are allowed).
+expect_exit() {
+  local desc=$1 code=$2
+  shift 2
+  local rc=0
+  "$@" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
+  if ((rc != code)); then
+    fail "$desc: exit code $rc, expected $code: $(head -c 400 "$TMP/err")"
+  elif [[ $(grep -c '^channel: error: ' "$TMP/err") != 1 ]] || ! tail -n 1 "$TMP/err" | grep -q '^channel: error: '; then
+    fail "$desc: expected one 'channel: error: ' line: $(head -c 600 "$TMP/err")"
+  else
+    echo "ok: $desc (exit $code): $(tail -n 1 "$TMP/err")"
+  fi
+}
+
+# make_micro_model PATH: a tiny random llama (2 layers, 300 tokens) for fast CLI runs.
+make_micro_model() {
+  "$CHANNEL" mkmodel --arch llama --hidden 32 --layers 2 --heads 4 --kv-heads 2 --head-dim 8 \
+    --ffn 48 --vocab 300 -o "$1" "${@:2}" >/dev/null 2>&1 || fail "mkmodel $1"
+}
+
+# wait_for COMMAND...: retries the command every 0.1 s for up to 60 s; false if it never
+# succeeded.
+wait_for() {
+  local i
+  for ((i = 0; i < 600; ++i)); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
