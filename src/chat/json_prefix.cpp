@@ -2,24 +2,64 @@
 #include "chat/json_prefix.h"
 
 #include <cctype>
-#include <regex>
 
 namespace channel {
 namespace {
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// A complete JSON number.
-bool valid_number(const std::string& s) {
-  static const std::regex kNumber("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
-  return std::regex_match(s, kNumber);
+// Scans `s` as a JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][-+]?[0-9]+)?).
+// With `prefix`, true when `s` could still grow into one. A small state machine rather than
+// std::regex, which GCC 12 warns about (maybe-uninitialized) in sanitizer builds.
+bool scan_number(const std::string& s, bool prefix) {
+  enum { start, minus, zero, int_digits, dot, frac_digits, exp_mark, exp_sign, exp_digits } st = start;
+  for (const char c : s) {
+    const bool digit = c >= '0' && c <= '9';
+    const bool exp = c == 'e' || c == 'E';
+    switch (st) {
+      case start:
+      case minus:
+        if (c == '-' && st == start) st = minus;
+        else if (c == '0') st = zero;
+        else if (digit) st = int_digits;
+        else return false;
+        break;
+      case zero:
+      case int_digits:
+        if (digit && st == int_digits) break;
+        if (c == '.') st = dot;
+        else if (exp) st = exp_mark;
+        else return false;
+        break;
+      case dot:
+        if (!digit) return false;
+        st = frac_digits;
+        break;
+      case frac_digits:
+        if (digit) break;
+        if (!exp) return false;
+        st = exp_mark;
+        break;
+      case exp_mark:
+        if (c == '+' || c == '-') st = exp_sign;
+        else if (digit) st = exp_digits;
+        else return false;
+        break;
+      case exp_sign:
+      case exp_digits:
+        if (!digit) return false;
+        st = exp_digits;
+        break;
+    }
+  }
+  return prefix || st == zero || st == int_digits || st == frac_digits || st == exp_digits;
 }
 
+// A complete JSON number.
+bool valid_number(const std::string& s) { return scan_number(s, false); }
+
 // Could `s` still grow into a JSON number?
-bool number_prefix(const std::string& s) {
-  static const std::regex kPrefix("-?((0|[1-9][0-9]*)(\\.[0-9]*)?([eE][-+]?[0-9]*)?)?");
-  return std::regex_match(s, kPrefix);
-}
+bool number_prefix(const std::string& s) { return scan_number(s, true); }
 
 }  // namespace
 

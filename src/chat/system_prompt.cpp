@@ -2,7 +2,6 @@
 #include "chat/system_prompt.h"
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -23,24 +22,62 @@ struct Located {
   }
 };
 
+// [A-Za-z_][A-Za-z0-9_.-]{0,63}
+bool is_tool_name(const std::string& s) {
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (s.empty() || s.size() > 64 || !alpha(s[0])) return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '.' && c != '-') return false;
+  return true;
+}
+
+// [-+]?[0-9]+
+bool is_yaml_int(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+// [-+]?([0-9]+.[0-9]*|.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?  (no std::regex: see json_prefix.cpp)
+bool is_yaml_float(const std::string& s) {
+  auto digits = [&](size_t& i) {
+    const size_t b = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - b;
+  };
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  size_t mantissa = digits(i);
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    mantissa += digits(i);
+  }
+  if (mantissa == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (digits(i) == 0) return false;
+  }
+  return i == s.size();
+}
+
 // A plain YAML scalar read by the core schema: null, booleans, integers and floats as such,
 // anything quoted or otherwise a string.
 OrderedJson scalar_to_json(const YAML::Node& n) {
   const std::string& s = n.Scalar();
   if (n.Tag() == "!") return s;  // quoted
-  static const std::regex kInt("[-+]?[0-9]+");
-  static const std::regex kFloat("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?");
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  if (std::regex_match(s, kInt)) {
+  if (is_yaml_int(s)) {
     try {
       return std::stoll(s);
     } catch (const std::exception&) {
       return s;
     }
   }
-  if (std::regex_match(s, kFloat)) {
+  if (is_yaml_float(s)) {
     try {
       return std::stod(s);
     } catch (const std::exception&) {
@@ -132,8 +169,7 @@ ToolSpec read_tool(const YAML::Node& n, const Located& at, std::set<std::string>
       if (!kv.second.IsScalar() || kv.second.Scalar().empty())
         at.fail(kv.second.Mark(), "tool name must be a non-empty text");
       t.name = kv.second.Scalar();
-      static const std::regex kName("[A-Za-z_][A-Za-z0-9_.-]{0,63}");
-      if (!std::regex_match(t.name, kName))
+      if (!is_tool_name(t.name))
         at.fail(kv.second.Mark(), "tool name '" + t.name +
                                       "' must be letters, digits, _ . - (at most 64, not "
                                       "starting with a digit)");
