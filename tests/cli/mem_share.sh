@@ -39,7 +39,8 @@ grep -A3 -- "--recall-only" "$TMP/out" | tr -s ' \n' ' ' | grep -q "not written"
 env --default-signal=INT "$CHANNEL" stream -m "$model" "${geo[@]}" -f "$TMP/big.txt" \
   --memory "$TMP/w.mem" >"$TMP/writer.out" 2>"$TMP/writer.err" &
 writer=$!
-(sleep 300 && kill -9 "$writer" 2>/dev/null) &
+# The watchdog's output goes nowhere: a leftover sleep must not hold ctest's pipe open.
+(sleep 300 && kill -9 "$writer" 2>/dev/null) >/dev/null 2>&1 &
 watchdog=$!
 has_episodes() { [[ -e "$TMP/w.mem" ]] && "$CHANNEL" mem stats "$TMP/w.mem" 2>/dev/null | grep -Eq '^live episodes +[1-9]'; }
 wait_for has_episodes || fail "the writer stored no episode: $(head -c 300 "$TMP/writer.err")"
@@ -57,6 +58,7 @@ expect_exit "a second writer is still refused" 1 "$CHANNEL" stream -m "$model" "
 kill -INT "$writer"
 rc=0
 wait "$writer" || rc=$?
+pkill -P "$watchdog" 2>/dev/null
 kill "$watchdog" 2>/dev/null
 ((rc == 0)) || fail "the writer exited $rc: $(tail -c 300 "$TMP/writer.err")"
 expect_ok "the store verifies after the writer" "$CHANNEL" mem verify "$TMP/w.mem"

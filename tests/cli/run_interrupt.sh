@@ -13,12 +13,14 @@ make_micro_model "$model"
 launch() {
   env --default-signal=INT,TERM "$@" &
   pid=$!
-  (sleep 120 && kill -9 "$pid" 2>/dev/null) &
+  # output to nowhere: a leftover sleep must not hold ctest's pipe open
+  (sleep 120 && kill -9 "$pid" 2>/dev/null) >/dev/null 2>&1 &
   watchdog=$!
 }
 finish_launch() {
   rc=0
   wait "$pid" || rc=$?
+  pkill -P "$watchdog" 2>/dev/null
   kill "$watchdog" 2>/dev/null
   wait "$watchdog" 2>/dev/null
 }
