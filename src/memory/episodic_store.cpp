@@ -431,7 +431,9 @@ Episode EpisodicStore::read(uint64_t id) const {
   const uint8_t* b = m.block(slot);
   e.summary.assign(reinterpret_cast<const char*>(b + L.block_summary), e.header.summary_len);
   e.tokens.resize(n);
-  std::memcpy(e.tokens.data(), b + L.block_tokens, 4 * n);
+  // n is 0 when a writer in another process removed the record meanwhile: check_unchanged
+  // below reports that; no copy from or to a null pointer before it.
+  if (n > 0) std::memcpy(e.tokens.data(), b + L.block_tokens, 4 * n);
   e.centroid.resize(L.hidden_size);
   cpu::dequantize_row_f16(reinterpret_cast<const uint16_t*>(m.entry(slot) + 64), e.centroid.data(),
                           L.hidden_size);
