@@ -28,30 +28,6 @@ constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;  // key len, 1-byte key, type, u
 constexpr uint64_t kMinTensorBytes =
     8 + 1 + 4 + 8 + 4 + 8;  // name len, name, n_dims, ne, type, offset
 
-// Size of a fixed-size value type; 0 for STRING and ARRAY.
-uint64_t value_size(GgufValueType t) {
-  switch (t) {
-    case GgufValueType::U8:
-    case GgufValueType::I8:
-    case GgufValueType::BOOL:
-      return 1;
-    case GgufValueType::U16:
-    case GgufValueType::I16:
-      return 2;
-    case GgufValueType::U32:
-    case GgufValueType::I32:
-    case GgufValueType::F32:
-      return 4;
-    case GgufValueType::U64:
-    case GgufValueType::I64:
-    case GgufValueType::F64:
-      return 8;
-    case GgufValueType::STRING:
-    case GgufValueType::ARRAY:
-      return 0;
-  }
-  return 0;
-}
 
 bool is_integer(GgufValueType t) {
   switch (t) {
@@ -125,6 +101,31 @@ std::string printable(std::string_view s) {
 }
 
 }  // namespace
+
+// Size of a fixed-size value type; 0 for STRING and ARRAY.
+uint64_t gguf_value_size(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::U8:
+    case GgufValueType::I8:
+    case GgufValueType::BOOL:
+      return 1;
+    case GgufValueType::U16:
+    case GgufValueType::I16:
+      return 2;
+    case GgufValueType::U32:
+    case GgufValueType::I32:
+    case GgufValueType::F32:
+      return 4;
+    case GgufValueType::U64:
+    case GgufValueType::I64:
+    case GgufValueType::F64:
+      return 8;
+    case GgufValueType::STRING:
+    case GgufValueType::ARRAY:
+      return 0;
+  }
+  return 0;
+}
 
 std::string_view gguf_value_type_name(GgufValueType t) {
   switch (t) {
@@ -261,7 +262,7 @@ class GgufParser {
       return;
     }
     uint64_t at = pos_;
-    const uint8_t* p = take(value_size(t), gguf_value_type_name(t));
+    const uint8_t* p = take(gguf_value_size(t), gguf_value_type_name(t));
     if (t == GgufValueType::BOOL && *p > 1)
       fail(at, fmt::format("bool value is {}, not 0 or 1", *p));
   }
@@ -307,7 +308,7 @@ class GgufParser {
           fail(kv.offset, "nested arrays are not supported");
         uint64_t at = pos_;
         kv.array_len = u64("the array length");
-        uint64_t elem = kv.array_type == GgufValueType::STRING ? 8 : value_size(kv.array_type);
+        uint64_t elem = kv.array_type == GgufValueType::STRING ? 8 : gguf_value_size(kv.array_type);
         if (kv.array_len > left() / elem) {
           fail(at, fmt::format("array of {} {} elements cannot fit in the {} bytes left",
                                kv.array_len, gguf_value_type_name(kv.array_type), left()));
@@ -660,7 +661,7 @@ std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
   if (kv.type != GgufValueType::ARRAY || !is_integer(kv.array_type)) {
     wrong_type(impl_->name, kv, "an array of integers");
   }
-  uint64_t size = value_size(kv.array_type);
+  uint64_t size = gguf_value_size(kv.array_type);
   std::vector<int64_t> out(kv.array_len);  // [array_len]
   for (uint64_t i = 0; i < kv.array_len; ++i) {
     IntValue v = load_integer(kv.array_type, kv.value + i * size);

@@ -35,6 +35,8 @@ enum class GgufValueType : uint32_t {
 
 // "u8", "string", "array", ...; "value type N" for ids outside the format.
 std::string_view gguf_value_type_name(GgufValueType t);
+// Bytes of one value of a fixed-size type; 0 for STRING and ARRAY.
+uint64_t gguf_value_size(GgufValueType t);
 
 // One metadata key/value. Scalars are widened on read; strings and arrays point into the file.
 struct GgufKv {

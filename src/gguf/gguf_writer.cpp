@@ -124,27 +124,6 @@ void GgufWriter::set_string_array(std::string_view key, const std::vector<std::s
 
 namespace {
 
-uint64_t scalar_size(GgufValueType t) {
-  switch (t) {
-    case GgufValueType::U8:
-    case GgufValueType::I8:
-    case GgufValueType::BOOL:
-      return 1;
-    case GgufValueType::U16:
-    case GgufValueType::I16:
-      return 2;
-    case GgufValueType::U32:
-    case GgufValueType::I32:
-    case GgufValueType::F32:
-      return 4;
-    case GgufValueType::U64:
-    case GgufValueType::I64:
-    case GgufValueType::F64:
-      return 8;
-    default:
-      return 0;
-  }
-}
 
 // Bytes of one encoded string (u64 length, then the bytes) at p.
 uint64_t string_bytes(const uint8_t* p) {
@@ -161,13 +140,13 @@ void GgufWriter::copy_kv(const GgufKv& kv) {
     if (kv.array_type == GgufValueType::STRING) {
       for (uint64_t i = 0; i < kv.array_len; ++i) bytes += string_bytes(kv.value + bytes);
     } else {
-      bytes = kv.array_len * scalar_size(kv.array_type);
+      bytes = kv.array_len * gguf_value_size(kv.array_type);
     }
     set_array_raw(kv.key, kv.array_type, kv.array_len, kv.value, static_cast<size_t>(bytes));
     return;
   }
   const uint64_t bytes =
-      kv.type == GgufValueType::STRING ? string_bytes(kv.value) : scalar_size(kv.type);
+      kv.type == GgufValueType::STRING ? string_bytes(kv.value) : gguf_value_size(kv.type);
   set_raw(kv.key, kv.type, std::vector<uint8_t>(kv.value, kv.value + bytes));
 }
 
