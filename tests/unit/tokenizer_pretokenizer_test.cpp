@@ -17,25 +17,25 @@ struct SplitCase {
 };
 
 const SplitCase kCases[] = {
-    {PreTokenizer::kGpt2, "Hello world", {"Hello", " world"}},
-    {PreTokenizer::kGpt2, " Hello  world ", {" Hello", " ", " world", " "}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2, "Hello world", {"Hello", " world"}},
+    {PreTokenizer::gpt2, " Hello  world ", {" Hello", " ", " world", " "}},
+    {PreTokenizer::gpt2,
      "I'm you're HE'LL they've we'D it's",
      {"I", "'m", " you", "'re", " HE", "'", "LL", " they", "'ve", " we", "'", "D", " it", "'s"}},
-    {PreTokenizer::kGpt2, "don't'S", {"don", "'t", "'", "S"}},
-    {PreTokenizer::kGpt2, "3.14159 and 1234567", {"3", ".", "14159", " and", " 1234567"}},
-    {PreTokenizer::kGpt2, "a1b22c333d4444", {"a", "1", "b", "22", "c", "333", "d", "4444"}},
-    {PreTokenizer::kGpt2, "   leading", {"  ", " leading"}},
-    {PreTokenizer::kGpt2, "trailing   ", {"trailing", "   "}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2, "don't'S", {"don", "'t", "'", "S"}},
+    {PreTokenizer::gpt2, "3.14159 and 1234567", {"3", ".", "14159", " and", " 1234567"}},
+    {PreTokenizer::gpt2, "a1b22c333d4444", {"a", "1", "b", "22", "c", "333", "d", "4444"}},
+    {PreTokenizer::gpt2, "   leading", {"  ", " leading"}},
+    {PreTokenizer::gpt2, "trailing   ", {"trailing", "   "}},
+    {PreTokenizer::gpt2,
      "line one\nline two\r\n\r\nend",
      {"line", " one", "\n", "line", " two", "\r\n\r", "\n", "end"}},
-    {PreTokenizer::kGpt2, "x \t \n y", {"x", " \t \n", " y"}},
-    {PreTokenizer::kGpt2, "!!!???...,,, $+<=>^~|`_", {"!!!???...,,,", " $+<=>^~|`_"}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2, "x \t \n y", {"x", " \t \n", " y"}},
+    {PreTokenizer::gpt2, "!!!???...,,, $+<=>^~|`_", {"!!!???...,,,", " $+<=>^~|`_"}},
+    {PreTokenizer::gpt2,
      "(hi) [there] {you}",
      {"(", "hi", ")", " [", "there", "]", " {", "you", "}"}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "Caf\xC3"
      "\xA9"
      " na\xC3"
@@ -47,7 +47,7 @@ const SplitCase kCases[] = {
       " na\xC3"
       "\xAF"
       "ve"}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "\xE6"
      "\x97"
      "\xA5"
@@ -98,7 +98,7 @@ const SplitCase kCases[] = {
       "\x83"
       "\x88"
       ""}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "\xD9"
      "\xA3"
      "\xD9"
@@ -116,7 +116,7 @@ const SplitCase kCases[] = {
       "\x85"
       "\xAB"
       ""}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "a\xC2"
      "\xA0"
      "b\xE3"
@@ -133,7 +133,7 @@ const SplitCase kCases[] = {
       "\x80"
       "",
       "c"}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "e\xCC"
      "\x81"
      "t\xC3"
@@ -146,7 +146,7 @@ const SplitCase kCases[] = {
       "t\xC3"
       "\xA9"
       ""}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "\xF0"
      "\x9F"
      "\x98"
@@ -174,7 +174,7 @@ const SplitCase kCases[] = {
       "\xBD"
       "",
       " ok"}},
-    {PreTokenizer::kGpt2,
+    {PreTokenizer::gpt2,
      "bad\xFF"
      "byte",
      {"bad",
@@ -183,34 +183,34 @@ const SplitCase kCases[] = {
       "\xBD"
       "",
       "byte"}},
-    {PreTokenizer::kGpt2, "\t\tindent", {"\t", "\t", "indent"}},
-    {PreTokenizer::kGpt2, "a\n\n\n", {"a", "\n\n\n"}},
-    {PreTokenizer::kGpt2, "  \n  x", {"  \n ", " x"}},
-    {PreTokenizer::kGpt2, "--help=yes", {"--", "help", "=", "yes"}},
-    {PreTokenizer::kGpt2, "$100 + 50% = ?", {"$", "100", " +", " 50", "%", " =", " ?"}},
-    {PreTokenizer::kGpt2, "#include <stdio.h>", {"#", "include", " <", "stdio", ".", "h", ">"}},
-    {PreTokenizer::kGpt2, "    return 0;", {"   ", " return", " 0", ";"}},
-    {PreTokenizer::kLlama3, "Hello world", {"Hello", " world"}},
-    {PreTokenizer::kLlama3, " Hello  world ", {" Hello", " ", " world", " "}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::gpt2, "\t\tindent", {"\t", "\t", "indent"}},
+    {PreTokenizer::gpt2, "a\n\n\n", {"a", "\n\n\n"}},
+    {PreTokenizer::gpt2, "  \n  x", {"  \n ", " x"}},
+    {PreTokenizer::gpt2, "--help=yes", {"--", "help", "=", "yes"}},
+    {PreTokenizer::gpt2, "$100 + 50% = ?", {"$", "100", " +", " 50", "%", " =", " ?"}},
+    {PreTokenizer::gpt2, "#include <stdio.h>", {"#", "include", " <", "stdio", ".", "h", ">"}},
+    {PreTokenizer::gpt2, "    return 0;", {"   ", " return", " 0", ";"}},
+    {PreTokenizer::llama3, "Hello world", {"Hello", " world"}},
+    {PreTokenizer::llama3, " Hello  world ", {" Hello", " ", " world", " "}},
+    {PreTokenizer::llama3,
      "I'm you're HE'LL they've we'D it's",
      {"I", "'m", " you", "'re", " HE", "'LL", " they", "'ve", " we", "'D", " it", "'s"}},
-    {PreTokenizer::kLlama3, "don't'S", {"don", "'t", "'S"}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3, "don't'S", {"don", "'t", "'S"}},
+    {PreTokenizer::llama3,
      "3.14159 and 1234567",
      {"3", ".", "141", "59", " and", " ", "123", "456", "7"}},
-    {PreTokenizer::kLlama3, "a1b22c333d4444", {"a", "1", "b", "22", "c", "333", "d", "444", "4"}},
-    {PreTokenizer::kLlama3, "   leading", {"  ", " leading"}},
-    {PreTokenizer::kLlama3, "trailing   ", {"trailing", "   "}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3, "a1b22c333d4444", {"a", "1", "b", "22", "c", "333", "d", "444", "4"}},
+    {PreTokenizer::llama3, "   leading", {"  ", " leading"}},
+    {PreTokenizer::llama3, "trailing   ", {"trailing", "   "}},
+    {PreTokenizer::llama3,
      "line one\nline two\r\n\r\nend",
      {"line", " one", "\n", "line", " two", "\r\n\r\n", "end"}},
-    {PreTokenizer::kLlama3, "x \t \n y", {"x", " \t \n", " y"}},
-    {PreTokenizer::kLlama3, "!!!???...,,, $+<=>^~|`_", {"!!!???...,,,", " $+<=>^~|`_"}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3, "x \t \n y", {"x", " \t \n", " y"}},
+    {PreTokenizer::llama3, "!!!???...,,, $+<=>^~|`_", {"!!!???...,,,", " $+<=>^~|`_"}},
+    {PreTokenizer::llama3,
      "(hi) [there] {you}",
      {"(hi", ")", " [", "there", "]", " {", "you", "}"}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "Caf\xC3"
      "\xA9"
      " na\xC3"
@@ -222,7 +222,7 @@ const SplitCase kCases[] = {
       " na\xC3"
       "\xAF"
       "ve"}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "\xE6"
      "\x97"
      "\xA5"
@@ -273,7 +273,7 @@ const SplitCase kCases[] = {
       "\x83"
       "\x88"
       ""}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "\xD9"
      "\xA3"
      "\xD9"
@@ -292,7 +292,7 @@ const SplitCase kCases[] = {
       "\x85"
       "\xAB"
       ""}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "a\xC2"
      "\xA0"
      "b\xE3"
@@ -307,7 +307,7 @@ const SplitCase kCases[] = {
       "\x80"
       "\x80"
       "c"}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "e\xCC"
      "\x81"
      "t\xC3"
@@ -319,7 +319,7 @@ const SplitCase kCases[] = {
       "t\xC3"
       "\xA9"
       ""}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "\xF0"
      "\x9F"
      "\x98"
@@ -347,7 +347,7 @@ const SplitCase kCases[] = {
       "\xBD"
       "",
       " ok"}},
-    {PreTokenizer::kLlama3,
+    {PreTokenizer::llama3,
      "bad\xFF"
      "byte",
      {"bad",
@@ -355,36 +355,36 @@ const SplitCase kCases[] = {
       "\xBF"
       "\xBD"
       "byte"}},
-    {PreTokenizer::kLlama3, "\t\tindent", {"\t", "\tindent"}},
-    {PreTokenizer::kLlama3, "a\n\n\n", {"a", "\n\n\n"}},
-    {PreTokenizer::kLlama3, "  \n  x", {"  \n", " ", " x"}},
-    {PreTokenizer::kLlama3, "--help=yes", {"--", "help", "=yes"}},
-    {PreTokenizer::kLlama3, "$100 + 50% = ?", {"$", "100", " +", " ", "50", "%", " =", " ?"}},
-    {PreTokenizer::kLlama3, "#include <stdio.h>", {"#include", " <", "stdio", ".h", ">"}},
-    {PreTokenizer::kLlama3, "    return 0;", {"   ", " return", " ", "0", ";"}},
-    {PreTokenizer::kQwen2, "Hello world", {"Hello", " world"}},
-    {PreTokenizer::kQwen2, " Hello  world ", {" Hello", " ", " world", " "}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::llama3, "\t\tindent", {"\t", "\tindent"}},
+    {PreTokenizer::llama3, "a\n\n\n", {"a", "\n\n\n"}},
+    {PreTokenizer::llama3, "  \n  x", {"  \n", " ", " x"}},
+    {PreTokenizer::llama3, "--help=yes", {"--", "help", "=yes"}},
+    {PreTokenizer::llama3, "$100 + 50% = ?", {"$", "100", " +", " ", "50", "%", " =", " ?"}},
+    {PreTokenizer::llama3, "#include <stdio.h>", {"#include", " <", "stdio", ".h", ">"}},
+    {PreTokenizer::llama3, "    return 0;", {"   ", " return", " ", "0", ";"}},
+    {PreTokenizer::qwen2, "Hello world", {"Hello", " world"}},
+    {PreTokenizer::qwen2, " Hello  world ", {" Hello", " ", " world", " "}},
+    {PreTokenizer::qwen2,
      "I'm you're HE'LL they've we'D it's",
      {"I", "'m", " you", "'re", " HE", "'LL", " they", "'ve", " we", "'D", " it", "'s"}},
-    {PreTokenizer::kQwen2, "don't'S", {"don", "'t", "'S"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2, "don't'S", {"don", "'t", "'S"}},
+    {PreTokenizer::qwen2,
      "3.14159 and 1234567",
      {"3", ".", "1", "4", "1", "5", "9", " and", " ", "1", "2", "3", "4", "5", "6", "7"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "a1b22c333d4444",
      {"a", "1", "b", "2", "2", "c", "3", "3", "3", "d", "4", "4", "4", "4"}},
-    {PreTokenizer::kQwen2, "   leading", {"  ", " leading"}},
-    {PreTokenizer::kQwen2, "trailing   ", {"trailing", "   "}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2, "   leading", {"  ", " leading"}},
+    {PreTokenizer::qwen2, "trailing   ", {"trailing", "   "}},
+    {PreTokenizer::qwen2,
      "line one\nline two\r\n\r\nend",
      {"line", " one", "\n", "line", " two", "\r\n\r\n", "end"}},
-    {PreTokenizer::kQwen2, "x \t \n y", {"x", " \t \n", " y"}},
-    {PreTokenizer::kQwen2, "!!!???...,,, $+<=>^~|`_", {"!!!???...,,,", " $+<=>^~|`_"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2, "x \t \n y", {"x", " \t \n", " y"}},
+    {PreTokenizer::qwen2, "!!!???...,,, $+<=>^~|`_", {"!!!???...,,,", " $+<=>^~|`_"}},
+    {PreTokenizer::qwen2,
      "(hi) [there] {you}",
      {"(hi", ")", " [", "there", "]", " {", "you", "}"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "Caf\xC3"
      "\xA9"
      " na\xC3"
@@ -396,7 +396,7 @@ const SplitCase kCases[] = {
       " na\xC3"
       "\xAF"
       "ve"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "\xE6"
      "\x97"
      "\xA5"
@@ -447,7 +447,7 @@ const SplitCase kCases[] = {
       "\x83"
       "\x88"
       ""}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "\xD9"
      "\xA3"
      "\xD9"
@@ -467,7 +467,7 @@ const SplitCase kCases[] = {
       "\x85"
       "\xAB"
       ""}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "a\xC2"
      "\xA0"
      "b\xE3"
@@ -482,7 +482,7 @@ const SplitCase kCases[] = {
       "\x80"
       "\x80"
       "c"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "e\xCC"
      "\x81"
      "t\xC3"
@@ -494,7 +494,7 @@ const SplitCase kCases[] = {
       "t\xC3"
       "\xA9"
       ""}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "\xF0"
      "\x9F"
      "\x98"
@@ -522,7 +522,7 @@ const SplitCase kCases[] = {
       "\xBD"
       "",
       " ok"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2,
      "bad\xFF"
      "byte",
      {"bad",
@@ -530,39 +530,39 @@ const SplitCase kCases[] = {
       "\xBF"
       "\xBD"
       "byte"}},
-    {PreTokenizer::kQwen2, "\t\tindent", {"\t", "\tindent"}},
-    {PreTokenizer::kQwen2, "a\n\n\n", {"a", "\n\n\n"}},
-    {PreTokenizer::kQwen2, "  \n  x", {"  \n", " ", " x"}},
-    {PreTokenizer::kQwen2, "--help=yes", {"--", "help", "=yes"}},
-    {PreTokenizer::kQwen2,
+    {PreTokenizer::qwen2, "\t\tindent", {"\t", "\tindent"}},
+    {PreTokenizer::qwen2, "a\n\n\n", {"a", "\n\n\n"}},
+    {PreTokenizer::qwen2, "  \n  x", {"  \n", " ", " x"}},
+    {PreTokenizer::qwen2, "--help=yes", {"--", "help", "=yes"}},
+    {PreTokenizer::qwen2,
      "$100 + 50% = ?",
      {"$", "1", "0", "0", " +", " ", "5", "0", "%", " =", " ?"}},
-    {PreTokenizer::kQwen2, "#include <stdio.h>", {"#include", " <", "stdio", ".h", ">"}},
-    {PreTokenizer::kQwen2, "    return 0;", {"   ", " return", " ", "0", ";"}},
-    {PreTokenizer::kDefault, "Hello world", {"Hello", " world"}},
-    {PreTokenizer::kDefault, " Hello  world ", {" Hello", " ", " world", " "}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::qwen2, "#include <stdio.h>", {"#include", " <", "stdio", ".h", ">"}},
+    {PreTokenizer::qwen2, "    return 0;", {"   ", " return", " ", "0", ";"}},
+    {PreTokenizer::standard, "Hello world", {"Hello", " world"}},
+    {PreTokenizer::standard, " Hello  world ", {" Hello", " ", " world", " "}},
+    {PreTokenizer::standard,
      "I'm you're HE'LL they've we'D it's",
      {"I", "'", "m", " you", "'", "re", " HE", "'", "LL", " they", "'", "ve", " we", "'", "D",
       " it", "'", "s"}},
-    {PreTokenizer::kDefault, "don't'S", {"don", "'", "t", "'", "S"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard, "don't'S", {"don", "'", "t", "'", "S"}},
+    {PreTokenizer::standard,
      "3.14159 and 1234567",
      {"3", ".", "141", "59", " and", " ", "123", "456", "7"}},
-    {PreTokenizer::kDefault, "a1b22c333d4444", {"a", "1", "b", "22", "c", "333", "d", "444", "4"}},
-    {PreTokenizer::kDefault, "   leading", {"  ", " leading"}},
-    {PreTokenizer::kDefault, "trailing   ", {"trailing", "   "}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard, "a1b22c333d4444", {"a", "1", "b", "22", "c", "333", "d", "444", "4"}},
+    {PreTokenizer::standard, "   leading", {"  ", " leading"}},
+    {PreTokenizer::standard, "trailing   ", {"trailing", "   "}},
+    {PreTokenizer::standard,
      "line one\nline two\r\n\r\nend",
      {"line", " one", "\n", "line", " two", "\r\n\r", "\n", "end"}},
-    {PreTokenizer::kDefault, "x \t \n y", {"x", " \t \n", " y"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard, "x \t \n y", {"x", " \t \n", " y"}},
+    {PreTokenizer::standard,
      "!!!???...,,, $+<=>^~|`_",
      {"!!!???...,,,", " ", "$+<=>^~|", "`", "_"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "(hi) [there] {you}",
      {"(", "hi", ")", " ", "[", "there", "]", " ", "{", "you", "}"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "Caf\xC3"
      "\xA9"
      " na\xC3"
@@ -574,7 +574,7 @@ const SplitCase kCases[] = {
       " na\xC3"
       "\xAF"
       "ve"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "\xE6"
      "\x97"
      "\xA5"
@@ -625,7 +625,7 @@ const SplitCase kCases[] = {
       "\x83"
       "\x88"
       ""}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "\xD9"
      "\xA3"
      "\xD9"
@@ -644,7 +644,7 @@ const SplitCase kCases[] = {
       "\x85"
       "\xAB"
       ""}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "a\xC2"
      "\xA0"
      "b\xE3"
@@ -661,7 +661,7 @@ const SplitCase kCases[] = {
       "\x80"
       "",
       "c"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "e\xCC"
      "\x81"
      "t\xC3"
@@ -674,7 +674,7 @@ const SplitCase kCases[] = {
       "t\xC3"
       "\xA9"
       ""}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "\xF0"
      "\x9F"
      "\x98"
@@ -702,7 +702,7 @@ const SplitCase kCases[] = {
       "\xBD"
       "",
       " ok"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "bad\xFF"
      "byte",
      {"bad",
@@ -711,17 +711,17 @@ const SplitCase kCases[] = {
       "\xBD"
       "",
       "byte"}},
-    {PreTokenizer::kDefault, "\t\tindent", {"\t", "\t", "indent"}},
-    {PreTokenizer::kDefault, "a\n\n\n", {"a", "\n\n\n"}},
-    {PreTokenizer::kDefault, "  \n  x", {"  \n ", " x"}},
-    {PreTokenizer::kDefault, "--help=yes", {"--", "help", "=", "yes"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard, "\t\tindent", {"\t", "\t", "indent"}},
+    {PreTokenizer::standard, "a\n\n\n", {"a", "\n\n\n"}},
+    {PreTokenizer::standard, "  \n  x", {"  \n ", " x"}},
+    {PreTokenizer::standard, "--help=yes", {"--", "help", "=", "yes"}},
+    {PreTokenizer::standard,
      "$100 + 50% = ?",
      {"$", "100", " ", "+", " ", "50", "%", " ", "=", " ", "?"}},
-    {PreTokenizer::kDefault,
+    {PreTokenizer::standard,
      "#include <stdio.h>",
      {"#", "include", " ", "<", "stdio", ".", "h", ">"}},
-    {PreTokenizer::kDefault, "    return 0;", {"   ", " return", " ", "0", ";"}},
+    {PreTokenizer::standard, "    return 0;", {"   ", " return", " ", "0", ";"}},
 };
 
 TEST(PreTokenizer, SplitsLikeLlamaCpp) {
@@ -735,7 +735,7 @@ TEST(PreTokenizer, LengthsCoverTheInput) {
   const std::string text = "Mixed 123 text,\n\n  with\tall  kinds!!! of \xE4\xB8\xAD\xE6\x96\x87";
   const std::vector<uint32_t> cpts = unicode::decode_utf8(text);
   for (PreTokenizer k :
-       {PreTokenizer::kDefault, PreTokenizer::kGpt2, PreTokenizer::kLlama3, PreTokenizer::kQwen2}) {
+       {PreTokenizer::standard, PreTokenizer::gpt2, PreTokenizer::llama3, PreTokenizer::qwen2}) {
     size_t total = 0;
     for (size_t len : pre_tokenize(k, cpts)) {
       EXPECT_GT(len, 0u);
@@ -747,12 +747,12 @@ TEST(PreTokenizer, LengthsCoverTheInput) {
 }
 
 TEST(PreTokenizer, Names) {
-  EXPECT_EQ(pre_tokenizer_from_name("llama-bpe"), PreTokenizer::kLlama3);
-  EXPECT_EQ(pre_tokenizer_from_name("llama3"), PreTokenizer::kLlama3);
-  EXPECT_EQ(pre_tokenizer_from_name("qwen2"), PreTokenizer::kQwen2);
-  EXPECT_EQ(pre_tokenizer_from_name("gpt-2"), PreTokenizer::kGpt2);
-  EXPECT_EQ(pre_tokenizer_from_name("default"), PreTokenizer::kDefault);
-  EXPECT_EQ(pre_tokenizer_from_name(""), PreTokenizer::kDefault);
+  EXPECT_EQ(pre_tokenizer_from_name("llama-bpe"), PreTokenizer::llama3);
+  EXPECT_EQ(pre_tokenizer_from_name("llama3"), PreTokenizer::llama3);
+  EXPECT_EQ(pre_tokenizer_from_name("qwen2"), PreTokenizer::qwen2);
+  EXPECT_EQ(pre_tokenizer_from_name("gpt-2"), PreTokenizer::gpt2);
+  EXPECT_EQ(pre_tokenizer_from_name("default"), PreTokenizer::standard);
+  EXPECT_EQ(pre_tokenizer_from_name(""), PreTokenizer::standard);
   EXPECT_THROW(pre_tokenizer_from_name("falcon"), Error);
 }
 
