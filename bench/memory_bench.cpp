@@ -38,6 +38,7 @@
 #include "ops/fp16.h"
 #include "runtime/ring_session.h"
 #include "util/aligned_vector.h"
+#include "util/hash.h"
 
 namespace channel {
 namespace {

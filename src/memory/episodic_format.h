@@ -212,9 +212,6 @@ uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8
 // be a copy of just the block's first block_kv bytes.
 uint32_t record_checksum_head(const StoreLayout& L, const uint8_t* entry, const uint8_t* block);
 
-// FNV-1a 64 over bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
-uint64_t fnv1a64(std::string_view bytes);
-
 inline uint64_t round_up64(uint64_t x) {
   return (x + 63) & ~uint64_t{63};
 }

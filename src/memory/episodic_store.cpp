@@ -32,6 +32,7 @@
 #include "memory/rehydrate_kernels.h"
 #include "ops/fp16.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace channel {
 
@@ -108,7 +109,7 @@ EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& o
   const size_t size = static_cast<size_t>(st.st_size);
   if (size < sizeof(FileHeader)) {
     uint8_t head[sizeof(FileHeader)] = {};
-    const ssize_t got = ::pread(m->fd, head, size, 0);
+    const ssize_t got = pread_full(m->fd, head, size, 0);
     parse_header(head, got < 0 ? 0 : static_cast<size_t>(got), path, options.model_hash,
                  nullptr);  // throws: truncated
   }
@@ -149,42 +150,21 @@ EpisodicStore EpisodicStore::create(const std::string& path, const StoreGeometry
   h.max_tokens_per_episode = geometry.max_tokens;
   h.header_crc = header_crc(h);
 
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw_error("episodic: {}: create {} failed: {}", path, tmp, std::strerror(errno));
-  auto fail = [&](const char* op) {
-    const int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw_error("episodic: {}: create: {} failed: {}", path, op, std::strerror(e));
-  };
-  // The file is sparse: zero index entries are empty slots, and blocks are written on append.
-  if (::ftruncate(fd, static_cast<off_t>(L.file_size)) != 0) fail("ftruncate");
-  if (::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail("write");
-  if (L.ext_kinds) {
-    const RetrievalSectionHeader rh = retrieval_section_header(L);
-    if (::pwrite(fd, &rh, sizeof rh, static_cast<off_t>(L.ext_offset)) !=
-        static_cast<ssize_t>(sizeof rh))
-      fail("write");
-  }
-  if (options.durable && ::fsync(fd) != 0) fail("fsync");
-  ::close(fd);
-  // link() refuses an existing target, so a file that appeared meanwhile is never replaced.
-  if (::link(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw_error("episodic: {}: create: {}", path, std::strerror(e));
-  }
-  ::unlink(tmp.c_str());
-  if (options.durable) {
-    std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    if (dir.empty()) dir = std::filesystem::current_path();
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
+  const std::string what = fmt::format("episodic: {}: create", path);
+  atomic_write(
+      path,
+      [&](int fd) {
+        // The file is sparse: zero index entries are empty slots, and blocks are written on
+        // append.
+        if (::ftruncate(fd, static_cast<off_t>(L.file_size)) != 0)
+          throw_file_error(what, path, "ftruncate");
+        if (!pwrite_all(fd, &h, sizeof h, 0)) throw_file_error(what, path, "write");
+        if (L.ext_kinds) {
+          const RetrievalSectionHeader rh = retrieval_section_header(L);
+          if (!pwrite_all(fd, &rh, sizeof rh, L.ext_offset)) throw_file_error(what, path, "write");
+        }
+      },
+      {.what = what, .replace = false, .durable = options.durable});
   StoreOptions o = options;
   o.model_hash = model_hash;
   return open(path, o);

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "backend/cpu/thread_pool.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "model/model.h"
 #include "util/error.h"
 

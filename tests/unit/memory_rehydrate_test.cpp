@@ -17,7 +17,7 @@
 #include "kv/kv_rows.h"
 #include "memory/episodic_store.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/rehydrate_kernels.h"
 #include "memory/rerotate.h"
 #include "memory_test_util.h"

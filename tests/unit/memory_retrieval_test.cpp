@@ -19,7 +19,7 @@
 #include "memory/auto_recall.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/retrieval_kernels.h"
 #include "memory_test_util.h"
 #include "model/model.h"

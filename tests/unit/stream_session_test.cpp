@@ -5,9 +5,11 @@
 // mismatched file is a one-line error and an existing file survives a failed save.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -293,16 +295,30 @@ TEST(SessionFile, SaveIsAtomicAndAFailedSaveKeepsThePreviousFile) {
   const std::string path = (dir / "s.session").string();
   auto a = booted();
   a->feed(SpanType::user, encode("first."));
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      out.push_back(e.path().filename());
+    return out;
+  };
   save_session_file(path, *a);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(names(), std::vector<std::string>{"s.session"});  // no temporary file left
   std::ifstream in(path, std::ios::binary);
   const std::vector<uint8_t> first((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(first, session_to_bytes(*a));
 
   a->feed(SpanType::user, encode("second."));
-  std::filesystem::create_directory(path + ".tmp");  // the temporary file cannot be created
+  // A file size limit makes the write of the temporary file fail, root or not.
+  struct rlimit old_limit;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   EXPECT_THROW(save_session_file(path, *a), Error);
-  std::filesystem::remove(path + ".tmp");
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(names(), std::vector<std::string>{"s.session"});
   std::ifstream again(path, std::ios::binary);
   EXPECT_EQ(std::vector<uint8_t>((std::istreambuf_iterator<char>(again)), {}), first);
 
