@@ -335,7 +335,7 @@ struct RehydrateFixture {
     session->append(SpanType::system, anchors);
     session->seal();
     const RopeFreqs& rf = session->rope_global();
-    rope.style = rf.layout == RopeLayout::neox ? RotaryStyle::neox : RotaryStyle::normal;
+    rope.style = rf.style;
     rope.head_dim = geo.head_dim;
     rope.n_heads = geo.heads;
     rope.n_rot = rf.n_rot;

@@ -11,8 +11,8 @@
 #include <span>
 #include <vector>
 
-#include "kv/rope_f64.h"
 #include "kv/virtual_positions.h"
+#include "ops/rope.h"
 
 namespace channel {
 

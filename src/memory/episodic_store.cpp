@@ -501,13 +501,13 @@ const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDi
     used += 2 * r.n_rot;
     if (cs.size() < used) cs.resize(used);
     float* c = cs.data() + cs_at[l];
-    expand_rotation(r.style == RotaryStyle::neox, r.n_rot, cos_d.data(), sin_d.data(), c,
+    expand_rotation(r.style == RopeStyle::neox, r.n_rot, cos_d.data(), sin_d.data(), c,
                     c + r.n_rot);
   }
   rot_of.resize(L.num_layers);
   for (uint32_t l = 0; l < L.num_layers; ++l) {
     const RotaryDims& r = rope[rope.size() == 1 ? 0 : l];
-    rot_of[l] = {r.style == RotaryStyle::neox, r.n_rot, cs.data() + cs_at[l],
+    rot_of[l] = {r.style == RopeStyle::neox, r.n_rot, cs.data() + cs_at[l],
                  cs.data() + cs_at[l] + r.n_rot};
   }
   return rot_of.data();

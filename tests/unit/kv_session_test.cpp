@@ -71,7 +71,7 @@ class OracleEngine : public AttentionBackend {
         bounded_(model_->hparams(), 0),
         logits_(model_->hparams().n_vocab) {
     const ModelHparams& hp = model_->hparams();
-    const auto layout = hp.rope_style == RopeStyle::neox ? RopeLayout::neox : RopeLayout::normal;
+    const RopeStyle layout = hp.rope_style;
     rope_global_ = RopeFreqs::make(layout, hp.n_rot, hp.rope_base, hp.rope_freq_scale);
     rope_sliding_ = RopeFreqs::make(layout, hp.n_rot, hp.rope_base_swa, 1.0);
     k_.resize(hp.n_layer);

@@ -190,7 +190,7 @@ TEST(MemoryRehydrate, ReferenceAgreesWithRotateRows) {
   std::mt19937 rng(4);
   std::normal_distribution<float> nd;
   for (const Shape& sh : shapes()) {
-    const RotaryDims r = RotaryDims::make(sh.neox ? RotaryStyle::neox : RotaryStyle::normal,
+    const RotaryDims r = RotaryDims::make(sh.neox ? RopeStyle::neox : RopeStyle::normal,
                                           sh.n_heads, sh.head_dim, sh.n_rot, 10000.0);
     const double delta = -123457.0;
     std::vector<double> cd(sh.n_rot / 2), sd(sh.n_rot / 2);
@@ -284,7 +284,7 @@ TEST(MemoryRehydrate, ChainAndExpandAreBitIdenticalToReference) {
 TEST(MemoryRehydrate, RotationTableIsF64Accurate) {
   for (uint32_t n_rot : {2u, 16u, 64u, 128u}) {
     for (double base : {10000.0, 1000000.0}) {
-      const RotaryDims r = RotaryDims::make(RotaryStyle::neox, 1, n_rot, n_rot, base);
+      const RotaryDims r = RotaryDims::make(RopeStyle::neox, 1, n_rot, n_rot, base);
       const RotationTable t(r);
       ASSERT_TRUE(t.matches(r));
       ASSERT_EQ(t.n_pairs(), n_rot / 2);
@@ -320,26 +320,26 @@ TEST(MemoryRehydrate, RotationTableIsF64Accurate) {
       }
     }
   }
-  const RotaryDims other = RotaryDims::make(RotaryStyle::neox, 1, 16, 16, 500.0);
+  const RotaryDims other = RotaryDims::make(RopeStyle::neox, 1, 16, 16, 500.0);
   EXPECT_FALSE(
-      RotationTable(RotaryDims::make(RotaryStyle::neox, 1, 16, 16, 10000.0)).matches(other));
+      RotationTable(RotaryDims::make(RopeStyle::neox, 1, 16, 16, 10000.0)).matches(other));
 }
 
 // --- the store into strided targets -----------------------------------------------------
 
 struct StoreCase {
   const char* name;
-  RotaryStyle style;
+  RopeStyle style;
   uint32_t n_heads, head_dim, n_rot;
   SlabType slab;
 };
 
 const StoreCase kStoreCases[] = {
-    {"neox_f16", RotaryStyle::neox, 2, 64, 64, SlabType::f16},
-    {"normal_f16", RotaryStyle::normal, 3, 34, 34, SlabType::f16},
-    {"partial_neox_f16", RotaryStyle::neox, 2, 96, 32, SlabType::f16},
-    {"partial_normal_q8", RotaryStyle::normal, 1, 96, 20, SlabType::q8_0},
-    {"neox_q8", RotaryStyle::neox, 4, 16, 16, SlabType::q8_0},
+    {"neox_f16", RopeStyle::neox, 2, 64, 64, SlabType::f16},
+    {"normal_f16", RopeStyle::normal, 3, 34, 34, SlabType::f16},
+    {"partial_neox_f16", RopeStyle::neox, 2, 96, 32, SlabType::f16},
+    {"partial_normal_q8", RopeStyle::normal, 1, 96, 20, SlabType::q8_0},
+    {"neox_q8", RopeStyle::neox, 4, 16, 16, SlabType::q8_0},
 };
 
 TEST(MemoryRehydrate, ArenaTargetIsBitIdenticalToDenseThenCopy) {
@@ -420,7 +420,7 @@ TEST(MemoryRehydrate, F16TargetIsDenseRoundedToF16) {
   test::ScratchDir dir;
   ThreadPool pool(3);
   std::vector<StoreCase> cases(std::begin(kStoreCases), std::end(kStoreCases));
-  cases.push_back({"wide_rows_f16", RotaryStyle::neox, 8, 128, 128, SlabType::f16});
+  cases.push_back({"wide_rows_f16", RopeStyle::neox, 8, 128, 128, SlabType::f16});
   for (const StoreCase& sc : cases) {
     const RotaryDims r = RotaryDims::make(sc.style, sc.n_heads, sc.head_dim, sc.n_rot, 1e6);
     const RotationTable table(r);
@@ -484,7 +484,7 @@ TEST(MemoryRehydrate, F16TargetIsDenseRoundedToF16) {
 
 TEST(MemoryRehydrate, BadTargetsAreRefused) {
   test::ScratchDir dir;
-  const RotaryDims r = RotaryDims::make(RotaryStyle::neox, 2, 8, 8, 1e4);
+  const RotaryDims r = RotaryDims::make(RopeStyle::neox, 2, 8, 8, 1e4);
   StoreGeometry g;
   g.num_layers = 2;
   g.hidden_size = 8;
@@ -504,7 +504,7 @@ TEST(MemoryRehydrate, BadTargetsAreRefused) {
   t.k = std::span<float* const>(kp.data(), 1);  // one layer for two
   EXPECT_THROW(store.rehydrate(id, {&r, 1}, 3.0, t), Error);
   t.k = kp;
-  const RotationTable wrong(RotaryDims::make(RotaryStyle::neox, 2, 8, 8, 500.0));
+  const RotationTable wrong(RotaryDims::make(RopeStyle::neox, 2, 8, 8, 500.0));
   RehydrateOptions ro;
   ro.tables = {&wrong, 1};
   EXPECT_THROW(store.rehydrate(id, {&r, 1}, 3.0, t, ro), Error);
@@ -563,8 +563,7 @@ TEST(MemoryRehydrate, SessionFusedRecallEqualsTwoStepInject) {
   MemoryAttachment mem(fused, store, mc);  // recall() is the fused path
   const ModelHparams& hp = model->hparams();
   RotaryDims r;
-  r.style =
-      fused.rope_global().layout == RopeLayout::neox ? RotaryStyle::neox : RotaryStyle::normal;
+  r.style = fused.rope_global().style;
   r.head_dim = static_cast<uint32_t>(hp.head_dim);
   r.n_heads = static_cast<uint32_t>(hp.n_head_kv);
   r.n_rot = fused.rope_global().n_rot;
