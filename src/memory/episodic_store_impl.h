@@ -1,6 +1,7 @@
 // episodic_store_impl.h: the state behind EpisodicStore, shared by its source files
-// (episodic_store.cpp: open, create, append, reads, rehydration, the centroid query;
-// episodic_retrieval.cpp: the queries over the retrieval section). Not a public header.
+// (episodic_store.cpp: open, create, append, reads; episodic_rehydrate.cpp: rehydration;
+// episodic_query.cpp: the centroid query; episodic_retrieval.cpp: the queries over the
+// retrieval section). Not a public header.
 #pragma once
 
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 #include "kv/slot_attention.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"

@@ -22,6 +22,7 @@
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
 #include "util/error.h"
+#include "support/micro_model.h"
 
 namespace channel {
 namespace {
@@ -175,26 +176,8 @@ TEST(SessionFile, RestoredSessionContinuesBitIdentically) {
 }
 
 TEST(SessionFile, BoundedLayersRingsAreSavedAndResumeBitIdentically) {
-  static const std::vector<uint8_t> bytes = [] {
-    RandomModelSpec s;
-    s.arch = Arch::bounded;
-    s.hidden = 32;
-    s.layers = 3;
-    s.heads = 4;
-    s.kv_heads = 2;
-    s.head_dim = 8;
-    s.ffn = 48;
-    s.window = 8;
-    s.rope_dims = 4;
-    s.sinks = 2;
-    s.global_every = 3;  // layers 0, 1 bounded (W = 8), 2 global
-    s.vocab = 300;
-    s.seed = 5;
-    ThreadPool pool(1);
-    GgufWriter w;
-    write_random_model(s, w, pool);
-    return w.to_bytes();
-  }();
+  static const std::vector<uint8_t> bytes =
+      test::model_bytes(test::micro_model_spec(Arch::bounded, 5));
   const auto model = Model::load_from_memory(bytes, "bounded.gguf");
   StreamSession a(model, session_fuzz_config(), noisy_sampler());
   const std::vector<int32_t> sys = {2, 40, 41};

@@ -1,5 +1,5 @@
 // The reference timeline and attention (see oracle.h): scans over every token, no rings.
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 
 #include <algorithm>
 #include <cmath>
