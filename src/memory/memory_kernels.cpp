@@ -1,141 +1,51 @@
-// SIMD versions of memory_kernels.h: AVX-512 (F/BW/VL) and AVX2+F16C paths for the centroid
-// scan and f16 conversion, AVX-512 VNNI and AVX2 paths for the int8 scan. Without those
-// target flags each function is its scalar reference.
+// Dispatch of memory_kernels.h: the centroid scan and f16 conversion run the best variant
+// the CPU executes (memory_kernels_avx512.cpp, memory_kernels_avx2.cpp, or the scalar
+// references); the int8 scan's AVX-512 VNNI and AVX2 paths are here.
 #include <cstring>
+#include <vector>
 
+#include "backend/cpu/simd.h"
 #include "memory/memory_kernels.h"
-
-#if defined(__AVX2__) || defined(__SSE4_2__)
-// GCC 12's AVX-512 headers start conversions from an "undefined" register and then warn
-// about it (GCC bug 105593); the warning is about the header, not this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-#endif
 
 namespace channel {
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#define CHANNEL_MEM_AVX512 1
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define CHANNEL_MEM_AVX2 1
-#endif
+const CentroidKernels* centroid_kernels_avx512();
+const CentroidKernels* centroid_kernels_avx2();
+
+std::span<const CentroidKernels> centroid_kernel_variants() {
+  static const std::vector<CentroidKernels> all = [] {
+    std::vector<CentroidKernels> v;
+    if (const CentroidKernels* k = centroid_kernels_avx512(); k && simd::cpu_runs_avx512())
+      v.push_back(*k);
+    if (const CentroidKernels* k = centroid_kernels_avx2(); k && simd::cpu_runs_avx2())
+      v.push_back(*k);
+    v.push_back({"scalar", centroid_dots_ref, f32_to_f16_row_ref});
+    return v;
+  }();
+  return all;
+}
+
+namespace {
+
+const CentroidKernels& best_centroid_kernels() {
+  static const CentroidKernels& b = centroid_kernel_variants().front();
+  return b;
+}
+
+}  // namespace
 
 const char* memory_kernels_isa() {
-#if defined(CHANNEL_MEM_AVX512)
-  return "avx512";
-#elif defined(CHANNEL_MEM_AVX2)
-  return "avx2";
-#else
-  return "scalar";
-#endif
-}
-
-#if defined(CHANNEL_MEM_AVX512)
-
-static inline float hsum(__m512 v) {
-  return _mm512_reduce_add_ps(v);
+  return best_centroid_kernels().isa;
 }
 
 void centroid_dots(const uint8_t* base, size_t stride_bytes, size_t n, const float* q, size_t dim,
                    float* dots, float* norms2) {
-  const size_t tail = dim % 16;
-  const __mmask16 tail_mask = static_cast<__mmask16>((1u << tail) - 1u);
-  for (size_t r = 0; r < n; ++r) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(base + r * stride_bytes);
-    __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
-    __m512 n0 = _mm512_setzero_ps(), n1 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= dim; i += 32) {
-      const __m512 c0 =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i)));
-      const __m512 c1 =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i + 16)));
-      d0 = _mm512_fmadd_ps(c0, _mm512_loadu_ps(q + i), d0);
-      d1 = _mm512_fmadd_ps(c1, _mm512_loadu_ps(q + i + 16), d1);
-      n0 = _mm512_fmadd_ps(c0, c0, n0);
-      n1 = _mm512_fmadd_ps(c1, c1, n1);
-    }
-    for (; i + 16 <= dim; i += 16) {
-      const __m512 c =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i)));
-      d0 = _mm512_fmadd_ps(c, _mm512_loadu_ps(q + i), d0);
-      n0 = _mm512_fmadd_ps(c, c, n0);
-    }
-    if (tail) {
-      const __m512 c = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask, row + i));
-      d0 = _mm512_fmadd_ps(c, _mm512_maskz_loadu_ps(tail_mask, q + i), d0);
-      n0 = _mm512_fmadd_ps(c, c, n0);
-    }
-    dots[r] = hsum(_mm512_add_ps(d0, d1));
-    norms2[r] = hsum(_mm512_add_ps(n0, n1));
-  }
+  best_centroid_kernels().centroid_dots(base, stride_bytes, n, q, dim, dots, norms2);
 }
 
 void f32_to_f16_row(const float* x, uint16_t* y, size_t k) {
-  size_t i = 0;
-  for (; i + 16 <= k; i += 16) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  }
-  if (i < k) f32_to_f16_row_ref(x + i, y + i, k - i);
+  best_centroid_kernels().f32_to_f16_row(x, y, k);
 }
-
-#elif defined(CHANNEL_MEM_AVX2)
-
-static inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-void centroid_dots(const uint8_t* base, size_t stride_bytes, size_t n, const float* q, size_t dim,
-                   float* dots, float* norms2) {
-  for (size_t r = 0; r < n; ++r) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(base + r * stride_bytes);
-    __m256 d = _mm256_setzero_ps(), nn = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 8 <= dim; i += 8) {
-      const __m256 c = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i)));
-      d = _mm256_fmadd_ps(c, _mm256_loadu_ps(q + i), d);
-      nn = _mm256_fmadd_ps(c, c, nn);
-    }
-    float dot = hsum(d), norm = hsum(nn);
-    if (i < dim) {
-      float td = 0.0f, tn = 0.0f;
-      centroid_dots_ref(reinterpret_cast<const uint8_t*>(row + i), 0, 1, q + i, dim - i, &td, &tn);
-      dot += td;
-      norm += tn;
-    }
-    dots[r] = dot;
-    norms2[r] = norm;
-  }
-}
-
-void f32_to_f16_row(const float* x, uint16_t* y, size_t k) {
-  size_t i = 0;
-  for (; i + 8 <= k; i += 8) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  }
-  if (i < k) f32_to_f16_row_ref(x + i, y + i, k - i);
-}
-
-#else
-
-void centroid_dots(const uint8_t* base, size_t stride_bytes, size_t n, const float* q, size_t dim,
-                   float* dots, float* norms2) {
-  centroid_dots_ref(base, stride_bytes, n, q, dim, dots, norms2);
-}
-
-void f32_to_f16_row(const float* x, uint16_t* y, size_t k) {
-  f32_to_f16_row_ref(x, y, k);
-}
-
-#endif
 
 // --- int8 rows . int8 query ------------------------------------------------------------------
 

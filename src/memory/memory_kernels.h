@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace channel {
 
@@ -40,5 +41,15 @@ void f32_to_f16_row(const float* x, uint16_t* y, size_t k);
 
 // Which variant centroid_dots dispatches to ("avx512", "avx2", "scalar").
 const char* memory_kernels_isa();
+
+// Every variant of centroid_dots and f32_to_f16_row compiled into this build that this CPU
+// executes, the dispatched one first, the scalar references last.
+struct CentroidKernels {
+  const char* isa;
+  void (*centroid_dots)(const uint8_t* base, size_t stride_bytes, size_t n, const float* q,
+                        size_t dim, float* dots, float* norms2);
+  void (*f32_to_f16_row)(const float* x, uint16_t* y, size_t k);
+};
+std::span<const CentroidKernels> centroid_kernel_variants();
 
 }  // namespace channel
