@@ -18,7 +18,7 @@
 #include "gguf/gguf_writer.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "model/random_model.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "backend/cpu/thread_pool.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -83,7 +83,7 @@ MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, M
                 store.path(), config_.staging.capacity, L.max_tokens);
   const RopeFreqs& rf = session.rope_global();
   RotaryDims r;
-  r.style = rf.layout == RopeLayout::neox ? RotaryStyle::neox : RotaryStyle::normal;
+  r.style = rf.style;
   r.head_dim = static_cast<uint32_t>(head_dim_);
   r.n_heads = static_cast<uint32_t>(n_kv_heads_);
   r.n_rot = rf.n_rot;

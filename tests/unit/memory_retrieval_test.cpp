@@ -20,7 +20,7 @@
 #include "memory/episodic_view.h"
 #include "memory/lexical_index.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/retrieval_kernels.h"
 #include "memory_test_util.h"
 #include "model/model.h"

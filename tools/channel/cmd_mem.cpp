@@ -28,7 +28,7 @@
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/retrieval_features.h"
 #include "memory/retrieval_head.h"
 #include "runtime/stream_session.h"

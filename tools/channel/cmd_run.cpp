@@ -21,7 +21,7 @@
 #include "command.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "run_draft.h"
