@@ -31,7 +31,10 @@ class ThreadPool;
 
 struct MemoryConfig {
   StagingConfig staging;        // cut triggers; staging.capacity = tokens per episode
-  size_t queue_capacity = 256;  // episodes waiting for the writer; beyond it they are dropped
+  // Episodes waiting for the writer; beyond it the eviction waits for room (nothing is
+  // dropped). Each holds its tokens' K/V and hidden states, so this bounds the memory the
+  // queue can take: 32 episodes of the built-in model's 64 tokens are about 8 MB.
+  size_t queue_capacity = 32;
   bool consolidate = true;      // false: nothing is staged or written (benchmarks, read-only)
   int query_threads = 1;        // threads of the top-k scan and of large rehydrations
   // Summary text of an episode's tokens (normally the detokenizer); optional.
