@@ -257,10 +257,22 @@ int run_stream(const StreamArgs& args) {
 
   Handles h;
   const auto t_load = std::chrono::steady_clock::now();
-  if (args.model.empty()) {
-    check(channel_model_load_default(&h.model));
-  } else {
-    check(channel_model_load(args.model.c_str(), &h.model));
+  {
+    // The same progress line as the other commands' loads.
+    Progress progress(Progress::load_label(args.model.empty() ? "(built-in model)" : args.model));
+    channel_model_load_params load{};
+    load.progress = [](float fraction, void* user) {
+      try {
+        static_cast<Progress*>(user)->update_load(fraction);
+      } catch (...) {  // progress is best effort; nothing may unwind through the C API
+      }
+    };
+    load.progress_user_data = &progress;
+    if (args.model.empty()) {
+      check(channel_model_load_default_ex(&load, &h.model));
+    } else {
+      check(channel_model_load_ex(args.model.c_str(), &load, &h.model));
+    }
   }
   channel_model_info info;
   check(channel_model_get_info(h.model, &info));
