@@ -11,12 +11,17 @@ make_micro_model "$model"
 
 # As in run_interrupt.sh: the command gets the default dispositions a terminal gives it, and a
 # watchdog (writing nowhere, so it never holds ctest's pipe) kills what ignores the signal.
-launch() {
-  env --default-signal=INT,TERM "$@" &
+# launch_from FILE COMMAND...: the command reads FILE (a background job of a script would
+# otherwise read /dev/null).
+launch_from() {
+  local input=$1
+  shift
+  env --default-signal=INT,TERM "$@" <"$input" &
   pid=$!
   (sleep 120 && kill -9 "$pid" 2>/dev/null) >/dev/null 2>&1 &
   watchdog=$!
 }
+launch() { launch_from /dev/null "$@"; }
 finish_launch() {
   rc=0
   wait "$pid" || rc=$?
@@ -67,8 +72,8 @@ PY
 if has_command chat && "$CHANNEL" chat --help >/dev/null 2>&1; then
   mkfifo "$TMP/chat.in"
   exec 3<>"$TMP/chat.in"  # a writer stays open: the chat waits for its next line
-  launch "$CHANNEL" chat --temp 0 -n 8 -t 1 --session "$TMP/c.session" \
-    <"$TMP/chat.in" >"$TMP/chat.out" 2>"$TMP/chat.err"
+  launch_from "$TMP/chat.in" "$CHANNEL" chat --temp 0 -n 8 -t 1 --session "$TMP/c.session" \
+    >"$TMP/chat.out" 2>"$TMP/chat.err"
   echo "What is a dog?" >&3
   chat_saved() { [[ -s "$TMP/c.session" ]]; }
   if wait_for chat_saved; then
