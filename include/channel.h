@@ -55,6 +55,21 @@ channel_status channel_model_load_memory(const void* data, size_t size, const ch
  * `channel_embedded` target, which the channel CLI links); CHANNEL_ERR_UNAVAILABLE when
  * the build had no models/channel-bounded.gguf (the built-in model). */
 channel_status channel_model_load_default(channel_model** out);
+/* The loads above with options. params may be NULL (no options). */
+typedef void (*channel_load_progress_fn)(float fraction, void* user_data);
+typedef struct channel_model_load_params {
+  /* Called on the loading thread with the fraction done (0..1, never falling; 0 first and 1
+   * last on success), user_data as given. NULL: no progress. */
+  channel_load_progress_fn progress;
+  void* progress_user_data;
+} channel_model_load_params;
+channel_status channel_model_load_ex(const char* path, const channel_model_load_params* params,
+                                     channel_model** out);
+channel_status channel_model_load_memory_ex(const void* data, size_t size, const char* name,
+                                            const channel_model_load_params* params,
+                                            channel_model** out);
+channel_status channel_model_load_default_ex(const channel_model_load_params* params,
+                                             channel_model** out);
 /* A deterministic random-weight model (as `channel mkmodel` writes), for tests and
  * benchmarks. arch: "llama" or "gemma3". Sizes left 0 take small defaults. */
 typedef struct channel_random_model_params {

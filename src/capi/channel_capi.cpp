@@ -151,6 +151,12 @@ channel_status wrap_model(std::shared_ptr<const Model> model, channel_model** ou
   return CHANNEL_OK;
 }
 
+// The load's progress callback, or none.
+LoadProgress load_progress(const channel_model_load_params* params) {
+  if (!params || !params->progress) return {};
+  return [fn = params->progress, user = params->progress_user_data](float f) { fn(f, user); };
+}
+
 }  // namespace
 
 void set_last_error(std::string message) {
@@ -195,21 +201,33 @@ const char* channel_status_name(channel_status status) {
 // ---- models ------------------------------------------------------------------------------
 
 channel_status channel_model_load(const char* path, channel_model** out) {
+  return channel_model_load_ex(path, nullptr, out);
+}
+
+channel_status channel_model_load_ex(const char* path, const channel_model_load_params* params,
+                                     channel_model** out) {
   return guarded(CHANNEL_ERR_FORMAT, [&] {
     require(path, "path");
     require(out, "out");
     require_readable(path);
-    wrap_model(Model::load(path), out);
+    wrap_model(Model::load(path, load_progress(params)), out);
   });
 }
 
 channel_status channel_model_load_memory(const void* data, size_t size, const char* name,
                                          channel_model** out) {
+  return channel_model_load_memory_ex(data, size, name, nullptr, out);
+}
+
+channel_status channel_model_load_memory_ex(const void* data, size_t size, const char* name,
+                                            const channel_model_load_params* params,
+                                            channel_model** out) {
   return guarded(CHANNEL_ERR_FORMAT, [&] {
     require(data, "data");
     require(out, "out");
     const std::span<const unsigned char> bytes(static_cast<const unsigned char*>(data), size);
-    wrap_model(Model::load_from_memory(bytes, name ? name : "(memory)"), out);
+    wrap_model(Model::load_from_memory(bytes, name ? name : "(memory)", load_progress(params)),
+               out);
   });
 }
 

@@ -1,8 +1,9 @@
 /* The C API end to end, compiled as C11 against include/channel.h alone: a random gemma3
  * model, tokenize/detokenize, a small slot geometry driven through append, feed, seal,
  * generate (evicting), probe and the geometry/span readers; a session saved and resumed
- * with bit-identical logits; automatic recall (turn boundaries, a fed turn, replay); and every
- * error path reports a status and a message. */
+ * with bit-identical logits; automatic recall (turn boundaries, a fed turn, replay); loads
+ * with a progress callback (a GGUF of the test data, argv[1]); and every error path reports a
+ * status and a message. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -164,7 +165,82 @@ static int copy_file(const char* from, const char* to, long truncate_to, long fl
   return 1;
 }
 
-int main(void) {
+typedef struct {
+  int calls;
+  float first, last;
+  int fell; /* a fraction below the one before */
+} LoadProgress;
+
+static void on_load_progress(float fraction, void* user) {
+  LoadProgress* p = (LoadProgress*)user;
+  if (p->calls == 0) p->first = fraction;
+  if (p->calls > 0 && fraction < p->last) p->fell = 1;
+  p->last = fraction;
+  p->calls++;
+}
+
+static void check_load_progress(const LoadProgress* p) {
+  CHECK(p->calls >= 2);
+  CHECK(p->first == 0.0f);
+  CHECK(p->last == 1.0f);
+  CHECK(!p->fell);
+}
+
+/* channel_model_load_ex and channel_model_load_memory_ex report progress from 0 to 1. */
+static void test_load_progress(const char* testdata) {
+  char file[1024];
+  channel_model_load_params lp;
+  LoadProgress progress;
+  channel_model* m = NULL;
+  channel_model_info info;
+  long size;
+  void* bytes;
+  FILE* f;
+  snprintf(file, sizeof file, "%s/models/llama-micro-q4_0.gguf", testdata ? testdata : ".");
+  size = file_size(file);
+  if (size <= 0) {
+    printf("SKIPPED: no %s: the load progress checks did not run\n", file);
+    return;
+  }
+  memset(&lp, 0, sizeof lp);
+  memset(&progress, 0, sizeof progress);
+  lp.progress = on_load_progress;
+  lp.progress_user_data = &progress;
+  CHECK_OK(channel_model_load_ex(file, &lp, &m));
+  check_load_progress(&progress);
+  CHECK_OK(channel_model_get_info(m, &info));
+  CHECK(strcmp(info.arch, "llama") == 0);
+  channel_model_free(m);
+  m = NULL;
+
+  bytes = malloc((size_t)size);
+  f = fopen(file, "rb");
+  CHECK(bytes && f && fread(bytes, 1, (size_t)size, f) == (size_t)size);
+  if (f) fclose(f);
+  memset(&progress, 0, sizeof progress);
+  CHECK_OK(channel_model_load_memory_ex(bytes, (size_t)size, "micro", &lp, &m));
+  check_load_progress(&progress);
+  channel_model_free(m);
+  m = NULL;
+
+  /* No params, or params without a callback: a plain load. */
+  CHECK_OK(channel_model_load_ex(file, NULL, &m));
+  channel_model_free(m);
+  m = NULL;
+  lp.progress = NULL;
+  CHECK_OK(channel_model_load_memory_ex(bytes, (size_t)size, NULL, &lp, &m));
+  channel_model_free(m);
+  free(bytes);
+
+  /* A failed load reports its error as channel_model_load does. */
+  memset(&progress, 0, sizeof progress);
+  lp.progress = on_load_progress;
+  CHECK_ERR(CHANNEL_ERR_IO, "no/such/model.gguf", channel_model_load_ex("no/such/model.gguf", &lp, &m));
+  CHECK(progress.calls == 0);
+  printf("ok: loads report progress from 0 to 1\n");
+}
+
+int main(int argc, char** argv) {
   const char* tmpdir = getenv("TMPDIR");
   char path[512], bad[600];
   channel_model *model, *other;
@@ -367,6 +443,7 @@ int main(void) {
   free(saved_next);
   free(resumed_next);
   free(probe_logits);
+  test_load_progress(argc > 1 ? argv[1] : NULL);
   {
     channel_model* am = random_model(1);
     if (am) test_auto_recall(am, tmpdir ? tmpdir : "/tmp");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What people expect to see: progress on long work (stream -f, perplexity, a long prompt, model
-# load; plain lines when stderr is not a terminal, here every update with
+# load, stream's included; plain lines when stderr is not a terminal, here every update with
 # CHANNEL_PROGRESS_SECONDS=0), prompts from a file or stdin and --system FILE for `run`, human
 # units in text (MiB, dates), `info` listing tensors (and working on a vocabulary-only file),
 # `tokenize --pieces`, an aligned bench table, and one default capacity for a new store.
@@ -17,6 +17,12 @@ expect_ok "stream -f" "$CHANNEL" stream -m "$model" "${geo[@]}" -f "$TMP/long.tx
 grep -Eq "^channel: stream: [0-9]+% of .*long.txt, [0-9]+ tokens, [0-9]+ tok/s, ETA " "$TMP/err" ||
   fail "stream -f: no progress line: $(head -c 400 "$TMP/err")"
 grep -Eq "RSS [0-9.]+ (KiB|MiB|GiB)" "$TMP/err" || fail "stream summary has no RSS in MiB: $(tail -n 1 "$TMP/err")"
+# stream loads through the C API (channel_model_load_ex's progress callback): the same load
+# line as the other commands, plain (no carriage return) when stderr is not a terminal.
+grep -Eq "^channel: loading micro.gguf: [0-9]+%" "$TMP/err" ||
+  fail "stream: no model load progress: $(head -c 300 "$TMP/err")"
+grep -q "^channel: loading micro.gguf: 100%" "$TMP/err" || fail "stream: the load never reached 100%"
+! grep -q $'\r' "$TMP/err" || fail "stream: a terminal redraw (\\r) although stderr is a file"
 grep -q '"rss_bytes":[0-9]' "$TMP/out" || fail "the JSON lines lost rss_bytes: $(head -n 1 "$TMP/out")"
 expect_ok "perplexity" "$CHANNEL" perplexity -m "$model" -t 1 -f "$TMP/long.txt" --ctx 64
 grep -Eq "^channel: perplexity: chunk 1/[0-9]+: ppl [0-9.]+, ETA " "$TMP/err" ||
@@ -32,6 +38,8 @@ grep -Eq "^channel: prompt: [0-9]+/[0-9]+ prompt tokens" "$TMP/err" ||
 unset CHANNEL_PROGRESS_SECONDS
 expect_ok "a short run prints no progress" "$CHANNEL" run -m "$model" -t 1 -n 2 -p hi
 ! grep -q "channel: loading\|channel: prompt:" "$TMP/err" || fail "progress on a short run: $(cat "$TMP/err")"
+expect_ok "a short stream prints no progress" "$CHANNEL" stream -m "$model" "${geo[@]}" --tokens 4
+! grep -q "channel: loading\|channel: stream:" "$TMP/err" || fail "progress on a short stream: $(cat "$TMP/err")"
 
 # --- prompts from files and stdin -------------------------------------------------------------
 printf 'from a file' >"$TMP/prompt.txt"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Ctrl-C never loses work: `run --session` saves its session on SIGINT and SIGTERM (and says
-# so in its summary), and the saved session resumes (greedy: this random model never ends its
-# reply); `stream -f` stops within one decode step of a SIGINT, not at the next --stats-every
-# boundary.
+# so in its summary), exits 130 / 143 as shells expect of an interrupted command, and the
+# saved session resumes (greedy: this random model never ends its reply); `stream -f` stops
+# within one decode step of a SIGINT, not at the next --stats-every boundary, and exits 130.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 require_command run
 model="$TMP/micro.gguf"
@@ -33,8 +33,9 @@ for sig in INT TERM; do
   wait_for out_has_text || fail "SIG$sig: run produced no text: $(head -c 300 "$TMP/run.err")"
   kill -"$sig" "$pid"
   finish_launch
-  if ((rc != 0)); then
-    fail "SIG$sig: run exited $rc instead of saving and ending: $(tail -c 300 "$TMP/run.err")"
+  want=$((128 + $(kill -l "$sig")))
+  if ((rc != want)); then
+    fail "SIG$sig: run exited $rc, expected $want after saving: $(tail -c 300 "$TMP/run.err")"
   fi
   grep -q "stop: interrupted (SIG$sig)" "$TMP/run.err" ||
     fail "SIG$sig: no summary naming the interrupt: $(tail -c 300 "$TMP/run.err")"
@@ -65,9 +66,9 @@ progress_shown() { grep -q "channel: stream: .*% of" "$TMP/stream.err"; }
 wait_for progress_shown || { fail "stream -f showed no progress line"; sleep 2; }
 kill -INT "$pid"
 finish_launch
-((rc == 0)) || fail "stream exited $rc after SIGINT: $(tail -c 300 "$TMP/stream.err")"
+((rc == 130)) || fail "stream exited $rc after SIGINT, expected 130: $(tail -c 300 "$TMP/stream.err")"
 streamed=$(sed -n 's/^channel: streamed \([0-9]*\) tokens.*/\1/p' "$TMP/stream.err")
-grep -q "interrupted" "$TMP/stream.err" || fail "stream summary does not say interrupted: $(tail -c 300 "$TMP/stream.err")"
+grep -q "interrupted (SIGINT)" "$TMP/stream.err" || fail "stream summary does not say interrupted: $(tail -c 300 "$TMP/stream.err")"
 if [[ -z "$streamed" ]] || ((streamed >= limit)); then
   fail "stream fed ${streamed:-?} of $limit tokens after SIGINT: it did not stop within a step"
 else

@@ -120,10 +120,8 @@ LoadedModel load_model(const std::string& path) {
     if (embedded.empty()) throw Error(kNoDefaultModel);
     name = "(built-in model)";
   }
-  Progress progress("loading " + std::filesystem::path(name).filename().string());
-  auto on_progress = [&progress](float f) {
-    progress.update(f, fmt::format("{}%", static_cast<int>(std::clamp(f, 0.0f, 1.0f) * 100.0f)));
-  };
+  Progress progress(Progress::load_label(name));
+  auto on_progress = [&progress](float f) { progress.update_load(f); };
   std::shared_ptr<const Model> model = path.empty()
                                            ? Model::load_from_memory(embedded, name, on_progress)
                                            : Model::load(path, on_progress);

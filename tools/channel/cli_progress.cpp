@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,15 @@ void Progress::update(double fraction, const std::string& detail) {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
   std::fflush(stderr);
+}
+
+std::string Progress::load_label(const std::string& name) {
+  return "loading " + std::filesystem::path(name).filename().string();
+}
+
+void Progress::update_load(float fraction) {
+  fraction = std::clamp(fraction, 0.0f, 1.0f);
+  update(fraction, fmt::format("{}%", static_cast<int>(fraction * 100.0f)));
 }
 
 void Progress::clear() {

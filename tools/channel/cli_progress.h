@@ -27,6 +27,11 @@ class Progress {
   // "42 s", "3 min 20 s", "1 h 05 min".
   static std::string duration_text(double seconds);
 
+  // The progress of a model load: "channel: loading NAME: 42%". `name` is the model's path
+  // (its file name is shown) or "(built-in model)".
+  static std::string load_label(const std::string& name);
+  void update_load(float fraction);
+
  private:
   using Clock = std::chrono::steady_clock;
   std::string label_;

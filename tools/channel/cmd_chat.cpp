@@ -4,7 +4,8 @@
 // interrupts a reply (or drops the line being typed) without ending the chat; Ctrl-D,
 // /quit or the end of a pipe ends it. Commands: /save [FILE], /load FILE, /stats, /memory,
 // /tool NAME RESULT, /help. With --session FILE the conversation is resumed from FILE and
-// saved to it after every reply.
+// saved to it after every reply. SIGTERM stops the reply under way, saves the session and
+// exits 143.
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include "chat/python_json.h"
 #include "chat_flags.h"
 #include "cli_common.h"
+#include "cli_signals.h"
 #include "command.h"
 #include "memory/episodic_store.h"
 #include "model/model.h"
@@ -199,6 +201,8 @@ int run_chat(ChatArgs& args) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR
   sigaction(SIGINT, &sa, nullptr);
+  // SIGTERM ends the chat: the reply under way stops, the session is saved, exit 143.
+  catch_stop_signal_term(&g_interrupt);
   std::signal(SIGPIPE, SIG_IGN);
 
   const bool tty = ::isatty(0) && ::isatty(1);
@@ -211,9 +215,10 @@ int run_chat(ChatArgs& args) {
     return path;
   };
   for (;;) {
+    if (stop_signal()) break;
     if (tty) out(in_block || !message.empty() ? "... " : "> ");
     const LineReader::Result res = reader.read(line);
-    if (res == LineReader::Result::end) break;
+    if (res == LineReader::Result::end || stop_signal()) break;
     if (res == LineReader::Result::interrupted) {
       message.clear();
       in_block = false;
@@ -281,7 +286,8 @@ int run_chat(ChatArgs& args) {
     std::fprintf(stderr, "channel: saved %s at clock %llu\n", args.session.c_str(),
                  static_cast<unsigned long long>(s->stats().clock));
   }
-  return 0;
+  if (stop_signal()) std::fprintf(stderr, "channel: chat ended by %s\n", stop_signal_name());
+  return stopped_exit_code();
 }
 
 const CommandRegistrar registrar{

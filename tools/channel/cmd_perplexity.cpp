@@ -5,6 +5,8 @@
 // 0..ctx-1, and only the second half is scored: the logits at positions ctx/2 .. ctx-2
 // predict tokens ctx/2+1 .. ctx-1, i.e. ctx - ctx/2 - 1 tokens per chunk.
 // ppl = exp(mean negative log-likelihood over all scored tokens).
+// SIGINT / SIGTERM stop it at the next score batch: the chunks already scored are reported
+// (the one under way is dropped) and it exits 130 / 143 (cli_signals.h).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_progress.h"
+#include "cli_signals.h"
 #include "command.h"
 #include "model/model.h"
 #include "runtime/session.h"
@@ -67,24 +70,32 @@ int run_perplexity(const PerplexityArgs& args) {
   // A terminal gets one redrawn line; a log gets one line per chunk.
   const bool tty = isatty(STDERR_FILENO) == 1;
   Progress progress("perplexity");
-  for (int c = 0; c < n_chunk; ++c) {
+  catch_stop_signals();
+  int scored = 0;  // whole chunks
+  for (int c = 0; c < n_chunk && !stop_signal(); ++c) {
     std::vector<int32_t> chunk(tokens.begin() + static_cast<std::ptrdiff_t>(c) * ctx,
                                tokens.begin() + static_cast<std::ptrdiff_t>(c + 1) * ctx);
     if (add_bos) chunk[0] = tok.bos_id();
     session.reset();
     session.decode(std::span<const int32_t>(chunk).first(static_cast<size_t>(first)));
     // Positions first .. ctx-2 predict chunk[pos + 1].
-    for (int pos = first; pos < ctx - 1; pos += kScoreBatch) {
+    double chunk_nll = 0.0;
+    int64_t chunk_count = 0;
+    for (int pos = first; pos < ctx - 1 && !stop_signal(); pos += kScoreBatch) {
       const int n = std::min(kScoreBatch, ctx - 1 - pos);
       const std::vector<float> logits = session.decode_all(std::span<const int32_t>(chunk).subspan(
           static_cast<size_t>(pos), static_cast<size_t>(n)));
       for (int i = 0; i < n; ++i) {
-        nll += negative_log_likelihood(
+        chunk_nll += negative_log_likelihood(
             std::span<const float>(logits).subspan(static_cast<size_t>(i) * n_vocab, n_vocab),
             chunk[static_cast<size_t>(pos + i + 1)]);
-        ++count;
+        ++chunk_count;
       }
     }
+    if (stop_signal()) break;  // a chunk scored in part is not counted
+    nll += chunk_nll;
+    count += chunk_count;
+    ++scored;
     const double ppl = std::exp(nll / static_cast<double>(count));
     if (!std::isfinite(ppl))
       throw_error("perplexity: chunk {}: the score is not finite ({})", c + 1, ppl);
@@ -98,10 +109,17 @@ int run_perplexity(const PerplexityArgs& args) {
     }
   }
   progress.clear();
-  const nlohmann::json out = {{"ppl", std::exp(nll / static_cast<double>(count))},
-                              {"tokens", count}};
+  if (stop_signal()) {
+    std::fprintf(stderr, "channel: perplexity: interrupted (%s) after %d of %d chunks\n",
+                 stop_signal_name(), scored, n_chunk);
+    if (count == 0) return stopped_exit_code();
+  }
+  nlohmann::json out = {{"ppl", std::exp(nll / static_cast<double>(count))},
+                        {"tokens", count},
+                        {"chunks", scored}};
+  if (stop_signal()) out["interrupted"] = true;
   std::printf("%s\n", out.dump().c_str());
-  return 0;
+  return stopped_exit_code();
 }
 
 const CommandRegistrar registrar(

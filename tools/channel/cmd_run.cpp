@@ -7,7 +7,7 @@
 // --memory FILE an episodic store is attached: the episodes closest to the prompt are
 // recalled before it is fed, and what leaves the window is consolidated into FILE. A run on
 // the slot geometry stops cleanly on SIGINT / SIGTERM: the session is saved and the memory
-// flushed as after a normal end.
+// flushed as after a normal end, then it exits 130 / 143 (cli_signals.h).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include "cli_errors.h"
 #include "cli_files.h"
 #include "cli_progress.h"
+#include "cli_signals.h"
 #include "command.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
@@ -69,23 +70,8 @@ constexpr int kDefaultMaxCtx = 4096;
 // interrupt stops between two of them.
 constexpr size_t kPromptChunk = 256;
 
-volatile std::sig_atomic_t g_stop_signal = 0;
-void on_stop_signal(int sig) {
-  g_stop_signal = sig;
-}
-
-// SIGINT and SIGTERM end the run at the next token (or prompt chunk); a second one kills.
-void catch_stop_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESETHAND;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-const char* signal_stop_name() {
-  return g_stop_signal == SIGTERM ? "interrupted (SIGTERM)" : "interrupted (SIGINT)";
+std::string signal_stop_name() {
+  return std::string("interrupted (") + stop_signal_name() + ")";
 }
 
 // The prefill of a plain run, cut into chunks with a progress line when it is long.
@@ -118,7 +104,7 @@ class ProgressLogits final : public LogitSource {
 bool feed_prompt(StreamSession& s, std::span<const int32_t> prompt) {
   Progress progress("prompt");
   for (size_t done = 0; done < prompt.size();) {
-    if (g_stop_signal) return false;
+    if (stop_signal()) return false;
     const size_t n = std::min(kPromptChunk, prompt.size() - done);
     s.feed(SpanType::user, prompt.subspan(done, n));
     done += n;
@@ -276,7 +262,7 @@ int run_session(const RunArgs& args) {
                             recall->method() == RecallMethod::hybrid))
       centroid = text_cue(*loaded.model, args.prompt, args.threads);
     feed_turn_with_recall(*s, *recall, prompt, SpanType::user, std::move(centroid));
-    prompt_fed = !g_stop_signal;
+    prompt_fed = !stop_signal();
   } else {
     prompt_fed = feed_prompt(*s, prompt);  // in chunks: progress, and an interrupt between
   }
@@ -284,10 +270,10 @@ int run_session(const RunArgs& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bool output_ok = args.no_echo || write_out(args.prompt);
   int n = 0;
-  const char* stop = prompt_fed ? "token limit" : signal_stop_name();
+  std::string stop = prompt_fed ? "token limit" : signal_stop_name();
   const auto t1 = std::chrono::steady_clock::now();
   while (prompt_fed && (args.n_predict < 0 || n < args.n_predict)) {
-    if (g_stop_signal) {
+    if (stop_signal()) {
       stop = signal_stop_name();
       break;
     }
@@ -335,10 +321,10 @@ int run_session(const RunArgs& args) {
                "tok/s | stop: %s | clock %llu%s%s\n",
                prompt.size(), prompt_seconds,
                prompt_seconds > 0 ? static_cast<double>(prompt.size()) / prompt_seconds : 0.0, n,
-               gen_seconds > 0 ? n / gen_seconds : 0.0, stop,
+               gen_seconds > 0 ? n / gen_seconds : 0.0, stop.c_str(),
                static_cast<unsigned long long>(s->clock()), args.session.empty() ? "" : ", saved ",
                args.session.c_str());
-  return 0;
+  return stopped_exit_code();
 }
 
 // Everything about the command line that can be checked before the model loads: flag

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include "cli_errors.h"
 #include "cli_files.h"
 #include "cli_progress.h"
+#include "cli_signals.h"
 #include "command.h"
 #include "kv/slot_geometry.h"
 #include "memory/auto_recall.h"
@@ -73,11 +73,6 @@ constexpr int64_t kDefaultGenerate = 1024;
 // -f text is fed at most this many tokens at a time (one forward batch of the session), so
 // that an interrupt stops within one decode step.
 constexpr size_t kFeedChunk = 64;
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) {
-  g_interrupted = 1;
-}
 
 void check(channel_status status) {
   if (status != CHANNEL_OK) throw Error(channel_last_error());
@@ -203,7 +198,7 @@ int on_token(int32_t, const char* text, size_t len, void* user) {
   } catch (const Error&) {
     return 1;  // cannot happen for a valid session; ends the stream rather than throw in C
   }
-  return g_interrupted ? 1 : 0;
+  return stop_signal() ? 1 : 0;
 }
 
 void print_ids(const char* name, const uint64_t* ids, size_t n) {
@@ -259,10 +254,22 @@ int run_stream(const StreamArgs& args) {
 
   Handles h;
   const auto t_load = std::chrono::steady_clock::now();
-  if (args.model.empty()) {
-    check(channel_model_load_default(&h.model));
-  } else {
-    check(channel_model_load(args.model.c_str(), &h.model));
+  {
+    // The same progress line as the other commands' loads.
+    Progress progress(Progress::load_label(args.model.empty() ? "(built-in model)" : args.model));
+    channel_model_load_params load{};
+    load.progress = [](float fraction, void* user) {
+      try {
+        static_cast<Progress*>(user)->update_load(fraction);
+      } catch (...) {  // progress is best effort; nothing may unwind through the C API
+      }
+    };
+    load.progress_user_data = &progress;
+    if (args.model.empty()) {
+      check(channel_model_load_default_ex(&load, &h.model));
+    } else {
+      check(channel_model_load_ex(args.model.c_str(), &load, &h.model));
+    }
   }
   channel_model_info info;
   check(channel_model_get_info(h.model, &info));
@@ -320,8 +327,7 @@ int run_stream(const StreamArgs& args) {
   if (resume && !system.empty())
     std::fprintf(stderr, "channel: --system ignored: the session already has its anchors\n");
 
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  catch_stop_signals();
   Stats stats(h.session, args.stats_every);
   const auto t0 = std::chrono::steady_clock::now();
   if (!args.text_file.empty()) {
@@ -331,7 +337,7 @@ int run_stream(const StreamArgs& args) {
     size_t bytes_before = 0;  // of the pieces already fed
     // Each piece is fed as user text, or (--turns) its blank lines as a turn_end span.
     for (const TextPiece& piece : args.turns ? split_turns(text) : std::vector<TextPiece>{{text}}) {
-      if (g_interrupted || stats.count() >= limit) break;
+      if (stop_signal() || stats.count() >= limit) break;
       const std::vector<int32_t> ids = tokenize(h.model, piece.text, 0);
       const size_t total = std::min(ids.size(), static_cast<size_t>(limit - stats.count()));
       if (piece.turn_end && total > 0) {
@@ -344,7 +350,7 @@ int run_stream(const StreamArgs& args) {
         continue;
       }
       size_t done = 0;
-      while (done < total && !g_interrupted) {
+      while (done < total && !stop_signal()) {
         // Pieces of at most kFeedChunk (64) tokens: an interrupt stops within one, and a
         // background recall lands between them (fed text continues its sentence across
         // pieces: same spans).
@@ -386,14 +392,16 @@ int run_stream(const StreamArgs& args) {
   }
   channel_geometry g;
   check(channel_session_get_geometry(h.session, &g));
+  const std::string interrupted =
+      stop_signal() ? std::string(", interrupted (") + stop_signal_name() + ")" : "";
   std::fprintf(stderr,
                "channel: streamed %lld tokens in %.2f s (%.1f tok/s), clock %llu, RSS %s%s%s\n",
                static_cast<long long>(stats.count()), seconds,
                seconds > 0 ? static_cast<double>(stats.count()) / seconds : 0.0,
                static_cast<unsigned long long>(g.clock), format_bytes(rss_bytes()).c_str(),
-               g_interrupted ? ", interrupted" : "",
+               interrupted.c_str(),
                args.session_file.empty() ? "" : (", saved " + args.session_file).c_str());
-  return 0;
+  return stopped_exit_code();
 }
 
 const CommandRegistrar registrar{
