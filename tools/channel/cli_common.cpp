@@ -90,6 +90,12 @@ void add_model_option(CLI::App& app, std::string& path) {
       ->check(non_empty("a GGUF file; leave -m out for the built-in model"));
 }
 
+void add_device_option(CLI::App& app, std::string& device) {
+  device = "cpu";
+  app.add_option("--device", device, "Where the model runs: cpu, cuda or cuda:N")
+      ->capture_default_str();
+}
+
 void add_threads_option(CLI::App& app, int& threads) {
   threads = default_threads();
   app.add_option("-t,--threads", threads,

@@ -175,11 +175,26 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
   }
   const __half* kb = static_cast<const __half*>(a.k_cache) + hk * a.cap * HD;
   const __half* vb = static_cast<const __half*>(a.v_cache) + hk * a.cap * HD;
-  for (int j = j0 + warp; j < j1; j += kAttnWarps) {
+  // Each slot's key and value are loaded one iteration ahead, so a load is in flight while
+  // the previous slot is scored.
+  float kv[D], vv[D], kn[D], vn[D];
+  int j = j0 + warp;
+  if (j < j1) {
     const int64_t slot = a.table[first + j];
-    float kv[D], vv[D];
-    load_h<D>(kb + slot * HD + lane * D, kv);
-    load_h<D>(vb + slot * HD + lane * D, vv);
+    load_h<D>(kb + slot * HD + lane * D, kn);
+    load_h<D>(vb + slot * HD + lane * D, vn);
+  }
+  for (; j < j1; j += kAttnWarps) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      kv[d] = kn[d];
+      vv[d] = vn[d];
+    }
+    if (j + kAttnWarps < j1) {
+      const int64_t next = a.table[first + j + kAttnWarps];
+      load_h<D>(kb + next * HD + lane * D, kn);
+      load_h<D>(vb + next * HD + lane * D, vn);
+    }
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
       if (g >= group) break;
