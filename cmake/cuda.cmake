@@ -30,18 +30,34 @@ if(NOT CHANNEL_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-# Adds the backend's sources to `target` (host .cpp files through the C++ compiler, kernels
-# through nvcc) and defines CHANNEL_HAS_CUDA=1 for everything that links it.
-function(channel_add_cuda_backend target)
+# The backend as its own library, channel_cuda (host .cpp files through the C++ compiler,
+# kernels through nvcc), over channel_core; CHANNEL_HAS_CUDA=1 for what links it. channel_core
+# itself stays as in a CPU build (only backend/device.cpp learns that the backend exists), so
+# the CPU objects are the same with and without CUDA. Frontends that offer --device cuda link
+# it (channel_link_cuda).
+function(channel_add_cuda_backend core)
   if(NOT CHANNEL_HAS_CUDA)
     return()
   endif()
+  set_source_files_properties(${CMAKE_SOURCE_DIR}/src/backend/device.cpp TARGET_DIRECTORY ${core}
+                              PROPERTIES COMPILE_DEFINITIONS CHANNEL_HAS_CUDA=1)
   file(GLOB cuda_host CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/cuda/*.cpp)
   file(GLOB cuda_kernels CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/cuda/*.cu)
-  target_sources(${target} PRIVATE ${cuda_host} ${cuda_kernels})
-  target_compile_definitions(${target} PUBLIC CHANNEL_HAS_CUDA=1)
-  target_link_libraries(${target} PUBLIC CUDA::cudart_static)
-  target_compile_options(${target} PRIVATE
+  add_library(channel_cuda STATIC ${cuda_host} ${cuda_kernels})
+  target_link_libraries(channel_cuda PUBLIC ${core} CUDA::cudart_static)
+  target_compile_definitions(channel_cuda PUBLIC CHANNEL_HAS_CUDA=1)
+  target_compile_options(channel_cuda PRIVATE ${CHANNEL_WARNINGS}
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -Werror=all-warnings --expt-relaxed-constexpr>)
-  set_source_files_properties(${cuda_kernels} PROPERTIES LANGUAGE CUDA)
+endfunction()
+
+# Links channel_cuda into `target` without its usage requirements, and defines
+# CHANNEL_HAS_CUDA=1 for the listed sources of it only (they include backend/cuda/cuda_session.h,
+# which needs no CUDA headers).
+function(channel_link_cuda target)
+  if(NOT TARGET channel_cuda)
+    return()
+  endif()
+  target_link_libraries(${target} PRIVATE $<LINK_ONLY:channel_cuda> CUDA::cudart_static)
+  set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target}
+                              PROPERTIES COMPILE_DEFINITIONS CHANNEL_HAS_CUDA=1)
 endfunction()

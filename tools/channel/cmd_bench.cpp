@@ -23,7 +23,6 @@
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #if defined(CHANNEL_HAS_CUDA)
-#include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_session.h"
 #endif
 
@@ -209,7 +208,7 @@ int run_bench(const BenchArgs& args) {
   } else {
 #if defined(CHANNEL_HAS_CUDA)
     const auto weights = cuda::CudaWeights::upload(model, device.index);
-    where = fmt::format("{} ({})", device.name(), weights->device().name);
+    where = fmt::format("{} ({})", device.name(), weights->device_name());
     std::fprintf(stderr, "channel: %s, %s of weights on the device%s\n", where.c_str(),
                  format_bytes(weights->device_bytes()).c_str(),
                  args.no_cuda_graphs ? ", CUDA graphs off" : "");

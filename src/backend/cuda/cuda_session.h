@@ -4,6 +4,7 @@
 // owns the device KV arena (f16), the activations and the step buffers, all allocated once,
 // and runs decode (one token: a captured CUDA graph) and batched prefill. Per step only the
 // step's token ids, positions and slot ranges go to the device; the logits come back.
+// This header needs no CUDA headers, so frontends include it with the plain C++ compiler.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,7 @@ class CudaWeights {
 
   const Model& model() const { return *model_; }
   const DeviceInfo& device() const;
+  std::string device_name() const;  // "NVIDIA H200"
   size_t device_bytes() const;
 
   struct Impl;

@@ -181,6 +181,7 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(std::shared_ptr<const Mod
 }
 
 const DeviceInfo& CudaWeights::device() const { return impl_->info; }
+std::string CudaWeights::device_name() const { return impl_->info.name; }
 size_t CudaWeights::device_bytes() const { return impl_->memory.bytes(); }
 
 }  // namespace channel::cuda
