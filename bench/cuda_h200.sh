@@ -31,7 +31,7 @@ build_llama() {
   if [[ -f "$src" ]]; then mkdir -p "$work/llama.cpp" && tar -xJf "$src" -C "$work/llama.cpp"; src="$work/llama.cpp"; fi
   cmake -S "$src" -B "$work/llama-build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
   cmake --build "$work/llama-build" -j"$jobs" --target llama-bench
 }
 llama_log="$out/llama_build.log"

@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include "backend/device.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,7 +95,17 @@ void add_model_option(CLI::App& app, std::string& path) {
 void add_device_option(CLI::App& app, std::string& device) {
   device = "cpu";
   app.add_option("--device", device, "Where the model runs: cpu, cuda or cuda:N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_device(text);  // syntax, and whether this build has the backend
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return {};
+          },
+          ""));
 }
 
 void add_threads_option(CLI::App& app, int& threads) {
