@@ -286,6 +286,7 @@ TEST(CudaOps, QkvFinishNormsRotatesAndStores) {
 // against attend_ref over the same f16-rounded keys and values; split and unsplit.
 TEST(CudaOps, SlotAttentionMatchesReference) {
   CHANNEL_REQUIRE_CUDA();
+  for (bool f32 : {false, true}) {  // the f16 cache, and the f32 one of F32 models
   for (int hd : {32, 64, 128, 256}) {
     for (int group : {1, 3, 8}) {
       const int n_kv = 2, n_head = n_kv * group;
@@ -296,8 +297,9 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
       std::vector<int32_t> ids(static_cast<size_t>(cap));
       std::iota(ids.begin(), ids.end(), 0);
       cuda::DeviceBuffer dqkv = to_device(qkv), dids = to_device(ids);
-      cuda::DeviceBuffer kc(static_cast<size_t>(n_kv * cap * hd) * 2, "k"), vc(static_cast<size_t>(n_kv * cap * hd) * 2, "v");
-      const cuda::QkvLayout l{n_head, n_kv, hd, hd, ld};
+      const size_t elem = f32 ? 4 : 2;
+      cuda::DeviceBuffer kc(static_cast<size_t>(n_kv * cap * hd) * elem, "k"), vc(static_cast<size_t>(n_kv * cap * hd) * elem, "v");
+      const cuda::QkvLayout l{n_head, n_kv, hd, hd, ld, f32};
       cuda::qkv_finish(l, dqkv.as<float>(), static_cast<int>(cap), nullptr, nullptr, 1e-6f,
                        cuda::make_rope(cuda::RopeMode::normal, 0, 1e4f, 1.0f, nullptr), dids.as<int32_t>(),
                        dids.as<int32_t>(), kc.get(), vc.get(), cap, nullptr);
@@ -309,14 +311,15 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
       const std::vector<float> q = randn(static_cast<size_t>(n * n_head * hd), 41, 0.5f);
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-      // Reference: keys and values as the cache holds them (f16).
+      // Reference: keys and values as the cache holds them (f16, or f32).
+      auto held = [&](float x) { return f32 ? x : fp16_to_fp32(fp32_to_fp16(x)); };
       std::vector<float> k(static_cast<size_t>(n_kv * cap * hd)), v(k.size());
       for (int64_t s = 0; s < cap; ++s)
         for (int hk = 0; hk < n_kv; ++hk)
           for (int i = 0; i < hd; ++i) {
             const size_t at = (static_cast<size_t>(hk) * cap + s) * hd + i;
-            k[at] = fp16_to_fp32(fp32_to_fp16(qkv[static_cast<size_t>(s * ld + (n_head + hk) * hd + i)]));
-            v[at] = fp16_to_fp32(fp32_to_fp16(qkv[static_cast<size_t>(s * ld + (n_head + n_kv + hk) * hd + i)]));
+            k[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + hk) * hd + i)]);
+            v[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + n_kv + hk) * hd + i)]);
           }
       std::vector<float> want(static_cast<size_t>(n * n_head * hd)), scores(static_cast<size_t>(cap));
       for (int t = 0; t < n; ++t)
@@ -339,6 +342,7 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
         a.k_cache = kc.get();
         a.v_cache = vc.get();
         a.cap = cap;
+        a.kv_f32 = f32;
         a.table = dt.as<int32_t>();
         a.first = df.as<int32_t>();
         a.count = dc.as<int32_t>();
@@ -353,11 +357,13 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
         a.out = out.as<float>();
         cuda::attention(a, nullptr);
         const std::vector<float> got = from_device<float>(out, want.size());
-        EXPECT_LE(nmse(got, want), 1e-10) << "hd " << hd << " group " << group << " splits " << splits;
+        EXPECT_LE(nmse(got, want), 1e-10)
+            << "hd " << hd << " group " << group << " splits " << splits << " f32 " << f32;
         for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
           for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f);
       }
     }
+  }
   }
 }
 

@@ -71,11 +71,12 @@ void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_
 
 // The attention input stage of one layer over qkv [n][ld] = q | k | v of every token:
 // optional per-head RMSNorm of q and k (qn, kn: device [head_dim] or null), rope of q and k,
-// q left in place, k and v stored as f16 in the cache rows of slot store_slots[t]:
+// q left in place, k and v stored as f16 (or f32, kv_f32) in the cache rows of slot store_slots[t]:
 // k_cache[(hk * cap + slot) * head_dim], v_cache[(hk * cap + slot) * head_dim_v].
 struct QkvLayout {
   int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
-  int64_t ld = 0;  // floats per token row of qkv
+  int64_t ld = 0;       // floats per token row of qkv
+  bool kv_f32 = false;  // the cache holds f32 (F32 models) instead of f16
 };
 void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
                 float eps, const RopeDev& rope, const int32_t* positions,
@@ -89,8 +90,9 @@ void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const fl
 struct AttnArgs {
   const float* q = nullptr;  // [n][ldq], heads of head_dim
   int64_t ldq = 0;
-  const void* k_cache = nullptr;  // f16 [n_head_kv][cap][head_dim]
-  const void* v_cache = nullptr;  // f16 [n_head_kv][cap][head_dim_v]
+  const void* k_cache = nullptr;  // f16 (f32 with kv_f32) [n_head_kv][cap][head_dim]
+  const void* v_cache = nullptr;  // f16 (f32 with kv_f32) [n_head_kv][cap][head_dim_v]
+  bool kv_f32 = false;
   int64_t cap = 0;
   const int32_t* table = nullptr;  // device slot table
   const int32_t* first = nullptr;  // device [n]

@@ -74,9 +74,21 @@ __global__ void rope_kernel(RopeDev p, float* x, int64_t ldx, int head_dim,
 }
 
 // Block per (head of q | k | v, token).
+template <typename T>
+__device__ __forceinline__ T to_cache(float v);
+template <>
+__device__ __forceinline__ __half to_cache<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ float to_cache<float>(float v) {
+  return v;
+}
+
+template <typename T>
 __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, const float* kn,
                                   float eps, RopeDev rope, const int32_t* positions,
-                                  const int32_t* store_slots, __half* k_cache, __half* v_cache,
+                                  const int32_t* store_slots, T* k_cache, T* v_cache,
                                   int64_t cap) {
   __shared__ float head[512];
   __shared__ float red[32];
@@ -87,8 +99,8 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
     const int hv = h - l.n_head - l.n_head_kv;
     const float* src = row + static_cast<int64_t>(l.n_head + l.n_head_kv) * l.head_dim +
                        static_cast<int64_t>(hv) * l.head_dim_v;
-    __half* dst = v_cache + (hv * cap + slot) * l.head_dim_v;
-    for (int i = threadIdx.x; i < l.head_dim_v; i += blockDim.x) dst[i] = __float2half_rn(src[i]);
+    T* dst = v_cache + (hv * cap + slot) * l.head_dim_v;
+    for (int i = threadIdx.x; i < l.head_dim_v; i += blockDim.x) dst[i] = to_cache<T>(src[i]);
     return;
   }
   const bool is_q = h < l.n_head;
@@ -109,8 +121,8 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
   if (is_q) {
     for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) src[i] = head[i];
   } else {
-    __half* dst = k_cache + ((h - l.n_head) * cap + slot) * l.head_dim;
-    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) dst[i] = __float2half_rn(head[i]);
+    T* dst = k_cache + ((h - l.n_head) * cap + slot) * l.head_dim;
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) dst[i] = to_cache<T>(head[i]);
   }
 }
 
@@ -119,7 +131,24 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
 constexpr int kMaxGroup = 8, kAttnWarps = 4;
 
 template <int D>
-__device__ __forceinline__ void load_h(const __half* p, float* out) {
+__device__ __forceinline__ void load_kv(const float* p, float* out) {
+  if constexpr (D % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < D / 4; ++i) {
+      const float4 v = reinterpret_cast<const float4*>(p)[i];
+      out[4 * i] = v.x;
+      out[4 * i + 1] = v.y;
+      out[4 * i + 2] = v.z;
+      out[4 * i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < D; ++i) out[i] = p[i];
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void load_kv(const __half* p, float* out) {
   if constexpr (D == 8) {
     const int4 v = *reinterpret_cast<const int4*>(p);
     const __half2* h = reinterpret_cast<const __half2*>(&v);
@@ -149,7 +178,7 @@ __device__ __forceinline__ void load_h(const __half* p, float* out) {
 
 // Block per (KV head, split, token); each warp takes every 4th slot of the split with an
 // online softmax per query head of the group, then the warps merge through shared memory.
-template <int D>
+template <int D, typename T>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) {
   constexpr int HD = D * 32;
   __shared__ float sm_o[kAttnWarps][kMaxGroup][HD];
@@ -173,16 +202,16 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
                           : 0.0f;
     }
   }
-  const __half* kb = static_cast<const __half*>(a.k_cache) + hk * a.cap * HD;
-  const __half* vb = static_cast<const __half*>(a.v_cache) + hk * a.cap * HD;
+  const T* kb = static_cast<const T*>(a.k_cache) + hk * a.cap * HD;
+  const T* vb = static_cast<const T*>(a.v_cache) + hk * a.cap * HD;
   // Each slot's key and value are loaded one iteration ahead, so a load is in flight while
   // the previous slot is scored.
   float kv[D], vv[D], kn[D], vn[D];
   int j = j0 + warp;
   if (j < j1) {
     const int64_t slot = a.table[first + j];
-    load_h<D>(kb + slot * HD + lane * D, kn);
-    load_h<D>(vb + slot * HD + lane * D, vn);
+    load_kv<D>(kb + slot * HD + lane * D, kn);
+    load_kv<D>(vb + slot * HD + lane * D, vn);
   }
   for (; j < j1; j += kAttnWarps) {
 #pragma unroll
@@ -192,8 +221,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
     }
     if (j + kAttnWarps < j1) {
       const int64_t next = a.table[first + j + kAttnWarps];
-      load_h<D>(kb + next * HD + lane * D, kn);
-      load_h<D>(vb + next * HD + lane * D, vn);
+      load_kv<D>(kb + next * HD + lane * D, kn);
+      load_kv<D>(vb + next * HD + lane * D, vn);
     }
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
@@ -335,9 +364,14 @@ void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const fl
                 const int32_t* store_slots, void* k_cache, void* v_cache, int64_t cap,
                 cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(l.n_head + 2 * l.n_head_kv), static_cast<unsigned>(n));
-  qkv_finish_kernel<<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions, store_slots,
-                                         static_cast<__half*>(k_cache),
-                                         static_cast<__half*>(v_cache), cap);
+  if (l.kv_f32)
+    qkv_finish_kernel<float><<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions, store_slots,
+                                                  static_cast<float*>(k_cache),
+                                                  static_cast<float*>(v_cache), cap);
+  else
+    qkv_finish_kernel<__half><<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions,
+                                                   store_slots, static_cast<__half*>(k_cache),
+                                                   static_cast<__half*>(v_cache), cap);
   check_launch("qkv_finish");
 }
 
@@ -354,18 +388,30 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kAttnWarps * 32;
-  switch (a.head_dim) {
-    case 32:
-      attention_kernel<1><<<grid, threads, 0, s>>>(a);
-      break;
+  switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
     case 64:
-      attention_kernel<2><<<grid, threads, 0, s>>>(a);
+      attention_kernel<1, __half><<<grid, threads, 0, s>>>(a);
+      break;
+    case 65:
+      attention_kernel<1, float><<<grid, threads, 0, s>>>(a);
       break;
     case 128:
-      attention_kernel<4><<<grid, threads, 0, s>>>(a);
+      attention_kernel<2, __half><<<grid, threads, 0, s>>>(a);
+      break;
+    case 129:
+      attention_kernel<2, float><<<grid, threads, 0, s>>>(a);
+      break;
+    case 256:
+      attention_kernel<4, __half><<<grid, threads, 0, s>>>(a);
+      break;
+    case 257:
+      attention_kernel<4, float><<<grid, threads, 0, s>>>(a);
+      break;
+    case 513:
+      attention_kernel<8, float><<<grid, threads, 0, s>>>(a);
       break;
     default:
-      attention_kernel<8><<<grid, threads, 0, s>>>(a);
+      attention_kernel<8, __half><<<grid, threads, 0, s>>>(a);
       break;
   }
   check_launch("attention");

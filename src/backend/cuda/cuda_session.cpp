@@ -31,7 +31,9 @@ struct CudaSession::State {
   int max_batch = 0;
   int64_t q_dim = 0, kv_dim = 0, v_dim = 0, qkv_w = 0, attn_w = 0;
   int max_splits = 0;
-  DeviceBuffer kv;  // K then V, f16 [n_layer][n_head_kv][cap][head_dim]
+  bool kv_f32 = false;  // F32 models keep f32 keys and values, the others f16
+  size_t kv_elem = 2;
+  DeviceBuffer kv;  // K then V, [n_layer][n_head_kv][cap][head_dim]
   void* k_cache = nullptr;
   void* v_cache = nullptr;
   DeviceBuffer x, xn, qkv, attn, proj, gu, ff, act, part, logits, step, table;
@@ -64,7 +66,9 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
 
   const auto B = static_cast<size_t>(s.max_batch);
   const auto cap = static_cast<size_t>(config_.n_ctx);
-  const size_t kv_bytes = static_cast<size_t>(hp.n_layer) * (s.kv_dim + s.v_dim) * cap * 2;
+  s.kv_f32 = weights_->impl().w.layers.front().wq.type == GgmlType::F32;
+  s.kv_elem = s.kv_f32 ? 4 : 2;
+  const size_t kv_bytes = static_cast<size_t>(hp.n_layer) * (s.kv_dim + s.v_dim) * cap * s.kv_elem;
   const size_t widest = static_cast<size_t>(std::max({s.q_dim, s.attn_w, static_cast<int64_t>(hp.n_embd),
                                                       static_cast<int64_t>(hp.n_ff)}));
   const size_t f = sizeof(float);
@@ -75,7 +79,7 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
                         fmt::format("a session of {} slots (KV arena and activations)", cap));
   s.kv = DeviceBuffer(kv_bytes, "the KV arena");
   s.k_cache = s.kv.get();
-  s.v_cache = s.kv.as<char>() + static_cast<size_t>(hp.n_layer) * s.kv_dim * cap * 2;
+  s.v_cache = s.kv.as<char>() + static_cast<size_t>(hp.n_layer) * s.kv_dim * cap * s.kv_elem;
   s.x = DeviceBuffer(B * hp.n_embd * f, "activations");
   s.xn = DeviceBuffer(B * hp.n_embd * f, "activations");
   s.qkv = DeviceBuffer(B * s.qkv_w * f, "activations");
@@ -140,7 +144,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   const RopeMode mode = hp.rope_style == RopeStyle::neox ? RopeMode::neox : RopeMode::normal;
   const RopeDev rope_global = make_rope(mode, hp.n_rot, hp.rope_base, hp.rope_freq_scale, W.rope_freqs);
   const RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
-  const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w};
+  const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w, s.kv_f32};
   const int splits = splits_for(n, hp.n_head_kv, weights_->device().sm_count);
 
   // y[:, at..] = x . W^T for each matrix of a group (fused when the upload fused it).
@@ -165,8 +169,8 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     const bool sliding = hp.is_sliding(il);
     const size_t layer_k = static_cast<size_t>(il) * s.kv_dim * cap;
     const size_t layer_v = static_cast<size_t>(il) * s.v_dim * cap;
-    void* kc = static_cast<char*>(s.k_cache) + layer_k * 2;
-    void* vc = static_cast<char*>(s.v_cache) + layer_v * 2;
+    void* kc = static_cast<char*>(s.k_cache) + layer_k * s.kv_elem;
+    void* vc = static_cast<char*>(s.v_cache) + layer_v * s.kv_elem;
 
     rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
     product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, qkv, s.qkv_w);
@@ -178,6 +182,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     a.k_cache = kc;
     a.v_cache = vc;
     a.cap = static_cast<int64_t>(cap);
+    a.kv_f32 = s.kv_f32;
     a.table = s.table.as<int32_t>();
     a.first = step + (sliding ? kFirstSliding : kFirstGlobal) * B;
     a.count = step + (sliding ? kCountSliding : kCountGlobal) * B;
