@@ -21,6 +21,7 @@
 #include "memory/centroid_sketch.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
+#include "memory/lexical_index.h"
 #include "util/error.h"
 
 namespace channel {
@@ -54,6 +55,15 @@ struct EpisodicStore::Impl {
   // pays for a sketch it would not use; the second builds it.
   mutable std::atomic<uint64_t> queries_seen{0};
   mutable std::mutex sketch_mu;
+
+  // The distinct tokens of every live episode scored by a lexical query so far (read with
+  // pread, so the scan maps no slab page), kept current by id under lex_mu.
+  mutable LexicalIndex lex;
+  mutable std::mutex lex_mu;
+  // LexicalIndex::score of `cue` over `slots` (live; the caller holds state_mu shared),
+  // indexing the episodes it has not seen first (episodic_retrieval.cpp).
+  std::vector<float> lexical_scores(std::span<const int32_t> cue,
+                                    std::span<const uint32_t> slots) const;
 
   // Retrieval section (version 2): per slot 0 = not checked since open or the last write,
   // 1 = its entry verified, 2 = damaged (skipped by every retrieval query, reported once).
