@@ -18,7 +18,10 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def folder_of(rel):
-    """The layer a path under src/ belongs to: its first directory."""
+    """The layer a path under src/ belongs to: its first directory, except src/backend/cuda,
+    a layer of its own (the GPU backend runs whole models, so it sits above model)."""
+    if rel.startswith("backend/cuda/"):
+        return "cuda"
     return rel.split("/", 1)[0] if "/" in rel else None
 
 

@@ -46,13 +46,16 @@ grep -Eq "prompt .*tok/s.*generation .*tok/s" "$TMP/err" || fail "no speed line 
 "$CHANNEL" run -m "$model" -p "Once upon a time" --temp 0 -n 5 --no-echo >"$TMP/out" 2>/dev/null
 [[ "$(cat "$TMP/out")" == ", there was a"* ]] || fail "--no-echo printed '$(cat "$TMP/out")'"
 
-# bench: a table on stderr, JSON with the three speeds on the last stdout line.
+# bench: a table on stderr, JSON with the three speeds, the device and the depth on the last
+# stdout line.
 if expect_ok "bench" "$CHANNEL" bench -m "$model" -p 32 -n 8 -r 2 -t 1; then
   tail -n 1 "$TMP/out" | python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-assert set(d) == {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s"}, d
-assert all(isinstance(v, (int, float)) and v > 0 for v in d.values()), d
+speeds = {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s"}
+assert set(d) == speeds | {"device", "depth"}, d
+assert all(isinstance(d[k], (int, float)) and d[k] > 0 for k in speeds), d
+assert d["device"] == "cpu" and d["depth"] == 0, d
 ' || fail "bench JSON line: $(tail -n 1 "$TMP/out")"
   grep -q "pp32" "$TMP/err" && grep -q "tg8" "$TMP/err" || fail "bench table: $(cat "$TMP/err")"
 fi

@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include "backend/device.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,6 +90,22 @@ int default_threads() {
 void add_model_option(CLI::App& app, std::string& path) {
   app.add_option("-m,--model", path, "GGUF model file (default: the model built into channel)")
       ->check(non_empty("a GGUF file; leave -m out for the built-in model"));
+}
+
+void add_device_option(CLI::App& app, std::string& device) {
+  device = "cpu";
+  app.add_option("--device", device, "Where the model runs: cpu, cuda or cuda:N")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_device(text);  // syntax, and whether this build has the backend
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return {};
+          },
+          ""));
 }
 
 void add_threads_option(CLI::App& app, int& threads) {

@@ -30,6 +30,8 @@ void add_model_option(CLI::App& app, std::string& path);
 // -t/--threads N (>= 1), defaulting to default_threads(). More than the machine's hardware
 // threads is capped to them, with a warning.
 void add_threads_option(CLI::App& app, int& threads);
+// --device cpu|cuda[:N] (backend/device.h); checked when the command runs.
+void add_device_option(CLI::App& app, std::string& device);
 int default_threads();
 
 // Warnings found while parsing flags (e.g. the -t cap), printed by main once the command line

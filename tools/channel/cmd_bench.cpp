@@ -1,7 +1,8 @@
 // `channel bench`: prompt-processing and generation speed, measured the way llama-bench
 // does (a warm-up, then each test repeated on a cleared context): pp = one batched decode
-// of P tokens, tg = N single-token decodes. A table goes to stderr and one JSON line,
-// {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s"}, ends stdout.
+// of P tokens, tg = N single-token decodes, each after --depth tokens already in the context.
+// --device cuda runs the same tests on the GPU (backend/cuda). A table goes to stderr and one
+// JSON line, {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s", "device"}, ends stdout.
 #include <unistd.h>
 
 #include <chrono>
@@ -18,8 +19,12 @@
 #include "command.h"
 #include "model/model.h"
 #include "runtime/sampler.h"
+#include "backend/device.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#if defined(CHANNEL_HAS_CUDA)
+#include "backend/cuda/cuda_session.h"
+#endif
 
 namespace channel::cli {
 namespace {
@@ -30,7 +35,10 @@ struct BenchArgs {
   int n_gen = 128;
   int threads = 1;
   int reps = 5;
+  int depth = 0;
   bool no_warmup = false;
+  std::string device;
+  bool no_cuda_graphs = false;
 };
 
 struct Samples {
@@ -67,21 +75,34 @@ class TokenSource {
   int32_t first_;
 };
 
-// One batched decode of n tokens from an empty context.
-double time_prompt(Session& session, TokenSource& tokens, int n) {
-  std::vector<int32_t> batch(static_cast<size_t>(n));  // [n]
-  batch[0] = tokens.first();
-  for (size_t i = 1; i < batch.size(); ++i) batch[i] = tokens.next();
+// Clears the context, then fills `depth` tokens (untimed).
+template <typename S>
+void start_at_depth(S& session, TokenSource& tokens, int depth) {
   session.reset();
+  if (depth == 0) return;
+  std::vector<int32_t> fill(static_cast<size_t>(depth));  // [depth]
+  fill[0] = tokens.first();
+  for (size_t i = 1; i < fill.size(); ++i) fill[i] = tokens.next();
+  session.decode(fill);
+}
+
+// One batched decode of n tokens after `depth` tokens.
+template <typename S>
+double time_prompt(S& session, TokenSource& tokens, int n, int depth) {
+  std::vector<int32_t> batch(static_cast<size_t>(n));  // [n]
+  batch[0] = depth > 0 ? tokens.next() : tokens.first();
+  for (size_t i = 1; i < batch.size(); ++i) batch[i] = tokens.next();
+  start_at_depth(session, tokens, depth);
   const auto start = Clock::now();
   session.decode(batch);
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// n single-token decodes from an empty context.
-double time_gen(Session& session, TokenSource& tokens, int n) {
-  session.reset();
-  int32_t token = tokens.first();
+// n single-token decodes after `depth` tokens.
+template <typename S>
+double time_gen(S& session, TokenSource& tokens, int n, int depth) {
+  start_at_depth(session, tokens, depth);
+  int32_t token = depth > 0 ? tokens.next() : tokens.first();
   const auto start = Clock::now();
   for (int i = 0; i < n; ++i) {
     session.decode(std::span<const int32_t>(&token, 1));
@@ -105,17 +126,17 @@ uint64_t parameter_count(const Model& model) {
   return n;
 }
 
-Samples run_test(const std::shared_ptr<const Model>& model, const BenchArgs& args, bool prompt) {
+template <typename S>
+Samples run_test(S& session, const Model& model, const BenchArgs& args, bool prompt) {
   const int n = prompt ? args.n_prompt : args.n_gen;
   Samples samples;
   if (n <= 0) return samples;
-  Session session(model, SessionConfig{.n_ctx = n, .n_threads = args.threads});
-  TokenSource tokens(*model);
+  TokenSource tokens(model);
   if (!args.no_warmup) {
     if (prompt) {
-      time_prompt(session, tokens, n);
+      time_prompt(session, tokens, n, 0);
     } else {
-      time_gen(session, tokens, 1);
+      time_gen(session, tokens, 1, 0);
     }
   }
   const bool tty = isatty(STDERR_FILENO) == 1;
@@ -124,7 +145,8 @@ Samples run_test(const std::shared_ptr<const Model>& model, const BenchArgs& arg
       std::fprintf(stderr, "\rbench: %s%d run %d/%d", prompt ? "pp" : "tg", n, r + 1, args.reps);
       std::fflush(stderr);
     }
-    const double seconds = prompt ? time_prompt(session, tokens, n) : time_gen(session, tokens, n);
+    const double seconds = prompt ? time_prompt(session, tokens, n, args.depth)
+                                  : time_gen(session, tokens, n, args.depth);
     samples.tok_per_s.push_back(n / seconds);
   }
   if (tty) std::fprintf(stderr, "\r\033[K");
@@ -173,8 +195,33 @@ int run_bench(const BenchArgs& args) {
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
   print_loaded(loaded);
-  const Samples pp = run_test(model, args, /*prompt=*/true);
-  const Samples tg = run_test(model, args, /*prompt=*/false);
+  const DeviceSpec device = parse_device(args.device);
+  Samples pp, tg;
+  std::string where = "cpu";
+  if (!device.is_cuda()) {
+    for (bool prompt : {true, false}) {
+      const int n = prompt ? args.n_prompt : args.n_gen;
+      if (n <= 0) continue;
+      Session session(model, SessionConfig{.n_ctx = n + args.depth, .n_threads = args.threads});
+      (prompt ? pp : tg) = run_test(session, *model, args, prompt);
+    }
+  } else {
+#if defined(CHANNEL_HAS_CUDA)
+    const auto weights = cuda::CudaWeights::upload(model, device.index);
+    where = fmt::format("{} ({})", device.name(), weights->device_name());
+    std::fprintf(stderr, "channel: %s, %s of weights on the device%s\n", where.c_str(),
+                 format_bytes(weights->device_bytes()).c_str(),
+                 args.no_cuda_graphs ? ", CUDA graphs off" : "");
+    for (bool prompt : {true, false}) {
+      const int n = prompt ? args.n_prompt : args.n_gen;
+      if (n <= 0) continue;
+      cuda::CudaSession session(weights, cuda::CudaSessionConfig{.n_ctx = n + args.depth,
+                                                                 .n_batch = std::max(n, 512),
+                                                                 .graphs = !args.no_cuda_graphs});
+      (prompt ? pp : tg) = run_test(session, *model, args, prompt);
+    }
+#endif
+  }
   const uint64_t per_token = streamed_bytes_per_token(*model);
   const double gb_per_s = tg.mean() * static_cast<double>(per_token) / 1e9;
 
@@ -183,24 +230,26 @@ int run_bench(const BenchArgs& args) {
   const std::string params = fmt::format("{:.2f} M", parameter_count(*model) / 1e6);
   // Widths count characters, not bytes ("±" is two bytes), so that the columns line up.
   const std::vector<Column> columns = {{"model", 24, true},  {"size", 10, true},
-                                       {"params", 10, true}, {"threads", 7, false},
-                                       {"test", 7, false},   {"t/s", 20, false},
-                                       {"GB/s", 8, false}};
-  print_row(columns, {"model", "size", "params", "threads", "test", "t/s", "GB/s"});
+                                       {"params", 10, true}, {"device", 7, true},
+                                       {"threads", 7, false}, {"test", 14, false},
+                                       {"t/s", 20, false},   {"GB/s", 8, false}};
+  print_row(columns, {"model", "size", "params", "device", "threads", "test", "t/s", "GB/s"});
   print_rule(columns);
   const std::string short_name =
       fit_width(std::filesystem::path(name).filename().string(), columns[0].width);
   auto row = [&](const char* kind, int n, const Samples& s, const std::string& gbs) {
     if (s.tok_per_s.empty()) return;
-    print_row(columns, {short_name, size, params, std::to_string(args.threads),
-                        fmt::format("{}{}", kind, n),
+    print_row(columns, {short_name, size, params, device.name(), std::to_string(args.threads),
+                        args.depth > 0 ? fmt::format("{}{} @ d{}", kind, n, args.depth)
+                                       : fmt::format("{}{}", kind, n),
                         fmt::format("{:.2f} ± {:.2f}", s.mean(), s.stdev()), gbs});
   };
   row("pp", args.n_prompt, pp, "");
   row("tg", args.n_gen, tg, fmt::format("{:.2f}", gb_per_s));
 
   const nlohmann::ordered_json result = {
-      {"prompt_tok_per_s", pp.mean()}, {"gen_tok_per_s", tg.mean()}, {"gen_gb_per_s", gb_per_s}};
+      {"prompt_tok_per_s", pp.mean()}, {"gen_tok_per_s", tg.mean()}, {"gen_gb_per_s", gb_per_s},
+      {"device", where}, {"depth", args.depth}};
   std::printf("%s\n", result.dump().c_str());
   return 0;
 }
@@ -220,6 +269,12 @@ const CommandRegistrar registrar{
           ->check(integer_in(1, 1000))
           ->capture_default_str();
       sub.add_flag("--no-warmup", args->no_warmup, "Skip the warm-up runs");
+      sub.add_option("-d,--depth", args->depth, "Tokens already in the context before each test")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      add_device_option(sub, args->device);
+      sub.add_flag("--no-cuda-graphs", args->no_cuda_graphs,
+                   "CUDA: launch every kernel of a decode step instead of replaying a graph");
       return [args] { return run_bench(*args); };
     }};
 

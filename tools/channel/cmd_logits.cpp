@@ -11,8 +11,12 @@
 #include "cli_common.h"
 #include "command.h"
 #include "model/model.h"
+#include "backend/device.h"
 #include "runtime/session.h"
 #include "util/error.h"
+#if defined(CHANNEL_HAS_CUDA)
+#include "backend/cuda/cuda_session.h"
+#endif
 
 namespace channel::cli {
 namespace {
@@ -23,6 +27,7 @@ struct LogitsArgs {
   int top = 10;
   std::string dump;
   int threads = 1;
+  std::string device;
 };
 
 void write_f32(const std::string& path, std::span<const float> values) {
@@ -44,11 +49,23 @@ int run_logits(const LogitsArgs& args) {
   const int n_ctx_train = loaded.model->hparams().n_ctx_train;
   if (ids.size() > static_cast<size_t>(n_ctx_train))
     throw_error("--ids: {} tokens exceed the model's context length {}", ids.size(), n_ctx_train);
+  const DeviceSpec device = parse_device(args.device);
   print_loaded(loaded);
 
-  Session session(loaded.model,
-                  SessionConfig{.n_ctx = static_cast<int>(ids.size()), .n_threads = args.threads});
-  const std::span<const float> logits = session.decode(ids);
+  std::vector<float> logits;
+  if (!device.is_cuda()) {
+    Session session(loaded.model,
+                    SessionConfig{.n_ctx = static_cast<int>(ids.size()), .n_threads = args.threads});
+    const std::span<const float> l = session.decode(ids);
+    logits.assign(l.begin(), l.end());
+  } else {
+#if defined(CHANNEL_HAS_CUDA)
+    cuda::CudaSession session(cuda::CudaWeights::upload(loaded.model, device.index),
+                              cuda::CudaSessionConfig{.n_ctx = static_cast<int>(ids.size())});
+    const std::span<const float> l = session.decode(ids);
+    logits.assign(l.begin(), l.end());
+#endif
+  }
 
   // Top K by logit, ties to the lower id.
   std::vector<int32_t> order(logits.size());
@@ -80,6 +97,7 @@ const CommandRegistrar registrar(
       sub.add_option("--dump", args->dump,
                      "Also write all last-position logits to FILE as raw little-endian f32");
       add_threads_option(sub, args->threads);
+      add_device_option(sub, args->device);
       return [args] { return run_logits(*args); };
     });
 

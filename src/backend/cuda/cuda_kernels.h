@@ -1,0 +1,121 @@
+// Launchers of the CUDA kernels: plain C++ declarations over device pointers, so host code
+// and tests compile with the ordinary C++ compiler. Every launcher enqueues on `s` and checks
+// the launch; none allocates.
+//
+// Weights live on the device in a repacked form (repack_weight): float types as in the file;
+// Q8_0 as int8 quants [rows][cols] plus f16 scales [rows][cols/32]; Q4_0 as the file's 16-byte
+// nibble blocks [rows][cols/32][16] plus f16 scales [rows][cols/32].
+//
+// Activations reach a product in the weight type's input form (convert_act):
+//   F32: f32; F16: f16; BF16: bf16 (each as the CPU rounds them);
+//   Q8_0/Q4_0, one token: Q8_0 blocks (int8 [n][cols] then f32 scales [n][cols/32], with the
+//     CPU's arithmetic: d = f16(amax / 127), q = round-half-even(x * 127 / amax)), so a matvec
+//     is the CPU's integer dot per block;
+//   Q8_0/Q4_0, several tokens: f16, for the tensor-core product of f16-dequantized weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "gguf/ggml_type.h"
+
+namespace channel::cuda {
+
+struct DevMatrix {
+  GgmlType type = GgmlType::F32;
+  int64_t rows = 0, cols = 0;
+  const void* q = nullptr;  // quants or float elements
+  const void* d = nullptr;  // f16 block scales (Q8_0, Q4_0), else null
+};
+
+// True when the backend computes with weights of this type.
+bool type_supported(GgmlType type);
+// Device bytes of the repacked matrix: quants (or elements) and scales.
+size_t repacked_q_bytes(GgmlType type, int64_t rows, int64_t cols);
+size_t repacked_d_bytes(GgmlType type, int64_t rows, int64_t cols);
+// raw: rows of the file's format already on the device. Writes q and d.
+void repack_weight(GgmlType type, const void* raw, int64_t rows, int64_t cols, void* q, void* d,
+                   cudaStream_t s);
+
+// Bytes of the input form of n tokens of `cols` activations for weights of `type`.
+size_t act_bytes(GgmlType type, int64_t n, int64_t cols);
+// x: [n][ldx] f32 rows (first cols used) -> out in the input form (dense, [n][cols]).
+void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t ldx, void* out,
+                 cudaStream_t s);
+// y[t * ldy + r] = W[r] . x[t] for t < n, r < rows; act from convert_act(w.type, ..., n, ...).
+void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s);
+
+// y[r] = x[r] / rms(x[r]) * w, rows of n; ldx/ldy in floats.
+void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
+              float* y, int64_t ldy, cudaStream_t s);
+// resid[r] += (norm_w ? rms_norm(x[r]) * norm_w : x[r])
+void add_normed(const float* x, const float* norm_w, int64_t rows, int64_t n, float eps,
+                float* resid, cudaStream_t s);
+
+enum class RopeMode { normal = 0, neox = 1 };
+struct RopeDev {
+  RopeMode mode = RopeMode::normal;
+  int n_rot = 0;
+  float theta_scale = 1.0f;  // std::pow(base, -2 / n_rot) computed on the host, as the CPU does
+  float freq_scale = 1.0f;
+  const float* freq_factors = nullptr;  // device [n_rot/2] or null
+};
+RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
+                  const float* freq_factors_dev);
+// In place on x: [n][ldx], heads of head_dim at x + t*ldx + h*head_dim; positions: device [n].
+// Angles follow the CPU's float recurrence (ops/rope.h) exactly.
+void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,
+          const int32_t* positions, cudaStream_t s);
+
+// The attention input stage of one layer over qkv [n][ld] = q | k | v of every token:
+// optional per-head RMSNorm of q and k (qn, kn: device [head_dim] or null), rope of q and k,
+// q left in place, k and v stored as f16 (or f32, kv_f32) in the cache rows of slot store_slots[t]:
+// k_cache[(hk * cap + slot) * head_dim], v_cache[(hk * cap + slot) * head_dim_v].
+struct QkvLayout {
+  int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
+  int64_t ld = 0;       // floats per token row of qkv
+  bool kv_f32 = false;  // the cache holds f32 (F32 models) instead of f16
+};
+void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
+                float eps, const RopeDev& rope, const int32_t* positions,
+                const int32_t* store_slots, void* k_cache, void* v_cache, int64_t cap,
+                cudaStream_t s);
+
+// Slot attention. Query t sees the slots table[first[t] .. first[t] + count[t]) of the cache
+// (any order; a query's own slot included); out[t][h][head_dim_v] = softmax(scale q.k) v.
+// GQA: query head h reads KV head h / (n_head / n_head_kv). `splits` > 1 splits every query's
+// slots over that many blocks (decode), merged through part (attention_part_floats).
+struct AttnArgs {
+  const float* q = nullptr;  // [n][ldq], heads of head_dim
+  int64_t ldq = 0;
+  const void* k_cache = nullptr;  // f16 (f32 with kv_f32) [n_head_kv][cap][head_dim]
+  const void* v_cache = nullptr;  // f16 (f32 with kv_f32) [n_head_kv][cap][head_dim_v]
+  bool kv_f32 = false;
+  int64_t cap = 0;
+  const int32_t* table = nullptr;  // device slot table
+  const int32_t* first = nullptr;  // device [n]
+  const int32_t* count = nullptr;  // device [n]
+  int n = 0, n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
+  float scale = 1.0f;
+  int splits = 1;
+  float* part = nullptr;  // scratch of attention_part_floats(...) when splits > 1
+  float* out = nullptr;   // [n][n_head][head_dim_v]
+};
+size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits);
+// Head sizes the kernel takes: multiples of 32 up to 256, at most 8 query heads per KV head.
+bool attention_shape_supported(int head_dim, int head_dim_v, int group);
+void attention(const AttnArgs& a, cudaStream_t s);
+
+// out[t] = act(gate[t]) * up[t]; gu: [n][ld], gate at 0, up at n_ff. gelu: llama.cpp's
+// f16-rounded GELU-tanh (ops/activation.h); else SiLU.
+void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out, cudaStream_t s);
+
+// x[t] = row tokens[t] of the embedding matrix (repacked) times scale.
+void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x, cudaStream_t s);
+
+// x = cap * tanh(x / cap)
+void softcap(float* x, int64_t count, float cap, cudaStream_t s);
+
+}  // namespace channel::cuda

@@ -1,0 +1,515 @@
+// Weight repacking, activation input forms, and the products y = x . W^T for F32, F16, BF16,
+// Q8_0 and Q4_0 weights (see cuda_kernels.h for the layouts). One token: a warp per output row
+// streams the row with 16-byte loads, four in flight, integer dp4a dots for the quantized
+// types. Several tokens: 128 x 64 tiles on the tensor cores (wmma, f16 or bf16 inputs, f32
+// accumulation), weights dequantized into shared memory.
+#include <mma.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
+
+namespace channel::cuda {
+
+namespace {
+
+constexpr int kQ = 32;  // elements per Q8_0 / Q4_0 block
+
+// ---- repacking ------------------------------------------------------------------------------
+
+// One thread per block: raw [nb] blocks of (f16 d, payload) -> q [nb][payload], d [nb].
+template <int Payload>
+__global__ void repack_blocks_kernel(const uint8_t* raw, int64_t n_blocks, uint8_t* q,
+                                     uint16_t* d) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b >= n_blocks) return;
+  const uint8_t* src = raw + b * (2 + Payload);
+  d[b] = static_cast<uint16_t>(src[0] | (src[1] << 8));
+  uint8_t* dst = q + b * Payload;
+#pragma unroll
+  for (int i = 0; i < Payload; ++i) dst[i] = src[2 + i];
+}
+
+// ---- activation input forms -----------------------------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+template <typename T>
+__global__ void convert_kernel(const float* x, int64_t cols, int64_t ldx, T* out) {
+  const int64_t t = blockIdx.y;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cols;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[t * cols + i] = from_float<T>(x[t * ldx + i]);
+}
+
+// A warp per 32-element block: the CPU's Q8_0 activation arithmetic (ops/quant.h).
+__global__ void quantize_q8_kernel(const float* x, int64_t n, int64_t cols, int64_t ldx,
+                                   int8_t* q, float* d) {
+  const int64_t nb = cols / kQ;
+  const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (blk >= n * nb) return;
+  const int64_t t = blk / nb, b = blk % nb;
+  const float v = x[t * ldx + b * kQ + lane];
+  const float amax = warp_max(fabsf(v));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  q[t * cols + b * kQ + lane] = static_cast<int8_t>(rintf(v * id));
+  if (lane == 0) d[blk] = __half2float(__float2half_rn(amax / 127.0f));
+}
+
+// ---- one token per block row: the matvec ------------------------------------------------------
+
+enum Kind { kF32, kF16, kBF16, kQ8, kQ4, kF32s, kF16s, kBF16s };
+
+__device__ __forceinline__ int dot16_i8(int4 a, int4 b, int acc) {
+  acc = __dp4a(a.x, b.x, acc);
+  acc = __dp4a(a.y, b.y, acc);
+  acc = __dp4a(a.z, b.z, acc);
+  return __dp4a(a.w, b.w, acc);
+}
+
+__device__ __forceinline__ float dot8_h(int4 a, int4 b) {
+  const __half2* ha = reinterpret_cast<const __half2*>(&a);
+  const __half2* hb = reinterpret_cast<const __half2*>(&b);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 fa = __half22float2(ha[i]), fb = __half22float2(hb[i]);
+    s = fmaf(fa.x, fb.x, s);
+    s = fmaf(fa.y, fb.y, s);
+  }
+  return s;
+}
+
+__device__ __forceinline__ float dot8_bf(int4 a, int4 b) {
+  const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
+  const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 fa = __bfloat1622float2(ha[i]), fb = __bfloat1622float2(hb[i]);
+    s = fmaf(fa.x, fb.x, s);
+    s = fmaf(fa.y, fb.y, s);
+  }
+  return s;
+}
+
+__device__ __forceinline__ float dot4_f(float4 a, float4 b) {
+  return fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, a.w * b.w)));
+}
+
+// Lane's share of row r . token t. Vector kinds need cols to be a multiple of their width.
+template <int K>
+__device__ __forceinline__ float row_dot(const DevMatrix& w, const void* act, int64_t r, int64_t t,
+                                         int64_t cols, int64_t n, int lane) {
+  float sum = 0.0f;
+  if constexpr (K == kQ8) {
+    const int8_t* wq = static_cast<const int8_t*>(w.q) + r * cols;
+    const __half* wd = static_cast<const __half*>(w.d) + r * (cols / kQ);
+    const int8_t* xq = static_cast<const int8_t*>(act) + t * cols;
+    const float* xd = reinterpret_cast<const float*>(static_cast<const int8_t*>(act) + n * cols) +
+                      t * (cols / kQ);
+    constexpr int64_t step = 32 * 16;
+    int64_t e = lane * 16;
+    for (; e + 3 * step < cols; e += 4 * step) {
+      int4 a[4], b[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        a[u] = __ldg(reinterpret_cast<const int4*>(wq + e + u * step));
+        b[u] = *reinterpret_cast<const int4*>(xq + e + u * step);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int64_t blk = (e + u * step) / kQ;
+        sum += static_cast<float>(dot16_i8(a[u], b[u], 0)) * (__half2float(wd[blk]) * xd[blk]);
+      }
+    }
+    for (; e < cols; e += step) {
+      const int4 a = __ldg(reinterpret_cast<const int4*>(wq + e));
+      const int4 b = *reinterpret_cast<const int4*>(xq + e);
+      sum += static_cast<float>(dot16_i8(a, b, 0)) * (__half2float(wd[e / kQ]) * xd[e / kQ]);
+    }
+  } else if constexpr (K == kQ4) {
+    const int64_t nb = cols / kQ;
+    const uint8_t* wq = static_cast<const uint8_t*>(w.q) + r * nb * 16;
+    const __half* wd = static_cast<const __half*>(w.d) + r * nb;
+    const int8_t* xq = static_cast<const int8_t*>(act) + t * cols;
+    const float* xd =
+        reinterpret_cast<const float*>(static_cast<const int8_t*>(act) + n * cols) + t * nb;
+    auto block = [&](int4 wv, int4 x0, int4 x1, int64_t b) {
+      int isum = 0;
+      isum = __dp4a(wv.x & 0x0f0f0f0f, x0.x, isum);
+      isum = __dp4a(wv.y & 0x0f0f0f0f, x0.y, isum);
+      isum = __dp4a(wv.z & 0x0f0f0f0f, x0.z, isum);
+      isum = __dp4a(wv.w & 0x0f0f0f0f, x0.w, isum);
+      isum = __dp4a((wv.x >> 4) & 0x0f0f0f0f, x1.x, isum);
+      isum = __dp4a((wv.y >> 4) & 0x0f0f0f0f, x1.y, isum);
+      isum = __dp4a((wv.z >> 4) & 0x0f0f0f0f, x1.z, isum);
+      isum = __dp4a((wv.w >> 4) & 0x0f0f0f0f, x1.w, isum);
+      const int xs = dot16_i8(make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101), x0,
+                              dot16_i8(make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101),
+                                       x1, 0));
+      return static_cast<float>(isum - 8 * xs) * (__half2float(wd[b]) * xd[b]);
+    };
+    int64_t b = lane;
+    for (; b + 96 < nb; b += 128) {
+      int4 wv[4], x0[4], x1[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        wv[u] = __ldg(reinterpret_cast<const int4*>(wq + (b + 32 * u) * 16));
+        x0[u] = *reinterpret_cast<const int4*>(xq + (b + 32 * u) * kQ);
+        x1[u] = *reinterpret_cast<const int4*>(xq + (b + 32 * u) * kQ + 16);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) sum += block(wv[u], x0[u], x1[u], b + 32 * u);
+    }
+    for (; b < nb; b += 32) {
+      const int4 wv = __ldg(reinterpret_cast<const int4*>(wq + b * 16));
+      sum += block(wv, *reinterpret_cast<const int4*>(xq + b * kQ),
+                   *reinterpret_cast<const int4*>(xq + b * kQ + 16), b);
+    }
+  } else if constexpr (K == kF16 || K == kBF16) {
+    const uint16_t* wr = static_cast<const uint16_t*>(w.q) + r * cols;
+    const uint16_t* xr = static_cast<const uint16_t*>(act) + t * cols;
+    constexpr int64_t step = 32 * 8;
+    int64_t e = lane * 8;
+    for (; e + 3 * step < cols; e += 4 * step) {
+      int4 a[4], b[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        a[u] = __ldg(reinterpret_cast<const int4*>(wr + e + u * step));
+        b[u] = *reinterpret_cast<const int4*>(xr + e + u * step);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) sum += K == kF16 ? dot8_h(a[u], b[u]) : dot8_bf(a[u], b[u]);
+    }
+    for (; e < cols; e += step) {
+      const int4 a = __ldg(reinterpret_cast<const int4*>(wr + e));
+      const int4 b = *reinterpret_cast<const int4*>(xr + e);
+      sum += K == kF16 ? dot8_h(a, b) : dot8_bf(a, b);
+    }
+  } else if constexpr (K == kF32) {
+    const float* wr = static_cast<const float*>(w.q) + r * cols;
+    const float* xr = static_cast<const float*>(act) + t * cols;
+    for (int64_t e = lane * 4; e < cols; e += 32 * 4)
+      sum += dot4_f(__ldg(reinterpret_cast<const float4*>(wr + e)),
+                    *reinterpret_cast<const float4*>(xr + e));
+  } else if constexpr (K == kF32s) {
+    const float* wr = static_cast<const float*>(w.q) + r * cols;
+    const float* xr = static_cast<const float*>(act) + t * cols;
+    for (int64_t e = lane; e < cols; e += 32) sum = fmaf(wr[e], xr[e], sum);
+  } else if constexpr (K == kF16s) {
+    const __half* wr = static_cast<const __half*>(w.q) + r * cols;
+    const __half* xr = static_cast<const __half*>(act) + t * cols;
+    for (int64_t e = lane; e < cols; e += 32)
+      sum = fmaf(__half2float(wr[e]), __half2float(xr[e]), sum);
+  } else {  // kBF16s
+    const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(w.q) + r * cols;
+    const __nv_bfloat16* xr = static_cast<const __nv_bfloat16*>(act) + t * cols;
+    for (int64_t e = lane; e < cols; e += 32)
+      sum = fmaf(__bfloat162float(wr[e]), __bfloat162float(xr[e]), sum);
+  }
+  return sum;
+}
+
+constexpr int kMatvecThreads = 256;  // 8 rows per block
+
+template <int K>
+__global__ void __launch_bounds__(kMatvecThreads)
+    matvec_kernel(DevMatrix w, const void* act, int64_t n, float* y, int64_t ldy) {
+  const int lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kMatvecThreads / 32) + threadIdx.x / 32;
+  const int64_t t = blockIdx.y;
+  if (r >= w.rows) return;
+  const float sum = warp_sum(row_dot<K>(w, act, r, t, w.cols, n, lane));
+  if (lane == 0) y[t * ldy + r] = sum;
+}
+
+// ---- several tokens: tensor-core tiles --------------------------------------------------------
+
+constexpr int kBM = 128, kBN = 64, kBK = 32, kPad = 8, kGemmThreads = 256;
+constexpr int kLdA = kBK + kPad, kLdC = kBM + 4;
+
+// 16 weights of row r from column k (a multiple of 16) as T, into dst; zeros past the last row.
+template <int K, typename T>
+__device__ __forceinline__ void load_a16(const DevMatrix& w, int64_t r, int64_t k, T* dst) {
+  if (r >= w.rows) {
+    *reinterpret_cast<int4*>(dst) = make_int4(0, 0, 0, 0);
+    *reinterpret_cast<int4*>(dst + 8) = make_int4(0, 0, 0, 0);
+    return;
+  }
+  const int64_t cols = w.cols;
+  if constexpr (K == kF16 || K == kBF16) {
+    const uint16_t* src = static_cast<const uint16_t*>(w.q) + r * cols + k;
+    *reinterpret_cast<int4*>(dst) = __ldg(reinterpret_cast<const int4*>(src));
+    *reinterpret_cast<int4*>(dst + 8) = __ldg(reinterpret_cast<const int4*>(src + 8));
+  } else if constexpr (K == kQ8) {
+    const int4 v = __ldg(reinterpret_cast<const int4*>(static_cast<const int8_t*>(w.q) + r * cols + k));
+    const float d = __half2float(static_cast<const __half*>(w.d)[r * (cols / kQ) + k / kQ]);
+    const int8_t* qs = reinterpret_cast<const int8_t*>(&v);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) dst[i] = from_float<T>(d * static_cast<float>(qs[i]));
+  } else {  // kQ4: elements 0..15 are the low nibbles of the block's 16 bytes, 16..31 the high
+    const int64_t b = r * (cols / kQ) + k / kQ;
+    const int4 v = __ldg(reinterpret_cast<const int4*>(static_cast<const uint8_t*>(w.q) + b * 16));
+    const float d = __half2float(static_cast<const __half*>(w.d)[b]);
+    const uint8_t* qs = reinterpret_cast<const uint8_t*>(&v);
+    const int shift = (k % kQ) ? 4 : 0;
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      dst[i] = from_float<T>(d * static_cast<float>(((qs[i] >> shift) & 0x0f) - 8));
+  }
+}
+
+template <int K, typename T>
+__global__ void __launch_bounds__(kGemmThreads)
+    gemm_kernel(DevMatrix w, const T* x, int64_t n, float* y, int64_t ldy) {
+  using namespace nvcuda;
+  constexpr int kAB = (kBM + kBN) * kLdA * 2, kC = kBN * kLdC * 4;
+  __shared__ __align__(128) unsigned char smem[kAB > kC ? kAB : kC];
+  T* As = reinterpret_cast<T*>(smem);  // [kBM][kLdA]
+  T* Bs = As + kBM * kLdA;             // [kBN][kLdA]
+  float* Cs = reinterpret_cast<float*>(smem);  // column-major [kBN][kLdC]
+
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int wm = warp % 4, wn = warp / 4;  // 32 rows x 32 tokens per warp
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kBM;
+  const int64_t tok0 = static_cast<int64_t>(blockIdx.y) * kBN;
+  const int64_t cols = w.cols;
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  for (int64_t k0 = 0; k0 < cols; k0 += kBK) {
+    load_a16<K, T>(w, row0 + tid / 2, k0 + (tid % 2) * 16, As + (tid / 2) * kLdA + (tid % 2) * 16);
+    {
+      const int64_t tk = tok0 + tid / 4;
+      int4* dst = reinterpret_cast<int4*>(Bs + (tid / 4) * kLdA + (tid % 4) * 8);
+      *dst = tk < n ? *reinterpret_cast<const int4*>(x + tk * cols + k0 + (tid % 4) * 8)
+                    : make_int4(0, 0, 0, 0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(a[i], As + (wm * 32 + i * 16) * kLdA + kk, kLdA);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], Bs + (wn * 32 + j * 16) * kLdA + kk, kLdA);
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      wmma::store_matrix_sync(Cs + (wn * 32 + j * 16) * kLdC + wm * 32 + i * 16, acc[i][j], kLdC,
+                              wmma::mem_col_major);
+  __syncthreads();
+  for (int idx = tid; idx < kBM * kBN; idx += kGemmThreads) {
+    const int m = idx % kBM, t = idx / kBM;
+    if (row0 + m < w.rows && tok0 + t < n) y[(tok0 + t) * ldy + row0 + m] = Cs[t * kLdC + m];
+  }
+}
+
+// ---- embedding rows -------------------------------------------------------------------------
+
+__device__ __forceinline__ float weight_at(const DevMatrix& w, int64_t r, int64_t i) {
+  const int64_t cols = w.cols;
+  switch (w.type) {
+    case GgmlType::F32:
+      return static_cast<const float*>(w.q)[r * cols + i];
+    case GgmlType::F16:
+      return __half2float(static_cast<const __half*>(w.q)[r * cols + i]);
+    case GgmlType::BF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(w.q)[r * cols + i]);
+    case GgmlType::Q8_0:
+      return __half2float(static_cast<const __half*>(w.d)[r * (cols / kQ) + i / kQ]) *
+             static_cast<float>(static_cast<const int8_t*>(w.q)[r * cols + i]);
+    default: {  // Q4_0
+      const int64_t b = r * (cols / kQ) + i / kQ;
+      const int j = static_cast<int>(i % kQ);
+      const uint8_t byte = static_cast<const uint8_t*>(w.q)[b * 16 + j % 16];
+      const int nib = j < 16 ? (byte & 0x0f) : (byte >> 4);
+      return __half2float(static_cast<const __half*>(w.d)[b]) * static_cast<float>(nib - 8);
+    }
+  }
+}
+
+__global__ void embed_kernel(DevMatrix w, const int32_t* tokens, float scale, float* x) {
+  const int64_t t = blockIdx.x;
+  const int64_t r = tokens[t];
+  for (int64_t i = threadIdx.x; i < w.cols; i += blockDim.x) {
+    const float v = weight_at(w, r, i);
+    x[t * w.cols + i] = scale != 1.0f ? v * scale : v;
+  }
+}
+
+unsigned grid_for(int64_t n, int threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+bool quantized(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0; }
+
+}  // namespace
+
+bool type_supported(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t repacked_q_bytes(GgmlType type, int64_t rows, int64_t cols) {
+  const auto n = static_cast<size_t>(rows * cols);
+  switch (type) {
+    case GgmlType::F32:
+      return n * 4;
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      return n * 2;
+    case GgmlType::Q8_0:
+      return n;
+    default:
+      return n / 2;
+  }
+}
+
+size_t repacked_d_bytes(GgmlType type, int64_t rows, int64_t cols) {
+  return quantized(type) ? static_cast<size_t>(rows * (cols / kQ)) * 2 : 0;
+}
+
+void repack_weight(GgmlType type, const void* raw, int64_t rows, int64_t cols, void* q, void* d,
+                   cudaStream_t s) {
+  const int64_t nb = rows * (cols / kQ);
+  if (type == GgmlType::Q8_0) {
+    repack_blocks_kernel<32><<<grid_for(nb, 256), 256, 0, s>>>(
+        static_cast<const uint8_t*>(raw), nb, static_cast<uint8_t*>(q), static_cast<uint16_t*>(d));
+  } else if (type == GgmlType::Q4_0) {
+    repack_blocks_kernel<16><<<grid_for(nb, 256), 256, 0, s>>>(
+        static_cast<const uint8_t*>(raw), nb, static_cast<uint8_t*>(q), static_cast<uint16_t*>(d));
+  } else {
+    check(cudaMemcpyAsync(q, raw, repacked_q_bytes(type, rows, cols), cudaMemcpyDeviceToDevice, s),
+          "copying a weight");
+  }
+  check_launch("repack_weight");
+}
+
+size_t act_bytes(GgmlType type, int64_t n, int64_t cols) {
+  const auto e = static_cast<size_t>(n * cols);
+  switch (type) {
+    case GgmlType::F32:
+      return e * 4;
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      return e * 2;
+    default:  // Q8_0 / Q4_0: Q8_0 blocks for one token, f16 for several
+      return n == 1 ? e + static_cast<size_t>(n * (cols / kQ)) * 4 : e * 2;
+  }
+}
+
+void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t ldx, void* out,
+                 cudaStream_t s) {
+  const dim3 grid(grid_for(cols, 256) < 64 ? grid_for(cols, 256) : 64, static_cast<unsigned>(n));
+  if (quantized(type) && n == 1) {
+    const int64_t blocks = n * (cols / kQ);
+    quantize_q8_kernel<<<grid_for(blocks * 32, 256), 256, 0, s>>>(
+        x, n, cols, ldx, static_cast<int8_t*>(out),
+        reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * cols));
+  } else if (type == GgmlType::F32) {
+    convert_kernel<float><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<float*>(out));
+  } else if (type == GgmlType::BF16) {
+    convert_kernel<__nv_bfloat16><<<grid, 256, 0, s>>>(x, cols, ldx,
+                                                       static_cast<__nv_bfloat16*>(out));
+  } else {
+    convert_kernel<__half><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<__half*>(out));
+  }
+  check_launch("convert_act");
+}
+
+void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {
+  const bool tiles = n > 1 && w.type != GgmlType::F32 && w.cols % kBK == 0;
+  if (tiles) {
+    const dim3 grid(grid_for(w.rows, kBM), grid_for(n, kBN));
+    switch (w.type) {
+      case GgmlType::F16:
+        gemm_kernel<kF16, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        break;
+      case GgmlType::BF16:
+        gemm_kernel<kBF16, __nv_bfloat16><<<grid, kGemmThreads, 0, s>>>(
+            w, static_cast<const __nv_bfloat16*>(act), n, y, ldy);
+        break;
+      case GgmlType::Q8_0:
+        gemm_kernel<kQ8, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        break;
+      default:
+        gemm_kernel<kQ4, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        break;
+    }
+    check_launch("gemm");
+    return;
+  }
+  const dim3 grid(grid_for(w.rows, kMatvecThreads / 32), static_cast<unsigned>(n));
+  switch (w.type) {
+    case GgmlType::F32:
+      if (w.cols % 4 == 0)
+        matvec_kernel<kF32><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      else
+        matvec_kernel<kF32s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      break;
+    case GgmlType::F16:
+      if (w.cols % 8 == 0)
+        matvec_kernel<kF16><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      else
+        matvec_kernel<kF16s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      break;
+    case GgmlType::BF16:
+      if (w.cols % 8 == 0)
+        matvec_kernel<kBF16><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      else
+        matvec_kernel<kBF16s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      break;
+    case GgmlType::Q8_0:
+      matvec_kernel<kQ8><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      break;
+    default:
+      matvec_kernel<kQ4><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      break;
+  }
+  check_launch("matvec");
+}
+
+void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x,
+           cudaStream_t s) {
+  embed_kernel<<<static_cast<unsigned>(n), 256, 0, s>>>(w, tokens, scale, x);
+  check_launch("embed");
+}
+
+}  // namespace channel::cuda

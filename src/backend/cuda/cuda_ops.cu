@@ -1,0 +1,438 @@
+// The element-wise and attention kernels: RMSNorm, rope (NORMAL, NEOX, partial), the q/k/v
+// stage of a layer (per-head norms, rope, K/V into the f16 cache), slot attention through a
+// slot table with an online softmax (split over blocks for decode, then merged), the GLU
+// activations and the logit soft-cap. CPU references: ops/norm.h, ops/rope.h,
+// ops/attention.h, ops/activation.h.
+#include <cmath>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
+
+namespace channel::cuda {
+
+namespace {
+
+unsigned grid_for(int64_t n, int threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+__global__ void rms_norm_kernel(const float* x, int64_t ldx, const float* w, int64_t n, float eps,
+                                float* y, int64_t ldy) {
+  __shared__ float red[32];
+  const float* xr = x + blockIdx.x * ldx;
+  float* yr = y + blockIdx.x * ldy;
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum(ss, red);
+  const float scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * scale) * w[i];
+}
+
+__global__ void add_normed_kernel(const float* x, const float* w, int64_t n, float eps,
+                                  float* resid) {
+  __shared__ float red[32];
+  const float* xr = x + blockIdx.x * n;
+  float* rr = resid + blockIdx.x * n;
+  float scale = 1.0f;
+  if (w) {
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+    ss = block_sum(ss, red);
+    scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  }
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    rr[i] += w ? (xr[i] * scale) * w[i] : xr[i];
+}
+
+// cos, sin of pair i at pos: theta_0 = pos, theta_{i+1} = theta_i * theta_scale in float.
+__device__ __forceinline__ float2 rope_cs(const RopeDev& p, int32_t pos, int i) {
+  float theta = static_cast<float>(pos);
+  for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, p.theta_scale);
+  const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
+  const float angle = __fmul_rn(p.freq_scale, __fdiv_rn(theta, ff));
+  return make_float2(cosf(angle), sinf(angle));
+}
+
+// Rotates the head in v (shared or global), threads over pairs.
+__device__ __forceinline__ void rope_head(const RopeDev& p, int32_t pos, float* v) {
+  const int half = p.n_rot / 2;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const int a = p.mode == RopeMode::normal ? 2 * i : i;
+    const int b = p.mode == RopeMode::normal ? 2 * i + 1 : i + half;
+    const float2 cs = rope_cs(p, pos, i);
+    const float x0 = v[a], x1 = v[b];
+    v[a] = __fsub_rn(__fmul_rn(x0, cs.x), __fmul_rn(x1, cs.y));
+    v[b] = __fadd_rn(__fmul_rn(x0, cs.y), __fmul_rn(x1, cs.x));
+  }
+}
+
+__global__ void rope_kernel(RopeDev p, float* x, int64_t ldx, int head_dim,
+                            const int32_t* positions) {
+  const int h = blockIdx.x, t = blockIdx.y;
+  rope_head(p, positions[t], x + t * ldx + static_cast<int64_t>(h) * head_dim);
+}
+
+// Block per (head of q | k | v, token).
+template <typename T>
+__device__ __forceinline__ T to_cache(float v);
+template <>
+__device__ __forceinline__ __half to_cache<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ float to_cache<float>(float v) {
+  return v;
+}
+
+template <typename T>
+__global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, const float* kn,
+                                  float eps, RopeDev rope, const int32_t* positions,
+                                  const int32_t* store_slots, T* k_cache, T* v_cache,
+                                  int64_t cap) {
+  __shared__ float head[512];
+  __shared__ float red[32];
+  const int h = blockIdx.x, t = blockIdx.y;
+  float* row = qkv + t * l.ld;
+  const int64_t slot = store_slots[t];
+  if (h >= l.n_head + l.n_head_kv) {  // a value head: straight into the cache
+    const int hv = h - l.n_head - l.n_head_kv;
+    const float* src = row + static_cast<int64_t>(l.n_head + l.n_head_kv) * l.head_dim +
+                       static_cast<int64_t>(hv) * l.head_dim_v;
+    T* dst = v_cache + (hv * cap + slot) * l.head_dim_v;
+    for (int i = threadIdx.x; i < l.head_dim_v; i += blockDim.x) dst[i] = to_cache<T>(src[i]);
+    return;
+  }
+  const bool is_q = h < l.n_head;
+  float* src = row + static_cast<int64_t>(h) * l.head_dim;  // k heads follow the q heads
+  const float* nw = is_q ? qn : kn;
+  for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = src[i];
+  __syncthreads();
+  if (nw) {
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) ss += head[i] * head[i];
+    ss = block_sum(ss, red);
+    const float scale = 1.0f / sqrtf(ss / static_cast<float>(l.head_dim) + eps);
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = (head[i] * scale) * nw[i];
+    __syncthreads();
+  }
+  rope_head(rope, positions[t], head);
+  __syncthreads();
+  if (is_q) {
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) src[i] = head[i];
+  } else {
+    T* dst = k_cache + ((h - l.n_head) * cap + slot) * l.head_dim;
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) dst[i] = to_cache<T>(head[i]);
+  }
+}
+
+// ---- attention ------------------------------------------------------------------------------
+
+constexpr int kMaxGroup = 8, kAttnWarps = 4;
+
+template <int D>
+__device__ __forceinline__ void load_kv(const float* p, float* out) {
+  if constexpr (D % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < D / 4; ++i) {
+      const float4 v = reinterpret_cast<const float4*>(p)[i];
+      out[4 * i] = v.x;
+      out[4 * i + 1] = v.y;
+      out[4 * i + 2] = v.z;
+      out[4 * i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < D; ++i) out[i] = p[i];
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void load_kv(const __half* p, float* out) {
+  if constexpr (D == 8) {
+    const int4 v = *reinterpret_cast<const int4*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h[i]);
+      out[2 * i] = f.x;
+      out[2 * i + 1] = f.y;
+    }
+  } else if constexpr (D == 4) {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float2 f = __half22float2(h[i]);
+      out[2 * i] = f.x;
+      out[2 * i + 1] = f.y;
+    }
+  } else if constexpr (D == 2) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
+    out[0] = f.x;
+    out[1] = f.y;
+  } else {
+    out[0] = __half2float(*p);
+  }
+}
+
+// Block per (KV head, split, token); each warp takes every 4th slot of the split with an
+// online softmax per query head of the group, then the warps merge through shared memory.
+template <int D, typename T>
+__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) {
+  constexpr int HD = D * 32;
+  __shared__ float sm_o[kAttnWarps][kMaxGroup][HD];
+  __shared__ float sm_m[kAttnWarps][kMaxGroup], sm_l[kAttnWarps][kMaxGroup];
+  const int hk = blockIdx.x, split = blockIdx.y, t = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = a.n_head / a.n_head_kv;
+  const int first = a.first[t], count = a.count[t];
+  const int per = (count + a.splits - 1) / a.splits;
+  const int j0 = split * per, j1 = min(count, j0 + per);
+
+  float q[kMaxGroup][D], o[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      o[g][d] = 0.0f;
+      q[g][d] = g < group ? a.q[t * a.ldq + static_cast<int64_t>(hk * group + g) * HD + lane * D + d]
+                          : 0.0f;
+    }
+  }
+  const T* kb = static_cast<const T*>(a.k_cache) + hk * a.cap * HD;
+  const T* vb = static_cast<const T*>(a.v_cache) + hk * a.cap * HD;
+  // Each slot's key and value are loaded one iteration ahead, so a load is in flight while
+  // the previous slot is scored.
+  float kv[D], vv[D], kn[D], vn[D];
+  int j = j0 + warp;
+  if (j < j1) {
+    const int64_t slot = a.table[first + j];
+    load_kv<D>(kb + slot * HD + lane * D, kn);
+    load_kv<D>(vb + slot * HD + lane * D, vn);
+  }
+  for (; j < j1; j += kAttnWarps) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      kv[d] = kn[d];
+      vv[d] = vn[d];
+    }
+    if (j + kAttnWarps < j1) {
+      const int64_t next = a.table[first + j + kAttnWarps];
+      load_kv<D>(kb + next * HD + lane * D, kn);
+      load_kv<D>(vb + next * HD + lane * D, vn);
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= group) break;
+      float s = 0.0f;
+#pragma unroll
+      for (int d = 0; d < D; ++d) s = fmaf(q[g][d], kv[d], s);
+      s = warp_sum(s) * a.scale;
+      const float mn = fmaxf(m[g], s);
+      const float c = expf(m[g] - mn), p = expf(s - mn);
+      l[g] = l[g] * c + p;
+#pragma unroll
+      for (int d = 0; d < D; ++d) o[g][d] = fmaf(o[g][d], c, p * vv[d]);
+      m[g] = mn;
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= group) break;
+#pragma unroll
+    for (int d = 0; d < D; ++d) sm_o[warp][g][lane * D + d] = o[g][d];
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < group * HD; idx += blockDim.x) {
+    const int g = idx / HD, d = idx % HD;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, sm_m[w][g]);
+    float L = 0.0f, O = 0.0f;
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kAttnWarps; ++w) {
+        const float e = sm_m[w][g] == -INFINITY ? 0.0f : expf(sm_m[w][g] - mx);
+        L += sm_l[w][g] * e;
+        O += sm_o[w][g][d] * e;
+      }
+    }
+    const int h = hk * group + g;
+    if (a.splits == 1) {
+      a.out[(static_cast<int64_t>(t) * a.n_head + h) * HD + d] = L > 0.0f ? O / L : 0.0f;
+    } else {
+      float* part = a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
+      part[d] = O;
+      if (d == 0) {
+        part[HD] = mx;
+        part[HD + 1] = L;
+      }
+    }
+  }
+}
+
+// Block per (query head, token): merges the splits' (O, max, L).
+__global__ void attention_merge_kernel(AttnArgs a) {
+  const int h = blockIdx.x, t = blockIdx.y, hd = a.head_dim_v;
+  const float* part = a.part + (static_cast<int64_t>(t) * a.n_head + h) * a.splits * (hd + 2);
+  float mx = -INFINITY;
+  for (int s = 0; s < a.splits; ++s) mx = fmaxf(mx, part[s * (hd + 2) + hd]);
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float L = 0.0f, O = 0.0f;
+    if (mx != -INFINITY) {
+      for (int s = 0; s < a.splits; ++s) {
+        const float* ps = part + s * (hd + 2);
+        const float e = ps[hd] == -INFINITY ? 0.0f : expf(ps[hd] - mx);
+        L += ps[hd + 1] * e;
+        O += ps[d] * e;
+      }
+    }
+    a.out[(static_cast<int64_t>(t) * a.n_head + h) * hd + d] = L > 0.0f ? O / L : 0.0f;
+  }
+}
+
+// ---- activations ----------------------------------------------------------------------------
+
+__device__ __forceinline__ float gelu_f16_table(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float xh = __half2float(__float2half_rn(x));
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoef = 0.044715f;
+  const float inner = __fmul_rn(__fmul_rn(kSqrt2OverPi, xh),
+                                __fadd_rn(1.0f, __fmul_rn(__fmul_rn(kCoef, xh), xh)));
+  const float g = __fmul_rn(__fmul_rn(0.5f, xh), __fadd_rn(1.0f, tanhf(inner)));
+  return __half2float(__float2half_rn(g));
+}
+
+__global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, float* out) {
+  const int64_t t = blockIdx.y;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = gu[t * ld + i], u = gu[t * ld + n_ff + i];
+    out[t * n_ff + i] = gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u;
+  }
+}
+
+__global__ void softcap_kernel(float* x, int64_t count, float cap) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    x[i] = cap * tanhf(x[i] / cap);
+}
+
+}  // namespace
+
+RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
+                  const float* freq_factors_dev) {
+  RopeDev r;
+  r.mode = mode;
+  r.n_rot = n_rot;
+  r.theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
+  r.freq_scale = freq_scale;
+  r.freq_factors = freq_factors_dev;
+  return r;
+}
+
+void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
+              float* y, int64_t ldy, cudaStream_t s) {
+  rms_norm_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, ldx, w, n, eps, y, ldy);
+  check_launch("rms_norm");
+}
+
+void add_normed(const float* x, const float* norm_w, int64_t rows, int64_t n, float eps,
+                float* resid, cudaStream_t s) {
+  add_normed_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, norm_w, n, eps, resid);
+  check_launch("add_normed");
+}
+
+void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,
+          const int32_t* positions, cudaStream_t s) {
+  rope_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n)), 64, 0, s>>>(
+      p, x, ldx, head_dim, positions);
+  check_launch("rope");
+}
+
+void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
+                float eps, const RopeDev& rope, const int32_t* positions,
+                const int32_t* store_slots, void* k_cache, void* v_cache, int64_t cap,
+                cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(l.n_head + 2 * l.n_head_kv), static_cast<unsigned>(n));
+  if (l.kv_f32)
+    qkv_finish_kernel<float><<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions, store_slots,
+                                                  static_cast<float*>(k_cache),
+                                                  static_cast<float*>(v_cache), cap);
+  else
+    qkv_finish_kernel<__half><<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions,
+                                                   store_slots, static_cast<__half*>(k_cache),
+                                                   static_cast<__half*>(v_cache), cap);
+  check_launch("qkv_finish");
+}
+
+size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits) {
+  return static_cast<size_t>(n) * n_head * splits * (head_dim_v + 2);
+}
+
+bool attention_shape_supported(int head_dim, int head_dim_v, int group) {
+  return head_dim == head_dim_v && (head_dim == 32 || head_dim == 64 || head_dim == 128 ||
+                                    head_dim == 256) && group >= 1 && group <= kMaxGroup;
+}
+
+void attention(const AttnArgs& a, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
+                  static_cast<unsigned>(a.n));
+  const int threads = kAttnWarps * 32;
+  switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
+    case 64:
+      attention_kernel<1, __half><<<grid, threads, 0, s>>>(a);
+      break;
+    case 65:
+      attention_kernel<1, float><<<grid, threads, 0, s>>>(a);
+      break;
+    case 128:
+      attention_kernel<2, __half><<<grid, threads, 0, s>>>(a);
+      break;
+    case 129:
+      attention_kernel<2, float><<<grid, threads, 0, s>>>(a);
+      break;
+    case 256:
+      attention_kernel<4, __half><<<grid, threads, 0, s>>>(a);
+      break;
+    case 257:
+      attention_kernel<4, float><<<grid, threads, 0, s>>>(a);
+      break;
+    case 513:
+      attention_kernel<8, float><<<grid, threads, 0, s>>>(a);
+      break;
+    default:
+      attention_kernel<8, __half><<<grid, threads, 0, s>>>(a);
+      break;
+  }
+  check_launch("attention");
+  if (a.splits > 1) {
+    attention_merge_kernel<<<dim3(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n)),
+                             128, 0, s>>>(a);
+    check_launch("attention_merge");
+  }
+}
+
+void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out,
+         cudaStream_t s) {
+  const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;
+  glu_kernel<<<dim3(gx, static_cast<unsigned>(n)), 256, 0, s>>>(gu, ld, n_ff, gelu, out);
+  check_launch("glu");
+}
+
+void softcap(float* x, int64_t count, float cap, cudaStream_t s) {
+  softcap_kernel<<<grid_for(count, 256) < 1024 ? grid_for(count, 256) : 1024, 256, 0, s>>>(
+      x, count, cap);
+  check_launch("softcap");
+}
+
+}  // namespace channel::cuda

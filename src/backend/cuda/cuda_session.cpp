@@ -1,0 +1,300 @@
+// CudaSession: the contiguous session's forward on the device (see cuda_session.h).
+#include "backend/cuda/cuda_session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_weights_impl.h"
+#include "util/error.h"
+
+namespace channel::cuda {
+
+namespace {
+
+// Attention blocks per query: enough (KV head, split, token) blocks to fill the device twice.
+int splits_for(int n, int n_head_kv, int sm_count) {
+  const int want = (2 * sm_count + n_head_kv * n - 1) / (n_head_kv * n);
+  return std::clamp(want, 1, 64);
+}
+
+// The step's inputs, [6][max_batch] int32: token ids, positions (== slots), then the first
+// slot-table index and slot count of each query on global and on sliding layers.
+enum StepRow { kTokens = 0, kPositions, kFirstGlobal, kCountGlobal, kFirstSliding, kCountSliding, kRows };
+
+}  // namespace
+
+struct CudaSession::State {
+  Stream stream;
+  int max_batch = 0;
+  int64_t q_dim = 0, kv_dim = 0, v_dim = 0, qkv_w = 0, attn_w = 0;
+  int max_splits = 0;
+  bool kv_f32 = false;  // F32 models keep f32 keys and values, the others f16
+  size_t kv_elem = 2;
+  DeviceBuffer kv;  // K then V, [n_layer][n_head_kv][cap][head_dim]
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  DeviceBuffer x, xn, qkv, attn, proj, gu, ff, act, part, logits, step, table;
+  PinnedBuffer step_host, logits_host;
+  cudaGraphExec_t graph = nullptr;
+  size_t bytes = 0;
+
+  ~State() {
+    if (graph) cudaGraphExecDestroy(graph);
+  }
+};
+
+CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSessionConfig config)
+    : weights_(std::move(weights)), config_(config), st_(std::make_unique<State>()) {
+  if (config_.n_ctx < 1) throw_error("session: n_ctx must be at least 1, got {}", config_.n_ctx);
+  if (config_.n_batch < 1)
+    throw_error("session: n_batch must be at least 1, got {}", config_.n_batch);
+  const ModelHparams& hp = weights_->model().hparams();
+  const DeviceInfo& info = weights_->device();
+  cuda::check(cudaSetDevice(info.index), "selecting the device");
+  State& s = *st_;
+  s.max_batch = std::min(config_.n_batch, config_.n_ctx);
+  s.q_dim = static_cast<int64_t>(hp.n_head) * hp.head_dim;
+  s.kv_dim = static_cast<int64_t>(hp.n_head_kv) * hp.head_dim;
+  s.v_dim = static_cast<int64_t>(hp.n_head_kv) * hp.head_dim_v;
+  s.qkv_w = s.q_dim + s.kv_dim + s.v_dim;
+  s.attn_w = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
+  for (int n = 1; n <= s.max_batch; ++n)
+    s.max_splits = std::max(s.max_splits, n * splits_for(n, hp.n_head_kv, info.sm_count));
+
+  const auto B = static_cast<size_t>(s.max_batch);
+  const auto cap = static_cast<size_t>(config_.n_ctx);
+  s.kv_f32 = weights_->impl().w.layers.front().wq.type == GgmlType::F32;
+  s.kv_elem = s.kv_f32 ? 4 : 2;
+  const size_t kv_bytes = static_cast<size_t>(hp.n_layer) * (s.kv_dim + s.v_dim) * cap * s.kv_elem;
+  const size_t widest = static_cast<size_t>(std::max({s.q_dim, s.attn_w, static_cast<int64_t>(hp.n_embd),
+                                                      static_cast<int64_t>(hp.n_ff)}));
+  const size_t f = sizeof(float);
+  const size_t scratch = B * f * (2 * hp.n_embd + s.qkv_w + s.attn_w + hp.n_embd + 3 * hp.n_ff) +
+                         B * widest * f + attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f +
+                         B * hp.n_vocab * f + kRows * B * 4 + cap * 4;
+  require_device_memory(info, kv_bytes + scratch,
+                        fmt::format("a session of {} slots (KV arena and activations)", cap));
+  s.kv = DeviceBuffer(kv_bytes, "the KV arena");
+  s.k_cache = s.kv.get();
+  s.v_cache = s.kv.as<char>() + static_cast<size_t>(hp.n_layer) * s.kv_dim * cap * s.kv_elem;
+  s.x = DeviceBuffer(B * hp.n_embd * f, "activations");
+  s.xn = DeviceBuffer(B * hp.n_embd * f, "activations");
+  s.qkv = DeviceBuffer(B * s.qkv_w * f, "activations");
+  s.attn = DeviceBuffer(B * s.attn_w * f, "activations");
+  s.proj = DeviceBuffer(B * hp.n_embd * f, "activations");
+  s.gu = DeviceBuffer(B * 2 * hp.n_ff * f, "activations");
+  s.ff = DeviceBuffer(B * hp.n_ff * f, "activations");
+  s.act = DeviceBuffer(B * widest * f, "activations");
+  s.part = DeviceBuffer(attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f,
+                        "attention partials");
+  s.logits = DeviceBuffer(B * hp.n_vocab * f, "logits");
+  s.step = DeviceBuffer(kRows * B * 4, "step inputs");
+  s.table = DeviceBuffer(cap * 4, "the slot table");
+  s.step_host = PinnedBuffer(kRows * B * 4, "step inputs");
+  s.logits_host = PinnedBuffer(static_cast<size_t>(hp.n_vocab) * f, "logits");
+  s.bytes = kv_bytes + scratch;
+  // Slot i holds position i: the contiguous session's table is the identity.
+  std::vector<int32_t> ids(cap);
+  std::iota(ids.begin(), ids.end(), 0);
+  cuda::check(cudaMemcpy(s.table.get(), ids.data(), cap * 4, cudaMemcpyHostToDevice), "uploading the slot table");
+}
+
+CudaSession::~CudaSession() = default;
+
+size_t CudaSession::device_bytes() const { return st_->bytes; }
+
+void CudaSession::check(std::span<const int32_t> tokens) const {
+  if (tokens.empty()) throw_error("decode: no tokens given");
+  const int n_vocab = model().hparams().n_vocab;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab)
+      throw_error("token id {} at index {} is outside the vocabulary (n_vocab {})", tokens[i], i,
+                  n_vocab);
+  }
+  if (tokens.size() > static_cast<size_t>(config_.n_ctx - n_past_))
+    throw_error("context full: {} tokens already held + {} new exceed n_ctx {}", n_past_,
+                tokens.size(), config_.n_ctx);
+}
+
+void CudaSession::truncate_last(int k) {
+  if (k < 0 || k > n_past_) throw_error("truncate: cannot drop {} tokens of the {} held", k, n_past_);
+  n_past_ -= k;
+}
+
+// Enqueues the forward of the n tokens whose inputs are in st_->step, logits into
+// st_->logits: the last token's row, or all n rows.
+void CudaSession::enqueue_forward(int n, bool all_logits) {
+  const ModelHparams& hp = model().hparams();
+  const WeightsLayout& W = weights_->impl().w;
+  State& s = *st_;
+  const cudaStream_t cs = s.stream.get();
+  const int64_t E = hp.n_embd, F = hp.n_ff, B = s.max_batch;
+  const int32_t* step = s.step.as<int32_t>();
+  const int32_t* tokens = step + kTokens * B;
+  const int32_t* positions = step + kPositions * B;
+  float* x = s.x.as<float>();
+  float* xn = s.xn.as<float>();
+  float* qkv = s.qkv.as<float>();
+  float* proj = s.proj.as<float>();
+  void* act = s.act.get();
+  const size_t cap = static_cast<size_t>(config_.n_ctx);
+  const RopeMode mode = hp.rope_style == RopeStyle::neox ? RopeMode::neox : RopeMode::normal;
+  const RopeDev rope_global = make_rope(mode, hp.n_rot, hp.rope_base, hp.rope_freq_scale, W.rope_freqs);
+  const RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
+  const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w, s.kv_f32};
+  const int splits = splits_for(n, hp.n_head_kv, weights_->device().sm_count);
+
+  // y[:, at..] = x . W^T for each matrix of a group (fused when the upload fused it).
+  auto product = [&](const float* in, int64_t cols, std::initializer_list<const DevMatrix*> parts,
+                     const DevMatrix& fused, float* y, int64_t ldy) {
+    if (fused.q) {
+      convert_act(fused.type, in, n, cols, cols, act, cs);
+      matmul(fused, act, n, y, ldy, cs);
+      return;
+    }
+    int64_t at = 0;
+    for (const DevMatrix* m : parts) {
+      convert_act(m->type, in, n, cols, cols, act, cs);
+      matmul(*m, act, n, y + at, ldy, cs);
+      at += m->rows;
+    }
+  };
+
+  embed(W.token_embd, tokens, n, hp.embd_scale, x, cs);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const DevLayer& L = W.layers[static_cast<size_t>(il)];
+    const bool sliding = hp.is_sliding(il);
+    const size_t layer_k = static_cast<size_t>(il) * s.kv_dim * cap;
+    const size_t layer_v = static_cast<size_t>(il) * s.v_dim * cap;
+    void* kc = static_cast<char*>(s.k_cache) + layer_k * s.kv_elem;
+    void* vc = static_cast<char*>(s.v_cache) + layer_v * s.kv_elem;
+
+    rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
+    product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, qkv, s.qkv_w);
+    qkv_finish(ql, qkv, n, L.q_norm, L.k_norm, hp.rms_eps, sliding ? rope_sliding : rope_global,
+               positions, positions, kc, vc, static_cast<int64_t>(cap), cs);
+    AttnArgs a;
+    a.q = qkv;
+    a.ldq = s.qkv_w;
+    a.k_cache = kc;
+    a.v_cache = vc;
+    a.cap = static_cast<int64_t>(cap);
+    a.kv_f32 = s.kv_f32;
+    a.table = s.table.as<int32_t>();
+    a.first = step + (sliding ? kFirstSliding : kFirstGlobal) * B;
+    a.count = step + (sliding ? kCountSliding : kCountGlobal) * B;
+    a.n = n;
+    a.n_head = hp.n_head;
+    a.n_head_kv = hp.n_head_kv;
+    a.head_dim = hp.head_dim;
+    a.head_dim_v = hp.head_dim_v;
+    a.scale = hp.attn_scale;
+    a.splits = splits;
+    a.part = s.part.as<float>();
+    a.out = s.attn.as<float>();
+    attention(a, cs);
+    product(s.attn.as<float>(), s.attn_w, {&L.wo}, DevMatrix{}, proj, E);
+    add_normed(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, n, E, hp.rms_eps, x, cs);
+
+    rms_norm(x, E, L.ffn_norm, n, E, hp.rms_eps, xn, E, cs);
+    product(xn, E, {&L.gate, &L.up}, L.gate_up, s.gu.as<float>(), 2 * F);
+    glu(s.gu.as<float>(), 2 * F, n, F, hp.gelu_ffn, s.ff.as<float>(), cs);
+    product(s.ff.as<float>(), F, {&L.down}, DevMatrix{}, proj, E);
+    add_normed(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, n, E, hp.rms_eps, x, cs);
+  }
+  const int first = all_logits ? 0 : n - 1;
+  const int n_out = n - first;
+  rms_norm(x + first * E, E, W.output_norm, n_out, E, hp.rms_eps, xn, E, cs);
+  convert_act(W.output.type, xn, n_out, E, E, act, cs);
+  matmul(W.output, act, n_out, s.logits.as<float>(), hp.n_vocab, cs);
+  if (hp.final_logit_softcap > 0)
+    softcap(s.logits.as<float>(), static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap, cs);
+}
+
+void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out) {
+  const ModelHparams& hp = model().hparams();
+  State& s = *st_;
+  const int n = static_cast<int>(tokens.size());
+  const int B = s.max_batch;
+  int32_t* h = s.step_host.as<int32_t>();
+  for (int t = 0; t < n; ++t) {
+    const int p = n_past_ + t;
+    h[kTokens * B + t] = tokens[static_cast<size_t>(t)];
+    h[kPositions * B + t] = p;
+    h[kFirstGlobal * B + t] = 0;
+    h[kCountGlobal * B + t] = p + 1;
+    const int first = hp.sliding_window > 0 ? std::max(0, p - hp.sliding_window + 1) : 0;
+    h[kFirstSliding * B + t] = first;
+    h[kCountSliding * B + t] = p - first + 1;
+  }
+  const cudaStream_t cs = s.stream.get();
+  const size_t step_bytes = static_cast<size_t>(kRows) * B * 4;
+  const size_t n_vocab = static_cast<size_t>(hp.n_vocab);
+  const bool graph_step = n == 1 && !all_logits && config_.graphs;
+  if (graph_step) {
+    if (!s.graph) {
+      cudaGraph_t g = nullptr;
+      cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
+      try {
+        cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs), "step inputs");
+        enqueue_forward(1, false);
+        cuda::check(cudaMemcpyAsync(s.logits_host.as<float>(), s.logits.get(), n_vocab * 4,
+                                    cudaMemcpyDeviceToHost, cs),
+                    "logits");
+      } catch (...) {
+        cudaStreamEndCapture(cs, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      cuda::check(cudaStreamEndCapture(cs, &g), "capturing the decode step");
+      const cudaError_t err = cudaGraphInstantiate(&s.graph, g, 0);
+      cudaGraphDestroy(g);
+      cuda::check(err, "instantiating the decode graph");
+    }
+    cuda::check(cudaGraphLaunch(s.graph, cs), "launching the decode graph");
+  } else {
+    cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs), "step inputs");
+    enqueue_forward(n, all_logits);
+    const size_t rows = all_logits ? static_cast<size_t>(n) : 1;
+    cuda::check(cudaMemcpyAsync(all_logits ? logits_out : s.logits_host.as<float>(), s.logits.get(),
+                                rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
+                "logits");
+  }
+  s.stream.sync("the forward pass");
+  const float* out = all_logits ? logits_out : s.logits_host.as<float>();
+  const size_t count = (all_logits ? static_cast<size_t>(n) : 1) * n_vocab;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, out + i, 4);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  if (bad)
+    throw_error("forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
+                "weights or its input are damaged");
+  n_past_ += n;
+}
+
+std::span<const float> CudaSession::decode(std::span<const int32_t> tokens) {
+  check(tokens);
+  const size_t step = static_cast<size_t>(st_->max_batch);
+  for (size_t i = 0; i < tokens.size(); i += step)
+    run_chunk(tokens.subspan(i, std::min(step, tokens.size() - i)), false, nullptr);
+  return {st_->logits_host.as<float>(), static_cast<size_t>(model().hparams().n_vocab)};
+}
+
+std::vector<float> CudaSession::decode_all(std::span<const int32_t> tokens) {
+  check(tokens);
+  const size_t n_vocab = static_cast<size_t>(model().hparams().n_vocab);
+  std::vector<float> all(tokens.size() * n_vocab);  // [n_tokens][n_vocab]
+  const size_t step = static_cast<size_t>(st_->max_batch);
+  for (size_t i = 0; i < tokens.size(); i += step)
+    run_chunk(tokens.subspan(i, std::min(step, tokens.size() - i)), true, all.data() + i * n_vocab);
+  std::copy(all.end() - static_cast<std::ptrdiff_t>(n_vocab), all.end(), st_->logits_host.as<float>());
+  return all;
+}
+
+}  // namespace channel::cuda

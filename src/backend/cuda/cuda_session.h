@@ -1,0 +1,83 @@
+// The whole forward of a llama / gemma3 / qwen3 model on one CUDA device, for the contiguous
+// session (slot i holds position i, as runtime/session.h): CudaWeights uploads a model's
+// weights once (repacked, q/k/v and gate/up fused where their types agree); a CudaSession
+// owns the device KV arena (f16; f32 for F32 models), the activations and the step buffers, all allocated once,
+// and runs decode (one token: a captured CUDA graph) and batched prefill. Per step only the
+// step's token ids, positions and slot ranges go to the device; the logits come back.
+// This header needs no CUDA headers, so frontends include it with the plain C++ compiler.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace channel::cuda {
+
+struct DeviceInfo;
+
+class CudaWeights {
+ public:
+  // Selects the device and uploads. One-line channel::Error, before any upload, when there is
+  // no driver or device, the architecture, a weight type or a head size is not supported, or
+  // the weights do not fit in free device memory.
+  static std::shared_ptr<const CudaWeights> upload(std::shared_ptr<const Model> model,
+                                                   int device);
+  ~CudaWeights();
+  CudaWeights(const CudaWeights&) = delete;
+  CudaWeights& operator=(const CudaWeights&) = delete;
+
+  const Model& model() const { return *model_; }
+  const DeviceInfo& device() const;
+  std::string device_name() const;  // "NVIDIA H200"
+  size_t device_bytes() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  CudaWeights(std::shared_ptr<const Model> model, int device);
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct CudaSessionConfig {
+  int n_ctx = 4096;    // KV slots
+  int n_batch = 512;   // tokens per forward chunk of a long prompt
+  bool graphs = true;  // capture the one-token step as a CUDA graph
+};
+
+class CudaSession {
+ public:
+  CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSessionConfig config);
+  ~CudaSession();
+  CudaSession(const CudaSession&) = delete;
+  CudaSession& operator=(const CudaSession&) = delete;
+
+  // As Session::decode / decode_all / truncate_last (runtime/session.h).
+  std::span<const float> decode(std::span<const int32_t> tokens);
+  std::vector<float> decode_all(std::span<const int32_t> tokens);
+  void truncate_last(int k);
+  void reset() { n_past_ = 0; }
+  int n_past() const { return n_past_; }
+  int n_ctx() const { return config_.n_ctx; }
+  const Model& model() const { return weights_->model(); }
+  size_t device_bytes() const;  // KV arena, activations and step buffers
+
+ private:
+  struct State;
+  void check(std::span<const int32_t> tokens) const;
+  void run_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
+  void enqueue_forward(int n, bool all_logits);
+
+  std::shared_ptr<const CudaWeights> weights_;
+  CudaSessionConfig config_;
+  std::unique_ptr<State> st_;
+  int n_past_ = 0;
+};
+
+}  // namespace channel::cuda

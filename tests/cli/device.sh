@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# --device: a bad name is a usage mistake (exit 2, one line); `cuda` either fails while working
+# with one "cuda: ..." line (a CUDA build: no driver, no device, or a head size the kernels do not
+# take, as this micro model's 8) or, in a build without the backend, is a usage mistake that
+# says so. Never a crash, never a hang.
+source "$(dirname "$0")/lib/cli_assert.bash" "$@"
+require_command bench
+model="$TMP/micro.gguf"
+make_micro_model "$model"
+
+for cmd in bench logits; do
+  extra=()
+  [[ $cmd == logits ]] && extra=(--ids 1,2,3)
+  [[ $cmd == bench ]] && extra=(-p 4 -n 2 -r 1)
+  for bad in gpu cuda: cuda:x cuda:-1 CPU; do
+    expect_exit "$cmd --device $bad" 2 "$CHANNEL" "$cmd" -m "$model" --device "$bad" "${extra[@]}"
+    grep -q "^channel: error: --device: " "$TMP/err" || fail "$cmd --device $bad: not in the '--device: ...' style: $(cat "$TMP/err")"
+  done
+  rc=0
+  "$CHANNEL" "$cmd" -m "$model" --device cuda "${extra[@]}" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
+  last=$(tail -n 1 "$TMP/err")
+  if ((rc == 1)) && [[ $last == "channel: error: cuda: "* ]]; then
+    echo "ok: $cmd --device cuda (exit 1): $last"
+  elif ((rc == 2)) && [[ $last == *"no CUDA backend"* ]]; then
+    echo "ok: $cmd --device cuda without the backend (exit 2): $last"
+  else
+    fail "$cmd --device cuda: exit $rc: $(head -c 600 "$TMP/err")"
+  fi
+  [[ $(grep -c '^channel: error: ' "$TMP/err") == 1 ]] || fail "$cmd --device cuda: not one error line"
+  expect_ok "$cmd --device cpu" "$CHANNEL" "$cmd" -m "$model" --device cpu "${extra[@]}"
+done
+finish

@@ -1,0 +1,249 @@
+// The whole forward on CUDA against the CPU engine (random models of every supported
+// architecture and type: prefill, graph-captured decode, decode_all) and against llama.cpp's
+// goldens with the tolerances of model_goldens_test; and the one-line errors of the backend,
+// which need no device. Without a device the GPU tests skip loudly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/thread_pool.h"
+#include "backend/device.h"
+#include "cuda_test_util.h"
+#include "gguf/gguf_writer.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "runtime/session.h"
+#include "testdata.h"
+#include "util/error.h"
+
+namespace channel {
+namespace {
+
+TEST(CudaDevice, ParsesDeviceNames) {
+  EXPECT_FALSE(parse_device("cpu").is_cuda());
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "cudax", "CPU", ""}) {
+    try {
+      parse_device(bad);
+      ADD_FAILURE() << "no error for '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+  if (cuda_backend_built()) {
+    EXPECT_EQ(parse_device("cuda").index, 0);
+    EXPECT_EQ(parse_device("cuda:3").index, 3);
+    EXPECT_EQ(parse_device("cuda:3").name(), "cuda:3");
+  } else {
+    EXPECT_THROW(parse_device("cuda"), Error);
+  }
+}
+
+}  // namespace
+}  // namespace channel
+
+#if defined(CHANNEL_HAS_CUDA)
+
+#include "backend/cuda/cuda_session.h"
+
+namespace channel {
+namespace {
+
+using test::nmse;
+
+std::shared_ptr<const Model> random_model(Arch arch, GgmlType type) {
+  RandomModelSpec s;
+  s.arch = arch;
+  s.type = type;
+  s.hidden = 128;
+  s.layers = 4;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 64;
+  s.ffn = 320;
+  s.window = 16;
+  s.window_pattern = 3;
+  s.vocab = 500;
+  ThreadPool pool(1);
+  GgufWriter w;
+  write_random_model(s, w, pool);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
+  // The model reads the bytes in place: keep them alive with it.
+  static std::vector<std::shared_ptr<std::vector<uint8_t>>> keep;
+  keep.push_back(bytes);
+  return Model::load_from_memory(*bytes, "random.gguf");
+}
+
+std::string one_line_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Errors that come before any device work, so they hold on a machine without a GPU too.
+TEST(CudaDevice, UnsupportedModelsAndMissingDevicesGiveOneLine) {
+  RandomModelSpec b;
+  b.arch = Arch::bounded;
+  b.hidden = 64;
+  b.heads = 2;
+  b.kv_heads = 1;
+  b.head_dim = 32;
+  b.ffn = 128;
+  b.layers = 3;
+  b.window = 8;
+  b.rope_dims = 16;
+  b.vocab = 300;
+  ThreadPool pool(1);
+  GgufWriter w;
+  write_random_model(b, w, pool);
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  auto bounded = Model::load_from_memory(bytes, "b.gguf");
+  const std::string e1 = one_line_error([&] { cuda::CudaWeights::upload(bounded, 0); });
+  EXPECT_NE(e1.find("bounded architecture"), std::string::npos) << e1;
+  EXPECT_EQ(e1.find('\n'), std::string::npos);
+
+  auto llama = random_model(Arch::llama, GgmlType::Q8_0);
+  const std::string e2 = one_line_error([&] { cuda::CudaWeights::upload(llama, 99); });
+  ASSERT_FALSE(e2.empty());
+  EXPECT_EQ(e2.rfind("cuda: ", 0), 0u) << e2;
+  EXPECT_EQ(e2.find('\n'), std::string::npos);
+  if (test::cuda_unavailable().empty()) {
+    EXPECT_NE(e2.find("device 99 does not exist"), std::string::npos) << e2;
+  } else {
+    std::printf("[ cuda ] without a device: %s\n", e2.c_str());
+  }
+}
+
+struct ModelCase {
+  Arch arch;
+  GgmlType type;
+};
+
+class CudaModel : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(CudaModel, MatchesCpuPrefillDecodeAndDecodeAll) {
+  CHANNEL_REQUIRE_CUDA();
+  const ModelCase c = GetParam();
+  auto model = random_model(c.arch, c.type);
+  auto weights = cuda::CudaWeights::upload(model, 0);
+  const int n_vocab = model->hparams().n_vocab;
+  std::vector<int32_t> prompt(45);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % n_vocab);
+
+  Session cpu(model, SessionConfig{.n_ctx = 64, .n_threads = 2, .n_batch = 20});
+  cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 64, .n_batch = 20});
+  cuda::CudaSession plain(weights, cuda::CudaSessionConfig{.n_ctx = 64, .n_batch = 20, .graphs = false});
+  auto as_vec = [](std::span<const float> s) { return std::vector<float>(s.begin(), s.end()); };
+  // Quantized weights: the tensor-core prefill rounds activations to f16 where the CPU uses
+  // Q8_0 blocks; float weights differ by the f16 KV cache and summation order.
+  const double bound = 2e-3;
+  const std::vector<float> want = as_vec(cpu.decode(prompt));
+  const std::vector<float> got = as_vec(gpu.decode(prompt));
+  plain.decode(prompt);
+  EXPECT_LE(nmse(got, want), bound) << "prefill";
+  for (int i = 0; i < 8; ++i) {  // one-token steps: the captured graph, and without it
+    const int32_t tok = static_cast<int32_t>((i * 11 + 3) % n_vocab);
+    const std::vector<float> w1 = as_vec(cpu.decode(std::span(&tok, 1)));
+    const std::vector<float> g1 = as_vec(gpu.decode(std::span(&tok, 1)));
+    const std::vector<float> p1 = as_vec(plain.decode(std::span(&tok, 1)));
+    EXPECT_LE(nmse(g1, w1), bound) << "step " << i;
+    EXPECT_EQ(g1, p1) << "graph replay differs from direct launches at step " << i;
+  }
+  EXPECT_EQ(gpu.n_past(), 53);
+  gpu.truncate_last(3);
+  cpu.truncate_last(3);
+  const int32_t tok = 42;
+  EXPECT_LE(nmse(as_vec(gpu.decode(std::span(&tok, 1))), as_vec(cpu.decode(std::span(&tok, 1)))), bound);
+
+  gpu.reset();
+  cpu.reset();
+  const std::vector<float> all_g = gpu.decode_all(std::span(prompt).first(25));
+  const std::vector<float> all_c = cpu.decode_all(std::span(prompt).first(25));
+  EXPECT_LE(nmse(all_g, all_c), bound) << "decode_all";
+  EXPECT_THROW(gpu.decode(std::vector<int32_t>(40, 1)), Error);  // past n_ctx
+  EXPECT_THROW(gpu.decode(std::vector<int32_t>{n_vocab}), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, CudaModel,
+    ::testing::Values(ModelCase{Arch::llama, GgmlType::F32}, ModelCase{Arch::llama, GgmlType::Q8_0},
+                      ModelCase{Arch::llama, GgmlType::Q4_0}, ModelCase{Arch::gemma3, GgmlType::F16},
+                      ModelCase{Arch::gemma3, GgmlType::BF16}, ModelCase{Arch::gemma3, GgmlType::Q8_0},
+                      ModelCase{Arch::gemma3, GgmlType::Q4_0}, ModelCase{Arch::qwen3, GgmlType::Q8_0}),
+    [](const auto& info) {
+      const char* arch = info.param.arch == Arch::llama ? "llama" : info.param.arch == Arch::gemma3 ? "gemma3" : "qwen3";
+      return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
+    });
+
+// ---- llama.cpp's goldens ----------------------------------------------------------------------
+
+std::vector<float> read_f32(const std::string& rel) {
+  std::ifstream in(test::testdata_path(rel), std::ios::binary | std::ios::ate);
+  const auto size = static_cast<size_t>(in.tellg());
+  std::vector<float> v(size / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(size));
+  return v;
+}
+
+// model_goldens_test's tolerances: max |diff| of the last position's logits. F32 models keep
+// f32 keys and values on the device, as the CPU does; the others f16.
+double golden_tolerance(const std::string& name) {
+  if (!(name.ends_with("-f32") || name.ends_with("-f16"))) return 0.1;
+  if (name == "llama-micro-f32") return 1e-4;
+  if (name == "qwen3-micro-f32") return 1e-3;
+  if (name == "gemma3-micro-f32") return 2e-3;
+  return 3e-3;
+}
+
+class CudaGoldens : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGoldens, LastPositionLogitsWithinGoldenTolerance) {
+  CHANNEL_REQUIRE_TESTDATA();
+  const std::string name = GetParam();
+  const std::string path = test::testdata_path("models/" + name + ".gguf");
+  if (!std::ifstream(path)) {
+    std::fprintf(stderr, "\n*** SKIPPED: %s not present ***\n\n", path.c_str());
+    GTEST_SKIP() << path << " not present";
+  }
+  CHANNEL_REQUIRE_CUDA();
+  auto model = Model::load(path);
+  auto weights = cuda::CudaWeights::upload(model, 0);
+  cuda::CudaSession session(weights, cuda::CudaSessionConfig{.n_ctx = 320});
+  std::ifstream seq_file(test::testdata_path("goldens/sequences.json"));
+  const nlohmann::json seqs = nlohmann::json::parse(seq_file)["sequences"];
+  const double tol = golden_tolerance(name);
+  for (const char* seq : {"seq1", "seq7", "seq100", "seq300"}) {
+    const std::vector<int32_t> ids = seqs[seq].get<std::vector<int32_t>>();
+    const std::vector<float> want = read_f32("goldens/" + name + "/" + seq + ".logits.f32");
+    session.reset();
+    const std::span<const float> got = session.decode(ids);
+    double max_abs = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      max_abs = std::max(max_abs, std::abs(static_cast<double>(got[i]) - want[i]));
+    std::printf("[ cuda goldens ] %-18s %-6s max|diff| %.3g (tolerance %.3g) nmse %.3g\n",
+                name.c_str(), seq, max_abs, tol, nmse(std::vector<float>(got.begin(), got.end()), want));
+    EXPECT_LE(max_abs, tol) << name << "/" << seq;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Micro, CudaGoldens,
+                         ::testing::Values("llama-micro-f32", "llama-micro-q8_0", "llama-micro-q4_0",
+                                           "gemma3-micro-f32", "gemma3-micro-f16",
+                                           "gemma3-micro-q8_0", "gemma3-micro-q4_0",
+                                           "qwen3-micro-f32", "qwen3-micro-q8_0"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace channel
+
+#endif

@@ -1,0 +1,373 @@
+// Each CUDA kernel against its CPU reference by normalised error (llama.cpp's test-backend-ops
+// style), at awkward sizes. Without a CUDA device every test is skipped with a loud message;
+// a build without the backend has a single skipped test saying so.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "backend/device.h"
+#include "cuda_test_util.h"
+#include "util/error.h"
+
+#if !defined(CHANNEL_HAS_CUDA)
+
+TEST(CudaOps, BuiltWithoutCuda) {
+  std::fprintf(stderr, "\n*** SKIPPED: this build has no CUDA backend (CHANNEL_CUDA) ***\n\n");
+  EXPECT_THROW(channel::parse_device("cuda"), channel::Error);
+  GTEST_SKIP() << "this build has no CUDA backend";
+}
+
+#else
+
+#include "backend/cuda/cuda_kernels.h"
+#include "gguf/ggml_type.h"
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/fp16.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/quantize.h"
+#include "ops/rope.h"
+
+namespace channel {
+namespace {
+
+using test::from_device;
+using test::nmse;
+using test::randn;
+using test::to_device;
+
+// A host weight matrix of `type` from random values, and its device (repacked) copy.
+struct TestMatrix {
+  std::vector<uint8_t> raw;
+  WeightMatrix host;
+  cuda::DeviceBuffer staging, q, d;
+  cuda::DevMatrix dev;
+
+  TestMatrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+    const auto traits = *ggml_type_traits(static_cast<uint32_t>(type));
+    const size_t row_bytes = ggml_row_bytes(traits, cols);
+    raw.resize(row_bytes * static_cast<size_t>(rows));
+    const std::vector<float> x = randn(static_cast<size_t>(rows * cols), seed, 0.5f);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(type, x.data() + r * cols, raw.data() + r * row_bytes, cols);
+    host = WeightMatrix{type, rows, cols, raw.data(), row_bytes};
+    staging = to_device(raw);
+    q = cuda::DeviceBuffer(cuda::repacked_q_bytes(type, rows, cols), "test weights");
+    d = cuda::DeviceBuffer(std::max<size_t>(cuda::repacked_d_bytes(type, rows, cols), 1), "test scales");
+    cuda::repack_weight(type, staging.get(), rows, cols, q.get(), d.get(), nullptr);
+    dev = cuda::DevMatrix{type, rows, cols, q.get(), d.get()};
+  }
+};
+
+struct MatmulCase {
+  GgmlType type;
+  int64_t rows, cols, n;
+};
+
+std::string case_name(const ::testing::TestParamInfo<MatmulCase>& info) {
+  const MatmulCase& c = info.param;
+  return ggml_type_name(static_cast<uint32_t>(c.type)) + "_" + std::to_string(c.rows) + "x" +
+         std::to_string(c.cols) + "_n" + std::to_string(c.n);
+}
+
+class CudaMatmul : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(CudaMatmul, MatchesCpuReference) {
+  CHANNEL_REQUIRE_CUDA();
+  const MatmulCase c = GetParam();
+  TestMatrix w(c.type, c.rows, c.cols, 7);
+  const int64_t ldx = c.cols + 3;  // rows of the input are strided, as in the forward
+  std::vector<float> x = randn(static_cast<size_t>(c.n * ldx), 11);
+  std::vector<float> dense(static_cast<size_t>(c.n * c.cols));
+  for (int64_t t = 0; t < c.n; ++t)
+    std::copy_n(x.begin() + t * ldx, c.cols, dense.begin() + t * c.cols);
+  std::vector<float> want(static_cast<size_t>(c.n * c.rows));
+  matmul_ref(w.host, dense.data(), c.n, want.data());
+
+  cuda::DeviceBuffer dx = to_device(x);
+  cuda::DeviceBuffer act(cuda::act_bytes(c.type, c.n, c.cols), "act");
+  const int64_t ldy = c.rows + 5;
+  cuda::DeviceBuffer dy(static_cast<size_t>(c.n * ldy) * 4, "y");
+  cuda::convert_act(c.type, dx.as<float>(), c.n, c.cols, ldx, act.get(), nullptr);
+  cuda::matmul(w.dev, act.get(), c.n, dy.as<float>(), ldy, nullptr);
+  const std::vector<float> yl = from_device<float>(dy, static_cast<size_t>(c.n * ldy));
+  std::vector<float> got(want.size());
+  for (int64_t t = 0; t < c.n; ++t)
+    std::copy_n(yl.begin() + t * ldy, c.rows, got.begin() + t * c.rows);
+  const double e = nmse(got, want);
+  // One token: the CPU's own arithmetic (integer block dots, rounded activations), summed in
+  // another order. Several tokens: f16 / bf16 tensor-core inputs, llama.cpp's mul_mat bound.
+  const bool quant = c.type == GgmlType::Q8_0 || c.type == GgmlType::Q4_0;
+  const double bound = c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
+  std::printf("[ cuda ] matmul %s nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(), e, bound);
+  EXPECT_LE(e, bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, CudaMatmul,
+    ::testing::Values(
+        MatmulCase{GgmlType::F32, 67, 96, 1}, MatmulCase{GgmlType::F32, 67, 97, 5},
+        MatmulCase{GgmlType::F32, 300, 2080, 3}, MatmulCase{GgmlType::F16, 67, 96, 1},
+        MatmulCase{GgmlType::F16, 67, 100, 1}, MatmulCase{GgmlType::F16, 67, 100, 4},
+        MatmulCase{GgmlType::F16, 300, 2080, 1}, MatmulCase{GgmlType::F16, 300, 2080, 70},
+        MatmulCase{GgmlType::BF16, 67, 96, 1}, MatmulCase{GgmlType::BF16, 129, 2080, 70},
+        MatmulCase{GgmlType::BF16, 33, 98, 3}, MatmulCase{GgmlType::Q8_0, 67, 96, 1},
+        MatmulCase{GgmlType::Q8_0, 300, 2080, 1}, MatmulCase{GgmlType::Q8_0, 300, 4160, 1},
+        MatmulCase{GgmlType::Q8_0, 67, 96, 2}, MatmulCase{GgmlType::Q8_0, 300, 2080, 70},
+        MatmulCase{GgmlType::Q8_0, 129, 256, 130}, MatmulCase{GgmlType::Q4_0, 67, 96, 1},
+        MatmulCase{GgmlType::Q4_0, 300, 2080, 1}, MatmulCase{GgmlType::Q4_0, 300, 4160, 1},
+        MatmulCase{GgmlType::Q4_0, 300, 2080, 70}, MatmulCase{GgmlType::Q4_0, 129, 256, 130}),
+    case_name);
+
+TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
+  CHANNEL_REQUIRE_CUDA();
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    TestMatrix w(type, 50, 160, 3);
+    const std::vector<int32_t> tokens = {0, 7, 49, 7};
+    const float scale = 1.7f;
+    std::vector<float> want(tokens.size() * 160);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      dequantize_row(w.host, tokens[t], want.data() + t * 160);
+      for (size_t i = 0; i < 160; ++i) want[t * 160 + i] *= scale;
+    }
+    cuda::DeviceBuffer dt = to_device(tokens);
+    cuda::DeviceBuffer dx(want.size() * 4, "x");
+    cuda::embed(w.dev, dt.as<int32_t>(), static_cast<int>(tokens.size()), scale, dx.as<float>(), nullptr);
+    EXPECT_LE(nmse(from_device<float>(dx, want.size()), want), 1e-12)
+        << ggml_type_name(static_cast<uint32_t>(type));
+  }
+}
+
+TEST(CudaOps, RmsNormMatchesReference) {
+  CHANNEL_REQUIRE_CUDA();
+  for (int64_t n : {1, 67, 1000, 4097}) {
+    const int64_t rows = 3, ld = n + 2;
+    const std::vector<float> x = randn(static_cast<size_t>(rows * ld), 5, 3.0f);
+    const std::vector<float> w = randn(static_cast<size_t>(n), 6);
+    std::vector<float> want(static_cast<size_t>(rows * n));
+    for (int64_t r = 0; r < rows; ++r) rms_norm_ref(x.data() + r * ld, w.data(), n, 1e-6f, want.data() + r * n);
+    cuda::DeviceBuffer dx = to_device(x), dw = to_device(w), dy(want.size() * 4, "y");
+    cuda::rms_norm(dx.as<float>(), ld, dw.as<float>(), rows, n, 1e-6f, dy.as<float>(), n, nullptr);
+    EXPECT_LE(nmse(from_device<float>(dy, want.size()), want), 1e-12) << n;
+
+    // add_normed: resid += norm(x) * w, and resid += x without a norm.
+    const std::vector<float> xd = randn(static_cast<size_t>(rows * n), 8);
+    std::vector<float> resid = randn(static_cast<size_t>(rows * n), 9);
+    std::vector<float> want2 = resid, want3 = resid;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> tmp(static_cast<size_t>(n));
+      rms_norm_ref(xd.data() + r * n, w.data(), n, 1e-6f, tmp.data());
+      for (int64_t i = 0; i < n; ++i) {
+        want2[r * n + i] += tmp[i];
+        want3[r * n + i] += xd[r * n + i];
+      }
+    }
+    cuda::DeviceBuffer dxd = to_device(xd), dr = to_device(resid), dr3 = to_device(resid);
+    cuda::add_normed(dxd.as<float>(), dw.as<float>(), rows, n, 1e-6f, dr.as<float>(), nullptr);
+    cuda::add_normed(dxd.as<float>(), nullptr, rows, n, 1e-6f, dr3.as<float>(), nullptr);
+    EXPECT_LE(nmse(from_device<float>(dr, want2.size()), want2), 1e-12) << n;
+    EXPECT_LE(nmse(from_device<float>(dr3, want3.size()), want3), 1e-14) << n;
+  }
+}
+
+TEST(CudaOps, RopeMatchesReferenceNormalNeoxPartial) {
+  CHANNEL_REQUIRE_CUDA();
+  const std::vector<int32_t> positions = {0, 1, 17, 5000, 70000};
+  const std::vector<float> factors = {1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 1.0f, 1.0f, 3.0f,
+                                      1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f, 2.0f};
+  cuda::DeviceBuffer dff = to_device(factors);
+  for (RopeStyle style : {RopeStyle::normal, RopeStyle::neox}) {
+    for (int n_rot : {64, 32}) {  // full and partial rotation of 64-dim heads
+      for (bool use_factors : {false, true}) {
+        if (use_factors && n_rot != 32) continue;
+        const int n_heads = 3, hd = 64;
+        const int64_t ld = n_heads * hd + 8;
+        const std::vector<float> x = randn(positions.size() * ld, 4);
+        std::vector<float> want = x;
+        const RopeParams p{style, n_rot, 10000.0f, 0.5f, use_factors ? factors.data() : nullptr};
+        std::vector<float> cs(static_cast<size_t>(n_rot));
+        for (size_t t = 0; t < positions.size(); ++t) {
+          rope_angles(p, positions[t], cs.data());
+          rope_apply(p, cs.data(), want.data() + t * ld, n_heads, hd);
+        }
+        cuda::DeviceBuffer dx = to_device(x), dp = to_device(positions);
+        const cuda::RopeDev rp = cuda::make_rope(
+            style == RopeStyle::neox ? cuda::RopeMode::neox : cuda::RopeMode::normal, n_rot,
+            10000.0f, 0.5f, use_factors ? dff.as<float>() : nullptr);
+        cuda::rope(rp, dx.as<float>(), ld, static_cast<int>(positions.size()), n_heads, hd,
+                   dp.as<int32_t>(), nullptr);
+        const double e = nmse(from_device<float>(dx, want.size()), want);
+        EXPECT_LE(e, 1e-11) << "style " << static_cast<int>(style) << " n_rot " << n_rot;
+      }
+    }
+  }
+}
+
+TEST(CudaOps, GluMatchesReference) {
+  CHANNEL_REQUIRE_CUDA();
+  const int n = 3;
+  const int64_t n_ff = 1031;
+  std::vector<float> gu = randn(static_cast<size_t>(n * 2 * n_ff), 12, 4.0f);
+  gu[0] = 12.0f;  // past the GELU table's short-cuts
+  gu[1] = -11.0f;
+  for (bool gelu : {false, true}) {
+    std::vector<float> want(static_cast<size_t>(n * n_ff));
+    for (int t = 0; t < n; ++t) {
+      const float* g = gu.data() + t * 2 * n_ff;
+      if (gelu)
+        gelu_tanh_glu_ref(g, g + n_ff, n_ff, want.data() + t * n_ff);
+      else
+        silu_glu_ref(g, g + n_ff, n_ff, want.data() + t * n_ff);
+    }
+    cuda::DeviceBuffer dg = to_device(gu), dout(want.size() * 4, "out");
+    cuda::glu(dg.as<float>(), 2 * n_ff, n, n_ff, gelu, dout.as<float>(), nullptr);
+    EXPECT_LE(nmse(from_device<float>(dout, want.size()), want), gelu ? 1e-8 : 1e-12) << gelu;
+  }
+  std::vector<float> x = randn(1000, 13, 40.0f), want = x;
+  softcap(want.data(), 1000, 30.0f);
+  cuda::DeviceBuffer dx = to_device(x);
+  cuda::softcap(dx.as<float>(), 1000, 30.0f, nullptr);
+  EXPECT_LE(nmse(from_device<float>(dx, 1000), want), 1e-12);
+}
+
+// q/k/v of n tokens through per-head norms and rope; K/V land in the f16 cache at their slots.
+TEST(CudaOps, QkvFinishNormsRotatesAndStores) {
+  CHANNEL_REQUIRE_CUDA();
+  const int n_head = 4, n_kv = 2, hd = 64, n = 5;
+  const int64_t cap = 40, ld = (n_head + 2 * n_kv) * hd + 4;
+  const std::vector<int32_t> positions = {3, 4, 5, 900, 901};
+  const std::vector<int32_t> slots = {0, 39, 7, 8, 20};
+  const std::vector<float> qkv = randn(static_cast<size_t>(n * ld), 21);
+  const std::vector<float> qn = randn(hd, 22), kn = randn(hd, 23);
+  const RopeParams p{RopeStyle::neox, 48, 1e6f, 1.0f, nullptr};
+
+  cuda::DeviceBuffer dqkv = to_device(qkv), dqn = to_device(qn), dkn = to_device(kn);
+  cuda::DeviceBuffer dpos = to_device(positions), dslots = to_device(slots);
+  cuda::DeviceBuffer kc(static_cast<size_t>(n_kv * cap * hd) * 2, "k"), vc(static_cast<size_t>(n_kv * cap * hd) * 2, "v");
+  const cuda::QkvLayout l{n_head, n_kv, hd, hd, ld};
+  cuda::qkv_finish(l, dqkv.as<float>(), n, dqn.as<float>(), dkn.as<float>(), 1e-6f,
+                   cuda::make_rope(cuda::RopeMode::neox, 48, 1e6f, 1.0f, nullptr), dpos.as<int32_t>(),
+                   dslots.as<int32_t>(), kc.get(), vc.get(), cap, nullptr);
+  const std::vector<float> got_qkv = from_device<float>(dqkv, qkv.size());
+  const std::vector<uint16_t> got_k = from_device<uint16_t>(kc, static_cast<size_t>(n_kv * cap * hd));
+  const std::vector<uint16_t> got_v = from_device<uint16_t>(vc, static_cast<size_t>(n_kv * cap * hd));
+
+  std::vector<float> want_q, got_q, want_kv, got_kv;
+  std::vector<float> cs(48);
+  for (int t = 0; t < n; ++t) {
+    std::vector<float> row(qkv.begin() + t * ld, qkv.begin() + (t + 1) * ld);
+    for (int h = 0; h < n_head + n_kv; ++h)
+      rms_norm_ref(row.data() + h * hd, (h < n_head ? qn : kn).data(), hd, 1e-6f, row.data() + h * hd);
+    rope_angles(p, positions[static_cast<size_t>(t)], cs.data());
+    rope_apply(p, cs.data(), row.data(), n_head + n_kv, hd);
+    for (int i = 0; i < n_head * hd; ++i) {
+      want_q.push_back(row[static_cast<size_t>(i)]);
+      got_q.push_back(got_qkv[static_cast<size_t>(t * ld + i)]);
+    }
+    for (int hk = 0; hk < n_kv; ++hk) {
+      for (int i = 0; i < hd; ++i) {
+        const size_t at = (static_cast<size_t>(hk) * cap + static_cast<size_t>(slots[static_cast<size_t>(t)])) * hd + i;
+        want_kv.push_back(fp16_to_fp32(fp32_to_fp16(row[static_cast<size_t>((n_head + hk) * hd + i)])));
+        got_kv.push_back(fp16_to_fp32(got_k[at]));
+        want_kv.push_back(fp16_to_fp32(fp32_to_fp16(row[static_cast<size_t>((n_head + n_kv + hk) * hd + i)])));
+        got_kv.push_back(fp16_to_fp32(got_v[at]));
+      }
+    }
+  }
+  EXPECT_LE(nmse(got_q, want_q), 1e-11);
+  EXPECT_LE(nmse(got_kv, want_kv), 1e-7);  // one f16 rounding step at most
+}
+
+// Attention through a shuffled slot table, with per-query ranges (an empty one included),
+// against attend_ref over the same f16-rounded keys and values; split and unsplit.
+TEST(CudaOps, SlotAttentionMatchesReference) {
+  CHANNEL_REQUIRE_CUDA();
+  for (bool f32 : {false, true}) {  // the f16 cache, and the f32 one of F32 models
+  for (int hd : {32, 64, 128, 256}) {
+    for (int group : {1, 3, 8}) {
+      const int n_kv = 2, n_head = n_kv * group;
+      const int64_t cap = 301;
+      // Fill the cache through qkv_finish (no norms, no rotation): every slot gets a key/value.
+      const int64_t ld = (n_head + 2 * n_kv) * hd;
+      const std::vector<float> qkv = randn(static_cast<size_t>(cap * ld), 31 + hd + group, 0.7f);
+      std::vector<int32_t> ids(static_cast<size_t>(cap));
+      std::iota(ids.begin(), ids.end(), 0);
+      cuda::DeviceBuffer dqkv = to_device(qkv), dids = to_device(ids);
+      const size_t elem = f32 ? 4 : 2;
+      cuda::DeviceBuffer kc(static_cast<size_t>(n_kv * cap * hd) * elem, "k"), vc(static_cast<size_t>(n_kv * cap * hd) * elem, "v");
+      const cuda::QkvLayout l{n_head, n_kv, hd, hd, ld, f32};
+      cuda::qkv_finish(l, dqkv.as<float>(), static_cast<int>(cap), nullptr, nullptr, 1e-6f,
+                       cuda::make_rope(cuda::RopeMode::normal, 0, 1e4f, 1.0f, nullptr), dids.as<int32_t>(),
+                       dids.as<int32_t>(), kc.get(), vc.get(), cap, nullptr);
+      std::vector<int32_t> table = ids;
+      std::shuffle(table.begin(), table.end(), std::mt19937(5));
+      const std::vector<int32_t> first = {0, 10, 100, 300, 0};
+      const std::vector<int32_t> count = {1, 57, 201, 0, 301};
+      const int n = static_cast<int>(first.size());
+      const std::vector<float> q = randn(static_cast<size_t>(n * n_head * hd), 41, 0.5f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+      // Reference: keys and values as the cache holds them (f16, or f32).
+      auto held = [&](float x) { return f32 ? x : fp16_to_fp32(fp32_to_fp16(x)); };
+      std::vector<float> k(static_cast<size_t>(n_kv * cap * hd)), v(k.size());
+      for (int64_t s = 0; s < cap; ++s)
+        for (int hk = 0; hk < n_kv; ++hk)
+          for (int i = 0; i < hd; ++i) {
+            const size_t at = (static_cast<size_t>(hk) * cap + s) * hd + i;
+            k[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + hk) * hd + i)]);
+            v[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + n_kv + hk) * hd + i)]);
+          }
+      std::vector<float> want(static_cast<size_t>(n * n_head * hd)), scores(static_cast<size_t>(cap));
+      for (int t = 0; t < n; ++t)
+        for (int h = 0; h < n_head; ++h) {
+          const int hk = h / group;
+          const AttentionHead head{k.data() + hk * cap * hd, v.data() + hk * cap * hd, hd, hd};
+          const std::span<const int32_t> visible(table.data() + first[static_cast<size_t>(t)],
+                                                 static_cast<size_t>(count[static_cast<size_t>(t)]));
+          attend_ref(q.data() + (t * n_head + h) * hd, head, visible, scale, scores.data(),
+                     want.data() + (t * n_head + h) * hd);
+        }
+
+      cuda::DeviceBuffer dq = to_device(q), dt = to_device(table), df = to_device(first), dc = to_device(count);
+      for (int splits : {1, 7}) {
+        cuda::DeviceBuffer part(std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4, "part");
+        cuda::DeviceBuffer out(want.size() * 4, "out");
+        cuda::AttnArgs a;
+        a.q = dq.as<float>();
+        a.ldq = n_head * hd;
+        a.k_cache = kc.get();
+        a.v_cache = vc.get();
+        a.cap = cap;
+        a.kv_f32 = f32;
+        a.table = dt.as<int32_t>();
+        a.first = df.as<int32_t>();
+        a.count = dc.as<int32_t>();
+        a.n = n;
+        a.n_head = n_head;
+        a.n_head_kv = n_kv;
+        a.head_dim = hd;
+        a.head_dim_v = hd;
+        a.scale = scale;
+        a.splits = splits;
+        a.part = part.as<float>();
+        a.out = out.as<float>();
+        cuda::attention(a, nullptr);
+        const std::vector<float> got = from_device<float>(out, want.size());
+        EXPECT_LE(nmse(got, want), 1e-10)
+            << "hd " << hd << " group " << group << " splits " << splits << " f32 " << f32;
+        for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
+          for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f);
+      }
+    }
+  }
+  }
+}
+
+}  // namespace
+}  // namespace channel
+
+#endif

@@ -1,0 +1,79 @@
+// Helpers of the CUDA tests: skipping loudly without a device, device buffers from host
+// vectors, and llama.cpp's normalised mean squared error (test-backend-ops' NMSE).
+#pragma once
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#if defined(CHANNEL_HAS_CUDA)
+#include "backend/cuda/cuda_device.h"
+#include "util/error.h"
+
+namespace channel::test {
+
+// Empty when device 0 is usable, else the one-line reason.
+inline std::string cuda_unavailable() {
+  static const std::string why = [] {
+    try {
+      cuda::select_device(0);
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }();
+  return why;
+}
+
+template <typename T>
+cuda::DeviceBuffer to_device(const std::vector<T>& v) {
+  cuda::DeviceBuffer b(std::max<size_t>(v.size() * sizeof(T), 1), "test data");
+  cuda::check(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "test upload");
+  return b;
+}
+
+template <typename T>
+std::vector<T> from_device(const cuda::DeviceBuffer& b, size_t count) {
+  std::vector<T> v(count);
+  cuda::check(cudaDeviceSynchronize(), "test sync");
+  cuda::check(cudaMemcpy(v.data(), b.get(), count * sizeof(T), cudaMemcpyDeviceToHost), "test download");
+  return v;
+}
+
+}  // namespace channel::test
+
+#define CHANNEL_REQUIRE_CUDA()                                                           \
+  do {                                                                                   \
+    const std::string why_ = ::channel::test::cuda_unavailable();                        \
+    if (!why_.empty()) {                                                                 \
+      std::fprintf(stderr, "\n*** SKIPPED: no usable CUDA device: %s ***\n\n", why_.c_str()); \
+      GTEST_SKIP() << "no usable CUDA device: " << why_;                                 \
+    }                                                                                    \
+  } while (0)
+#endif
+
+namespace channel::test {
+
+// sum (a - b)^2 / sum b^2, as llama.cpp's test-backend-ops.
+inline double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    err += d * d;
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return norm > 0 ? err / norm : err;
+}
+
+inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+}  // namespace channel::test
