@@ -27,7 +27,7 @@ TEST(CudaOps, BuiltWithoutCuda) {
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/fp16.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "ops/norm.h"
 #include "ops/quantize.h"
 #include "ops/rope.h"
