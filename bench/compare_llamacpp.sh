@@ -77,27 +77,33 @@ llama_bench() {  # llama-bench's JSON, pp512 and tg128 (or ARGS instead)
 }
 
 # Tokens per second of ring ingestion once the window is full: the stats lines of `channel
-# stream` carry the session clock and the window's fill; the rate is measured between the
-# first line with a full window and the last, by the time each line arrives.
+# stream` (every 256 tokens) carry the session clock and the spans evicted so far; the rate
+# is measured from the first line after the window filled (spans evicted) to the last, by
+# the time each line arrives.
 channel_ring() {
   local store=$work/ring-store.mem
-  rm -f "$store"
+  rm -rf "$store"
   python3 - "$channel" "$default_model" "$ring_text" "$store" "$ring_tokens" "$threads" <<'PY'
 import json, subprocess, sys, time
 channel, model, text, store, tokens, threads = sys.argv[1:]
 cmd = [channel, "stream", "-m", model, "-f", text, "--turns", "--memory", store,
        "--tokens", tokens, "--stats-every", "256", "-t", threads]
 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-marks = []  # (arrival time, clock) of the lines with a full window
-slots = 0
+marks = []  # (arrival time, clock) of the stats lines once spans leave the window
+window = 0
 for line in p.stdout:
-    s = json.loads(line)
-    slots = max(slots, s["window_used"])
-    if s["window_used"] >= 4096:
+    try:
+        s = json.loads(line)
+    except ValueError:
+        continue
+    if not isinstance(s, dict) or "window_used" not in s:  # a stats line (recall events differ)
+        continue
+    window = max(window, s["window_used"])
+    if s["evicted_spans"] > 0:  # the window is full: every new span pushes one out
         marks.append((time.monotonic(), s["clock"]))
 if p.wait() != 0 or len(marks) < 2:
     sys.exit(f"compare_llamacpp: channel stream failed or never filled its window "
-             f"(rc {p.returncode}, window {slots})")
+             f"(rc {p.returncode}, window {window} slots)")
 (t0, c0), (t1, c1) = marks[0], marks[-1]
 print(json.dumps({"ring_tok_per_s": (c1 - c0) / (t1 - t0), "tokens": c1 - c0}))
 PY
