@@ -6,12 +6,12 @@
 // at multiples of 16 columns and parks the 16 lanes in memory between the pieces, which
 // changes no rounding, so a token's outputs stay the same bits alone or in any batch.
 //
-// Loops: groups of kGroupRows rows x blocks of kBlockTokens tokens; per group and block the
-// columns go in chunks of kChunkCols, converted once to f32 (F16/BF16) into a buffer that
-// stays in L1 while every (8-row x 3-token) register tile of the block passes over it, and
-// each token's chunk of activations is reused by all the group's row tiles. Without the
-// chunks (the previous loop), every 8-row tile streamed the whole prompt's activations from
-// L3 or memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns).
+// Loops: groups of kGroupRows rows, converted once to f32 (F16/BF16) for all the tokens, x
+// blocks of kBlockTokens tokens; per group and block the columns go in chunks of kChunkCols:
+// a tile's chunk of weights stays in L1 while the block's (8-row x 3-token) register tiles
+// pass over it, and each token's chunk of activations is reused by all the group's rows. Without
+// the chunks (the previous loop), every 8-row tile streamed the whole prompt's activations from L3
+// or memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns).
 #include "backend/cpu/float_gemm.h"
 
 #if defined(CHANNEL_CPU_AVX512_MATMUL)
@@ -47,11 +47,21 @@ __mmask16 tail_mask(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
 }
 
-// Per-thread scratch: f32 weight chunk [kGroupRows][kChunkCols] and the parked accumulators
+// Per-thread scratch: the group's rows as f32 [kGroupRows][cols] and the parked accumulators
 // [kGroupTiles][kBlockTiles][kTileAcc] vectors.
 struct Scratch {
-  alignas(64) float w[kGroupRows * kChunkCols];
+  std::unique_ptr<float[]> w;
+  size_t w_floats = 0;
   alignas(64) float acc[kGroupTiles * kBlockTiles * kTileAcc * 16];
+  float* rows(int64_t cols) {  // 64-byte aligned, [kGroupRows][cols]
+    const size_t need = static_cast<size_t>(kGroupRows) * static_cast<size_t>(cols) + 16;
+    if (w_floats < need) {
+      w.reset(new float[need]);
+      w_floats = need;
+    }
+    const uintptr_t p = reinterpret_cast<uintptr_t>(w.get());
+    return w.get() + (64 - p % 64) % 64 / sizeof(float);
+  }
 };
 Scratch& thread_scratch() {
   thread_local std::unique_ptr<Scratch> s(new Scratch);
@@ -114,40 +124,43 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   for (int64_t g0 = r0; g0 < r1; g0 += kGroupRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, r1 - g0));
     const int tiles = (valid + kTileRows - 1) / kTileRows;
+    // The group's rows as f32, converted once for every token (F32 full groups are read in
+    // place); rows past `valid` repeat the last one so that every tile computes on real
+    // numbers (their outputs are not written).
+    const float* wf;
+    int64_t w_stride;
+    if (w.type == GgmlType::F32 && valid == kGroupRows) {
+      wf = reinterpret_cast<const float*>(w.data + static_cast<size_t>(g0) * w.row_bytes);
+      w_stride = static_cast<int64_t>(w.row_bytes / 4);
+    } else {
+      float* rows = s.rows(cols);
+      for (int r = 0; r < tiles * kTileRows; ++r) {
+        const uint8_t* src =
+            w.data + static_cast<size_t>(g0 + std::min(r, valid - 1)) * w.row_bytes;
+        float* dst = rows + r * cols;
+        if (w.type == GgmlType::F16) {
+          dequantize_row_f16(reinterpret_cast<const uint16_t*>(src), dst, cols);
+        } else if (w.type == GgmlType::BF16) {
+          dequantize_row_bf16(reinterpret_cast<const uint16_t*>(src), dst, cols);
+        } else {
+          std::copy_n(reinterpret_cast<const float*>(src), cols, dst);
+        }
+      }
+      wf = rows;
+      w_stride = cols;
+    }
     for (int64_t b0 = 0; b0 < x.n; b0 += kBlockTokens) {
       const int block_tokens = static_cast<int>(std::min<int64_t>(kBlockTokens, x.n - b0));
       const int token_tiles = (block_tokens + kTileTokens - 1) / kTileTokens;
       for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
         const int64_t kc = std::min<int64_t>(kChunkCols, cols - k0);
-        // The group's rows for this chunk as f32; rows past `valid` repeat the last one so
-        // that every tile computes on real numbers (their outputs are not written).
-        const float* wf;
-        int64_t w_stride;
-        if (w.type == GgmlType::F32 && valid == kGroupRows) {
-          wf = reinterpret_cast<const float*>(w.data + static_cast<size_t>(g0) * w.row_bytes) + k0;
-          w_stride = static_cast<int64_t>(w.row_bytes / 4);
-        } else {
-          for (int r = 0; r < tiles * kTileRows; ++r) {
-            const uint8_t* src =
-                w.data + static_cast<size_t>(g0 + std::min(r, valid - 1)) * w.row_bytes;
-            float* dst = s.w + r * kChunkCols;
-            if (w.type == GgmlType::F16) {
-              dequantize_row_f16(reinterpret_cast<const uint16_t*>(src) + k0, dst, kc);
-            } else if (w.type == GgmlType::BF16) {
-              dequantize_row_bf16(reinterpret_cast<const uint16_t*>(src) + k0, dst, kc);
-            } else {
-              std::copy_n(reinterpret_cast<const float*>(src) + k0, kc, dst);
-            }
-          }
-          wf = s.w;
-          w_stride = kChunkCols;
-        }
-        for (int i = 0; i < tiles; ++i) {
+        for (int i = 0; i < tiles; ++i) {  // a tile's chunk of weights stays in L1 meanwhile
           for (int j = 0; j < token_tiles; ++j) {
             const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
             const float* xs = x.xf + (b0 + j * kTileTokens) * cols + k0;
             float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
-            tile_chunk_n(nt, wf + i * kTileRows * w_stride, w_stride, xs, cols, kc, k0 == 0, acc);
+            tile_chunk_n(nt, wf + i * kTileRows * w_stride + k0, w_stride, xs, cols, kc, k0 == 0,
+                         acc);
           }
         }
       }
