@@ -8,6 +8,7 @@
 
 #include "bounded/bounded_attention_core.h"
 #include "bounded/bounded_naive.h"
+#include "ops/rope.h"
 
 namespace channel {
 namespace {
@@ -17,7 +18,7 @@ constexpr int kHeads = 4, kKvHeads = 1, kHeadDim = 256, kRopeDims = 256, kSinks 
 
 struct Fixture {
   explicit Fixture(int window)
-      : rope(window, bounded_inv_freq(kRopeDims, 10000.0)), state(kKvHeads, window, kHeadDim) {
+      : rope(window, rope_inv_freq(kRopeDims, 10000.0)), state(kKvHeads, window, kHeadDim) {
     cfg.n_heads = kHeads;
     cfg.n_kv_heads = kKvHeads;
     cfg.head_dim = kHeadDim;

@@ -117,7 +117,7 @@ void BM_SlotAttention(benchmark::State& state) {
   std::vector<SlotRun> runs;
   const QueryView view = global_runs(ring, ring.clock() - 1, runs);
   const SlotAttnShape shape{4, 1, 256, 4096};
-  const RopeFreqs rope = RopeFreqs::make(RopeLayout::neox, 256, 1000000.0);
+  const RopeFreqs rope = RopeFreqs::make(RopeStyle::neox, 256, 1000000.0);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> k(size_t{4096} * 256), v(k.size()), q(4 * 256), out(q.size());

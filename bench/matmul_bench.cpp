@@ -11,7 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include "backend/cpu/thread_pool.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 
 namespace channel {
 namespace {

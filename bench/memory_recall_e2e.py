@@ -20,7 +20,8 @@
 Usage:
   bench/memory_recall_e2e.py --channel build/channel --out /tmp/mem-e2e \
       [--model models/channel-default.gguf] [--tokens 1000000] [--facts 120] \
-      [--methods auto,centroid,keys,proj] [--threads 2] [--filler PATH ...]
+      [--methods auto,centroid,keys,proj,proj@0] [--threads 2] [--jobs 1] [--filler PATH ...]
+(METHOD@W asks with --recall-lexical W: proj@0 is the model's vectors alone.)
 Prints a table and a final JSON line. It takes about half an hour at 10^6 tokens on 2 cores:
 it is a benchmark, not a test (tests/unit/memory_retrieval_test.cpp is the CI-sized check).
 """
@@ -184,6 +185,7 @@ def main():
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--filler", nargs="*", default=DEFAULT_FILLER)
     ap.add_argument("--reuse", action="store_true", help="keep an existing stream in --out")
+    ap.add_argument("--jobs", type=int, default=1, help="questions asked at once (processes)")
     args = ap.parse_args()
     ch = os.path.abspath(args.channel)
     model = args.model
@@ -228,8 +230,12 @@ def main():
             if os.path.exists(p):
                 os.remove(p)
         t0 = time.time()
+        # room for every episode of the stream (about one per 40-64 tokens), so that nothing
+        # planted is overwritten: this measures recall, not the store's replacement policy
+        capacity = max(4096, args.tokens // 24)
         cmd = [ch, "stream", *margs, "-f", text_path, "--turns", "--memory", store, "--session",
-               session, "-t", str(args.threads), "--stats-every", "4096"]
+               session, "-t", str(args.threads), "--stats-every", "4096",
+               "--memory-capacity", str(capacity)]
         print("$", " ".join(cmd), file=sys.stderr)
         r = run(cmd)
         wall = time.time() - t0
@@ -259,19 +265,30 @@ def main():
                          if f["value"].split()[0] in e.get("summary", "") and last in e.get("summary", "")]
     report["facts_found_in_store"] = sum(1 for f in facts if f["episodes"])
 
-    work = os.path.join(args.out, "q.session")
     results = {}
+    from concurrent.futures import ThreadPoolExecutor
+
+    def ask(i, f, method):
+        work = os.path.join(args.out, f"q{i}.session")
+        shutil.copyfile(session, work)
+        cmd = [ch, "run", *margs, "--session", work, "-p", "\n" + f["question"], "-n", "10",
+               "--temp", "0", "--no-echo", "-t", str(args.threads)]
+        if method != "none":
+            name, _, lex = method.partition("@")   # METHOD@W: lexical weight W
+            cmd += ["--memory", store, "--recall-only", "--recall-k", str(args.recall_k),
+                    "--recall-method", name]
+            if lex:
+                cmd += ["--recall-lexical", lex]
+        r = run(cmd)
+        os.remove(work)
+        return r
+
     for method in ["none"] + args.methods.split(","):
         ok = r1 = r3 = 0
         times = []
-        for f in facts:
-            shutil.copyfile(session, work)
-            cmd = [ch, "run", *margs, "--session", work, "-p", "\n" + f["question"], "-n", "10",
-                   "--temp", "0", "--no-echo", "-t", str(args.threads)]
-            if method != "none":
-                cmd += ["--memory", store, "--recall-only", "--recall-k", str(args.recall_k),
-                        "--recall-method", method]
-            r = run(cmd)
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            answers = list(pool.map(lambda a: ask(a[0], a[1], method), enumerate(facts)))
+        for f, r in zip(facts, answers):
             reply = r.stdout
             ok += int(f["value"].lower() in reply.lower())
             if method != "none":

@@ -312,6 +312,8 @@ typedef struct channel_auto_recall_params {
   uint32_t cooldown_tokens;     /* tokens between two condition-C recalls (256) */
   channel_recall_callback callback; /* every recall event; may be NULL */
   void* user_data;
+  float lexical;                /* weight of the lexical half of hybrid recall: names and rare
+                                   words the cue shares with an episode (8); 0 off */
 } channel_auto_recall_params;
 
 channel_auto_recall_params channel_auto_recall_default_params(void);

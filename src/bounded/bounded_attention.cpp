@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "util/error.h"
 
 namespace channel {

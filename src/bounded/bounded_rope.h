@@ -11,12 +11,10 @@
 
 namespace channel {
 
-// inv_freq[i] = base^(−2i/rd) for i ∈ [0, rd/2), in f64 (the NEOX/HF convention).
-std::vector<double> bounded_inv_freq(int rope_dims, double base);
-
 class BoundedRope {
  public:
-  // Angles Δ · inv_freq[i] are computed in f64 and rounded once to f32.
+  // Angles Δ · inv_freq[i] are computed in f64 and rounded once to f32 (rope_cos_sin_f64 of
+  // ops/rope.h; inv_freq from rope_inv_freq, base^(−2i/rd), the NEOX/HF convention).
   BoundedRope(int window, std::span<const double> inv_freq);
 
   int window() const { return window_; }

@@ -18,7 +18,7 @@
 #include "gguf/gguf_writer.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "model/random_model.h"
@@ -657,6 +657,7 @@ channel_auto_recall_params channel_auto_recall_default_params(void) {
   p.neighbours = 0;
   p.velocity_factor = 0.0f;
   p.cooldown_tokens = 256;
+  p.lexical = kDefaultLexicalWeight;
   return p;
 }
 
@@ -678,6 +679,9 @@ channel_status channel_session_set_auto_recall(channel_session* session,
     c.neighbours = params->neighbours;
     c.velocity_factor = params->velocity_factor;
     c.cooldown_tokens = params->cooldown_tokens;
+    if (!(params->lexical >= 0.0f) || params->lexical > 1000.0f)
+      fail(CHANNEL_ERR_ARGUMENT, "lexical weight {} out of range (0..1000)", params->lexical);
+    c.lexical = params->lexical;
     auto ar = std::make_unique<AutoRecall>(*session->memory, c);
     if (params->callback) {
       const channel_recall_callback cb = params->callback;

@@ -9,28 +9,15 @@
 #include <cstring>
 #include <filesystem>
 
+#include "util/bytes.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace channel {
 
 namespace {
 
 constexpr size_t kMaxTensorName = 63;  // llama.cpp's GGML_MAX_NAME minus the terminator
-
-void put_bytes(std::vector<uint8_t>& out, const void* p, size_t n) {
-  if (n == 0) return;
-  size_t at = out.size();
-  out.resize(at + n);
-  std::memcpy(out.data() + at, p, n);
-}
-template <typename T>
-void put(std::vector<uint8_t>& out, T v) {
-  put_bytes(out, &v, sizeof(T));
-}
-void put_string(std::vector<uint8_t>& out, std::string_view s) {
-  put<uint64_t>(out, s.size());
-  put_bytes(out, s.data(), s.size());
-}
 
 uint64_t align_up(uint64_t n, uint64_t a) {
   return (n + a - 1) / a * a;
@@ -43,9 +30,9 @@ GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
     throw_error("gguf writer: alignment {} is not a power of two", alignment);
   }
   if (alignment != 32) {
-    std::vector<uint8_t> v;
-    put<uint32_t>(v, alignment);
-    set_raw("general.alignment", GgufValueType::U32, std::move(v));
+    ByteWriter v;
+    v.put<uint32_t>(alignment);
+    set_raw("general.alignment", GgufValueType::U32, std::move(v.out));
   }
 }
 
@@ -58,10 +45,11 @@ void GgufWriter::set_raw(std::string_view key, GgufValueType type, std::vector<u
     throw_error("gguf writer: general.alignment must be the u32 {} given to the constructor",
                 alignment_);
   }
-  std::vector<uint8_t> rec;
-  put_string(rec, key);
-  put<uint32_t>(rec, static_cast<uint32_t>(type));
-  rec.insert(rec.end(), value.begin(), value.end());
+  ByteWriter w;
+  w.string(key);
+  w.put<uint32_t>(static_cast<uint32_t>(type));
+  w.bytes(value.data(), value.size());
+  std::vector<uint8_t> rec = std::move(w.out);
   auto it = std::find(kv_keys_.begin(), kv_keys_.end(), key);
   if (it != kv_keys_.end()) {
     kv_records_[it - kv_keys_.begin()] = std::move(rec);
@@ -73,18 +61,18 @@ void GgufWriter::set_raw(std::string_view key, GgufValueType type, std::vector<u
 
 void GgufWriter::set_array_raw(std::string_view key, GgufValueType elem, uint64_t count,
                                const void* data, size_t n_bytes) {
-  std::vector<uint8_t> v;
-  put<uint32_t>(v, static_cast<uint32_t>(elem));
-  put<uint64_t>(v, count);
-  put_bytes(v, data, n_bytes);
-  set_raw(key, GgufValueType::ARRAY, std::move(v));
+  ByteWriter v;
+  v.put<uint32_t>(static_cast<uint32_t>(elem));
+  v.put<uint64_t>(count);
+  v.bytes(data, n_bytes);
+  set_raw(key, GgufValueType::ARRAY, std::move(v.out));
 }
 
 #define CHANNEL_GGUF_SCALAR(fn, T, tag)                                               \
   void GgufWriter::fn(std::string_view key, T v) {                                    \
-    std::vector<uint8_t> b;                                                           \
-    put<T>(b, v);                                                                     \
-    set_raw(key, GgufValueType::tag, std::move(b));                                   \
+    ByteWriter b;                                                                     \
+    b.put<T>(v);                                                                      \
+    set_raw(key, GgufValueType::tag, std::move(b.out));                               \
   }                                                                                   \
   void GgufWriter::fn##_array(std::string_view key, const std::vector<T>& v) {        \
     set_array_raw(key, GgufValueType::tag, v.size(), v.data(), v.size() * sizeof(T)); \
@@ -111,19 +99,18 @@ void GgufWriter::set_bool_array(std::string_view key, const std::vector<bool>& v
 }
 
 void GgufWriter::set_string(std::string_view key, std::string_view v) {
-  std::vector<uint8_t> b;
-  put_string(b, v);
-  set_raw(key, GgufValueType::STRING, std::move(b));
+  ByteWriter b;
+  b.string(v);
+  set_raw(key, GgufValueType::STRING, std::move(b.out));
 }
 
 void GgufWriter::set_string_array(std::string_view key, const std::vector<std::string>& v) {
-  std::vector<uint8_t> b;
-  for (const std::string& s : v) put_string(b, s);
-  set_array_raw(key, GgufValueType::STRING, v.size(), b.data(), b.size());
+  ByteWriter b;
+  for (const std::string& s : v) b.string(s);
+  set_array_raw(key, GgufValueType::STRING, v.size(), b.out.data(), b.out.size());
 }
 
 namespace {
-
 
 // Bytes of one encoded string (u64 length, then the bytes) at p.
 uint64_t string_bytes(const uint8_t* p) {
@@ -185,23 +172,23 @@ void GgufWriter::add_tensor(std::string_view name, GgmlType type, std::vector<in
 }
 
 void GgufWriter::emit(const std::function<void(const void*, size_t)>& out) const {
-  std::vector<uint8_t> head;
-  put_bytes(head, "GGUF", 4);
-  put<uint32_t>(head, 3);
-  put<uint64_t>(head, tensors_.size());
-  put<uint64_t>(head, kv_records_.size());
-  for (const auto& rec : kv_records_) head.insert(head.end(), rec.begin(), rec.end());
+  ByteWriter head;
+  head.bytes("GGUF", 4);
+  head.put<uint32_t>(3);
+  head.put<uint64_t>(tensors_.size());
+  head.put<uint64_t>(kv_records_.size());
+  for (const auto& rec : kv_records_) head.bytes(rec.data(), rec.size());
   uint64_t offset = 0;  // within the data section
   for (const PendingTensor& t : tensors_) {
-    put_string(head, t.name);
-    put<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
-    for (int64_t d : t.ne) put<uint64_t>(head, static_cast<uint64_t>(d));
-    put<uint32_t>(head, static_cast<uint32_t>(t.type));
-    put<uint64_t>(head, offset);
+    head.string(t.name);
+    head.put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
+    for (int64_t d : t.ne) head.put<uint64_t>(static_cast<uint64_t>(d));
+    head.put<uint32_t>(static_cast<uint32_t>(t.type));
+    head.put<uint64_t>(offset);
     offset = align_up(offset + t.data.size(), alignment_);
   }
-  head.resize(align_up(head.size(), alignment_), 0);
-  out(head.data(), head.size());
+  head.out.resize(align_up(head.out.size(), alignment_), 0);
+  out(head.out.data(), head.out.size());
   static const std::vector<uint8_t> zeros(1 << 16, 0);
   for (const PendingTensor& t : tensors_) {
     out(t.data.data(), t.data.size());
@@ -215,54 +202,21 @@ void GgufWriter::emit(const std::function<void(const void*, size_t)>& out) const
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
-  std::vector<uint8_t> bytes;
-  emit([&](const void* p, size_t n) { put_bytes(bytes, p, n); });
-  return bytes;
+  ByteWriter bytes;
+  emit([&](const void* p, size_t n) { bytes.bytes(p, n); });
+  return std::move(bytes.out);
 }
 
 void GgufWriter::write_file(const std::string& path) const {
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_error("gguf writer: cannot create {}: {}", tmp, std::strerror(errno));
-  auto fail = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw_error("gguf writer: cannot {} {}: {}", what, tmp, std::strerror(err));
-  };
-  try {
-    emit([&](const void* p, size_t n) {
-      const char* b = static_cast<const char*>(p);
-      while (n > 0) {
-        ssize_t w = ::write(fd, b, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) fail("write");
-        b += w;
-        n -= static_cast<size_t>(w);
-      }
-    });
-  } catch (...) {
-    ::unlink(tmp.c_str());  // fail() already closed the descriptor
-    throw;
-  }
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw_error("gguf writer: cannot close {}: {}", tmp, std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw_error("gguf writer: cannot rename {} to {}: {}", tmp, path, std::strerror(err));
-  }
-  // Make the rename itself durable.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  const AtomicWriteOptions options{.what = "gguf writer"};
+  atomic_write(
+      path,
+      [&](int fd) {
+        emit([&](const void* p, size_t n) {
+          if (!write_all(fd, p, n)) throw_file_error(options.what, path, "write");
+        });
+      },
+      options);
 }
 
 }  // namespace channel

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "util/bytes.h"
 #include "util/error.h"
 
 namespace channel {
@@ -11,40 +12,13 @@ namespace {
 
 constexpr uint32_t kVersion = 1;
 
-struct Writer {
-  std::vector<uint8_t> out;
-  template <typename T>
-  void put(T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));  // the engine runs on little-endian hosts only
-    out.insert(out.end(), b, b + sizeof(T));
-  }
-  void span(const SemanticSpan& s) {
-    put<uint8_t>(static_cast<uint8_t>(s.span_type));
-    put<uint8_t>(0), put<uint8_t>(0), put<uint8_t>(0);
-    put(s.start_clock), put(s.end_clock), put(s.start_slot), put(s.slot_count);
-  }
-};
+void put_span(ByteWriter& w, const SemanticSpan& s) {
+  w.put<uint8_t>(static_cast<uint8_t>(s.span_type));
+  w.put<uint8_t>(0), w.put<uint8_t>(0), w.put<uint8_t>(0);
+  w.put(s.start_clock), w.put(s.end_clock), w.put(s.start_slot), w.put(s.slot_count);
+}
 
-struct Reader {
-  std::span<const uint8_t> in;
-  std::string_view what;
-  size_t at = 0;
-  template <typename T>
-  T get(const char* field) {
-    if (in.size() - at < sizeof(T))
-      throw_error("{}: kv state: truncated at offset {} reading {}", what, at, field);
-    T v;
-    std::memcpy(&v, in.data() + at, sizeof(T));
-    at += sizeof(T);
-    return v;
-  }
-  [[noreturn]] void fail(size_t offset, const std::string& why) const {
-    throw_error("{}: kv state: {} at offset {}", what, why, offset);
-  }
-};
-
-SemanticSpan read_span(Reader& r) {
+SemanticSpan read_span(ByteReader& r) {
   const size_t at = r.at;
   SemanticSpan s;
   const auto type = r.get<uint8_t>("span type");
@@ -67,7 +41,7 @@ SemanticSpan read_span(Reader& r) {
 
 std::vector<uint8_t> save_ring_state(const SlotRing& ring) {
   if (ring.probing_) throw_error("kv: cannot save the state during a probe");
-  Writer w;
+  ByteWriter w;
   w.out.insert(w.out.end(), {'C', 'H', 'K', 'V'});
   w.put(kVersion);
   const RingConfig& c = ring.config_;
@@ -79,8 +53,8 @@ std::vector<uint8_t> save_ring_state(const SlotRing& ring) {
   w.put(static_cast<uint32_t>(ring.anchor_spans_.size()));
   w.put(static_cast<uint32_t>(ring.span_count_));
   w.put(static_cast<uint32_t>(ring.episodes_.size()));
-  for (const SemanticSpan& s : ring.anchor_spans_) w.span(s);
-  for (size_t i = 0; i < ring.span_count_; ++i) w.span(ring.window_span(i));
+  for (const SemanticSpan& s : ring.anchor_spans_) put_span(w, s);
+  for (size_t i = 0; i < ring.span_count_; ++i) put_span(w, ring.window_span(i));
   for (const RecallEpisode& e : ring.episodes_)
     w.put(e.id), w.put(e.slot_begin), w.put(e.count), w.put(e.stored_pos);
   return w.out;
@@ -88,7 +62,7 @@ std::vector<uint8_t> save_ring_state(const SlotRing& ring) {
 
 SlotRing load_ring_state(std::span<const uint8_t> bytes, std::string_view what,
                          const RingConfig* expected) {
-  Reader r{bytes, what};
+  ByteReader r{bytes, fmt::format("{}: kv state", what)};
   if (bytes.size() < 4 || std::memcmp(bytes.data(), "CHKV", 4) != 0)
     r.fail(0, "bad magic (expected CHKV)");
   r.at = 4;

@@ -11,8 +11,8 @@
 #include <span>
 #include <vector>
 
-#include "kv/rope_f64.h"
 #include "kv/virtual_positions.h"
+#include "ops/rope.h"
 
 namespace channel {
 
@@ -51,7 +51,7 @@ void slot_attention_ref(const SlotAttnShape& shape, const RopeFreqs& rope, const
                         const float* k, const float* v, std::span<const SlotRun> runs, float scale,
                         float* out, const RecallRowsF16& recall = {});
 
-// The SIMD kernel (AVX-512, AVX2 or scalar fallback), same contract; it checks the shape
+// The SIMD kernel (the best of the variants below), same contract; it checks the shape
 // and the recall rows but trusts the slots (they come from a SlotRing or LocalRing of this
 // arena): a slot >= n_slots is taken to be a recall slot.
 void slot_attention(const SlotAttnShape& shape, const RopeFreqs& rope, const float* q,
@@ -66,8 +66,21 @@ void check_slot_attn_shape(const SlotAttnShape& shape, const RopeFreqs& rope);
 // does not overlap the arena's [0, n_slots).
 void check_recall_rows(const SlotAttnShape& shape, const RecallRowsF16& recall);
 
-// Which SIMD path slot_attention was compiled with: "avx512", "avx2" or "scalar".
+// Which variant slot_attention runs: "avx512", "avx2" or "scalar".
 const char* slot_attention_isa();
+
+// Every variant compiled into this build that this CPU executes, the dispatched one first
+// (the scalar one last, always there), so a test can check each against the reference. A
+// variant trusts its arguments: slot_attention checks them before it calls one.
+using SlotAttentionFn = void (*)(const SlotAttnShape& shape, const RopeFreqs& rope,
+                                 const float* q, const float* k, const float* v,
+                                 std::span<const SlotRun> runs, float scale, float* out,
+                                 SlotAttnScratch& scratch, const RecallRowsF16& recall);
+struct SlotAttentionVariant {
+  const char* isa;
+  SlotAttentionFn fn;
+};
+std::span<const SlotAttentionVariant> slot_attention_variants();
 
 // Plain contiguous softmax attention over gathered keys, for tests: qrot:
 // [n_groups][n_head][head_dim] already-rotated queries, key_group: [n_keys] which qrot row

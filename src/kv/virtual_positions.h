@@ -1,5 +1,6 @@
 // Virtual positions: where attention sees each active slot, so that no query-key distance
-// exceeds the geometry however long the stream runs (spec README, resolution 5).
+// exceeds the geometry however long the stream runs (a model only handles distances it was
+// trained on, so the distances must stay bounded).
 //
 // Keys are stored rotated at their stored position (a window or anchor token at its clock,
 // a recalled token at the position its episode was stored with). The slots a query sees
@@ -17,7 +18,8 @@
 // changes integers only, no key is ever re-rotated. The window group's rope_pos is simply t.
 // Before seal() a query at anchor clock t sees anchors 0..t at their clocks.
 //
-// Sliding-window layers (resolution 6) use LocalRing instead: they see exactly the last W
+// Sliding-window layers were trained on true distances inside their window, so they use
+// LocalRing instead: they see exactly the last W
 // tokens by clock (anchors included while they are that recent, recall never), at their
 // true distances t - c < W.
 #pragma once

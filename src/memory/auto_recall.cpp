@@ -62,7 +62,7 @@ RecallEvent AutoRecall::recall_for(const CueState& cue, RecallReason reason) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<RecallHit> hits;
   if (config_.k > 0 && memory_.store().live_count() > 0)
-    hits = memory_.query_state(cue, method_, config_.k);
+    hits = memory_.query_state(cue, method_, config_.k, true, config_.lexical);
   return apply(reason, memory_.session().ring().clock(), std::move(hits), {}, ms_since(t0));
 }
 
@@ -204,6 +204,7 @@ void AutoRecall::on_batch(const TokenBatch& b) {
           CueState c;
           c.hidden.assign(x, x + E);
           if (QR > 0) c.queries.assign(b.queries.data() + t * QR, b.queries.data() + (t + 1) * QR);
+          c.tokens = memory_.current_cue().tokens;
           post(std::move(c), b.clocks[t], RecallReason::velocity);
           fired_ = true;
           last_fire_clock_ = b.clocks[t];
@@ -230,7 +231,7 @@ void AutoRecall::worker() {
     Landed out{reason, clock, {}, {}, 0.0};
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      out.hits = memory_.query_state(cue, method_, config_.k, /*use_pool=*/false);
+      out.hits = memory_.query_state(cue, method_, config_.k, /*use_pool=*/false, config_.lexical);
       // Read and check each record here, off the decode thread: its pages are then cached,
       // and a damaged one is known before poll() would try it.
       for (const RecallHit& h : out.hits) {
@@ -270,6 +271,9 @@ RecallEvent feed_turn_with_recall(StreamSession& stream, AutoRecall& recall,
   } else {
     cue = mem.current_cue();  // no room for a probe: the state before the last token
   }
+  // The lexical cue is this turn alone, not the text before it.
+  const auto turn = tokens.last(std::min(tokens.size(), kCueTokens));
+  cue.tokens.assign(turn.begin(), turn.end());
   if (!centroid.empty()) cue.centroid = std::move(centroid);
   RecallEvent ev = recall.recall_for(cue, RecallReason::turn);
   stream.feed(type, last);

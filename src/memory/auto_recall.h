@@ -29,10 +29,15 @@ class StreamSession;
 enum class RecallReason : uint8_t { turn, velocity, explicit_call };
 const char* recall_reason_name(RecallReason r);
 
+inline constexpr float kDefaultLexicalWeight = 8.0f;
+
 struct AutoRecallConfig {
   RecallMethod method = RecallMethod::automatic;
   size_t k = 2;                    // episodes in the top-k
   uint32_t neighbours = 0;         // temporal neighbours (parent, child) per hit, when room
+  // Weight of the lexical half of hybrid recall (RetrievalCue::lexical), in standard
+  // deviations of the method's scores; 0: the model's vectors alone.
+  float lexical = kDefaultLexicalWeight;
   // Condition C fires when ||x_t - x_{t-1}|| exceeds velocity_factor times its running mean
   // (an exponential average over the stream, after 32 tokens): scale-free, so one setting
   // fits every model. <= 0: off.

@@ -1,7 +1,6 @@
 // Consolidation: salience, centroid, slab ordering, and the background writer thread.
 #include "memory/consolidation.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -65,16 +64,21 @@ ConsolidationWorker::~ConsolidationWorker() {
     stop_ = true;
   }
   cv_.notify_all();
+  room_cv_.notify_all();
   thread_.join();
 }
 
 bool ConsolidationWorker::submit(StagedEpisode&& episode) {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     ++stats_.submitted;
     if (queue_.size() >= config_.queue_capacity) {
-      ++stats_.dropped;
-      return false;
+      if (!config_.block_when_full) {
+        ++stats_.dropped;
+        return false;
+      }
+      ++stats_.waits;
+      room_cv_.wait(lock, [&] { return stop_ || queue_.size() < config_.queue_capacity; });
     }
     queue_.push_back(std::move(episode));
   }
@@ -93,16 +97,17 @@ WorkerStats ConsolidationWorker::stats() const {
 }
 
 void ConsolidationWorker::run() {
-  // Below the generating threads: on a machine with as many compute threads as cores, the
-  // writer takes idle time rather than a core from a decode step. (Linux: per-thread nice;
-  // failure only leaves the default priority.)
-  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+  // The writer keeps the process's priority: submit() waits for it when the queue is full,
+  // so a writer starved by a lower priority (nice 10 was tried) stalled the stream on a busy
+  // machine, and before submit() waited, made it drop episodes. Its work is a few percent of
+  // a decode step's.
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ with nothing left to write
     StagedEpisode e = std::move(queue_.front());
     queue_.pop_front();
+    room_cv_.notify_one();
     busy_ = true;
     lock.unlock();
     std::string error;

@@ -33,7 +33,10 @@ void staged_kv_to_slab_order(std::span<const float> staged, size_t n, size_t num
                              size_t kv_dim, std::span<float> out);
 
 struct WorkerConfig {
-  size_t queue_capacity = 4;           // episodes waiting; beyond it, submit() drops
+  size_t queue_capacity = 4;  // episodes waiting; beyond it submit() waits (or drops, below)
+  // true: submit() waits for room, so an episode is never lost to a writer that falls behind
+  // (a busy machine slows the stream instead of making it forget); false: it drops.
+  bool block_when_full = true;
   uint64_t first_parent = kNoEpisode;  // parent of the first episode written
   // Summary text of the episode's tokens (the detokenizer); cut to 256 bytes. Optional.
   std::function<std::string(std::span<const int32_t>)> summarize;
@@ -45,7 +48,8 @@ struct WorkerConfig {
 struct WorkerStats {
   uint64_t submitted = 0;
   uint64_t written = 0;
-  uint64_t dropped = 0;  // queue full
+  uint64_t dropped = 0;  // queue full (block_when_full = false)
+  uint64_t waits = 0;    // submits that waited for room (block_when_full = true)
   uint64_t failed = 0;   // the append threw (disk full, ...): the episode is lost
   uint64_t last_episode_id = kNoEpisode;
   std::string last_error;
@@ -74,6 +78,7 @@ class ConsolidationWorker {
   mutable std::mutex mu_;
   std::condition_variable cv_;       // work arrived or stop
   std::condition_variable idle_cv_;  // queue empty and nothing in flight
+  std::condition_variable room_cv_;  // the queue has room (submit() waits on it)
   std::deque<StagedEpisode> queue_;
   bool busy_ = false;
   bool stop_ = false;

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "memory/memory_kernels.h"
+#include "util/hash.h"
 #include "util/error.h"
 
 namespace channel {
@@ -132,13 +132,5 @@ uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8
                 L.kv_bytes(eh.token_count));
 }
 
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 }  // namespace channel

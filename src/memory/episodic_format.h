@@ -34,9 +34,9 @@ inline constexpr uint16_t kEpisodeHasTool = 1u << 1;
 inline constexpr uint16_t kEpisodePinned = 1u << 2;
 inline constexpr uint16_t kEpisodeKnownFlags = 0x7;
 
-// Offsets are binding (spec README, resolution 1); the 8 reserved bytes at 56 are used as
-// documented in docs/formats.md: max_tokens_per_episode and a CRC-32C of the immutable
-// header bytes [0, 32) ++ [48, 60).
+// Offsets are fixed (files written by any build must stay readable); the 8 reserved bytes
+// at 56 are used as documented in docs/formats.md: max_tokens_per_episode and a CRC-32C of
+// the immutable header bytes [0, 32) ++ [48, 60).
 struct FileHeader {
   char magic[4];
   uint32_t version;
@@ -58,7 +58,8 @@ static_assert(offsetof(FileHeader, write_head) == 40);
 static_assert(offsetof(FileHeader, model_id_hash) == 48);
 static_assert(offsetof(FileHeader, max_tokens_per_episode) == 56);
 
-// Resolution 2. An index slot is live when token_count > 0 and episode_id < total_episodes.
+// An index slot is live when token_count > 0 and episode_id < total_episodes, so a writer
+// publishes a slot with one store and a torn append leaves it dead.
 struct EpisodeHeader {
   uint64_t episode_id;
   uint64_t parent_episode_id;  // kNoEpisode when the episode starts a stream
@@ -210,9 +211,6 @@ uint32_t record_checksum(const StoreLayout& L, const uint8_t* entry, const uint8
 // Parts 1-3 of it: chain crc32c over the K/V bytes, in file order, to finish it. `block` may
 // be a copy of just the block's first block_kv bytes.
 uint32_t record_checksum_head(const StoreLayout& L, const uint8_t* entry, const uint8_t* block);
-
-// FNV-1a 64 over bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
-uint64_t fnv1a64(std::string_view bytes);
 
 inline uint64_t round_up64(uint64_t x) {
   return (x + 63) & ~uint64_t{63};

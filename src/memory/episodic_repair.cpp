@@ -13,6 +13,7 @@
 
 #include "memory/episodic_view.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace channel {
 namespace {
@@ -85,7 +86,7 @@ RepairReport repair_store(const std::string& path, bool dry_run) {
   const uint32_t zero = 0;
   for (uint64_t s : drop) {
     const off_t at = static_cast<off_t>(L.entry_offset(s) + offsetof(EpisodeHeader, token_count));
-    if (::pwrite(f.fd, &zero, sizeof zero, at) != static_cast<ssize_t>(sizeof zero)) fail("write");
+    if (!pwrite_all(f.fd, &zero, sizeof zero, static_cast<uint64_t>(at))) fail("write");
   }
   if (::fdatasync(f.fd) != 0) fail("fdatasync");
   return r;

@@ -94,6 +94,10 @@ struct RetrievalCue {
   uint32_t group = 1;
   float scale = 1.0f;          // the attention scale applied to q.k
   std::span<const float> proj;  // proj: [proj_dim], normalize(W_query x_cue)
+  // Hybrid dense + sparse recall (keys, proj, hybrid): with lexical > 0 and cue tokens, the
+  // ranking score is z(method score) + lexical * the LexicalIndex score of `tokens` (0..1).
+  std::span<const int32_t> tokens;
+  float lexical = 0.0f;
 };
 
 class EpisodicStore {

@@ -1,6 +1,7 @@
 // episodic_store_impl.h: the state behind EpisodicStore, shared by its source files
-// (episodic_store.cpp: open, create, append, reads, rehydration, the centroid query;
-// episodic_retrieval.cpp: the queries over the retrieval section). Not a public header.
+// (episodic_store.cpp: open, create, append, reads; episodic_rehydrate.cpp: rehydration;
+// episodic_query.cpp: the centroid query; episodic_retrieval.cpp: the queries over the
+// retrieval section). Not a public header.
 #pragma once
 
 #include <fcntl.h>
@@ -21,7 +22,9 @@
 #include "memory/centroid_sketch.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
+#include "memory/lexical_index.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace channel {
 
@@ -55,6 +58,15 @@ struct EpisodicStore::Impl {
   mutable std::atomic<uint64_t> queries_seen{0};
   mutable std::mutex sketch_mu;
 
+  // The distinct tokens of every live episode scored by a lexical query so far (read with
+  // pread, so the scan maps no slab page), kept current by id under lex_mu.
+  mutable LexicalIndex lex;
+  mutable std::mutex lex_mu;
+  // LexicalIndex::score of `cue` over `slots` (live; the caller holds state_mu shared),
+  // indexing the episodes it has not seen first (episodic_retrieval.cpp).
+  std::vector<float> lexical_scores(std::span<const int32_t> cue,
+                                    std::span<const uint32_t> slots) const;
+
   // Retrieval section (version 2): per slot 0 = not checked since open or the last write,
   // 1 = its entry verified, 2 = damaged (skipped by every retrieval query, reported once).
   // Read and written under ext_mu; append sets its slot's state under the exclusive lock.
@@ -76,33 +88,16 @@ struct EpisodicStore::Impl {
     throw_error("episodic: {}: {} failed: {}", path, op, std::strerror(errno));
   }
   void pwrite_all(const void* buf, size_t n, uint64_t off) const {
-    const auto* p = static_cast<const uint8_t*>(buf);
-    while (n > 0) {
-      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        fail_errno("write");
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-      off += static_cast<uint64_t>(w);
-    }
+    if (!channel::pwrite_all(fd, buf, n, off)) fail_errno("write");
   }
   // preadv until every byte of iov[0, k) is read (a short read goes on where it stopped).
   void preadv_all(iovec* iov, int k, uint64_t off) const {
-    while (k > 0) {
-      const ssize_t got = ::preadv(fd, iov, k, static_cast<off_t>(off));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) fail_errno("read");
-      if (got == 0) throw_error("episodic: {}: unexpected end of file at offset {}", path, off);
-      off += static_cast<uint64_t>(got);
-      auto left = static_cast<size_t>(got);
-      for (; k > 0 && left >= iov[0].iov_len; ++iov, --k) left -= iov[0].iov_len;
-      if (k > 0) {
-        iov[0].iov_base = static_cast<uint8_t*>(iov[0].iov_base) + left;
-        iov[0].iov_len -= left;
-      }
-    }
+    size_t want = 0;
+    for (int i = 0; i < k; ++i) want += iov[i].iov_len;
+    const ssize_t got = preadv_full(fd, iov, k, off);
+    if (got < 0) fail_errno("read");
+    if (static_cast<size_t>(got) < want)
+      throw_error("episodic: {}: unexpected end of file at offset {}", path, off + got);
   }
   void durable_sync() const {
     if (options.durable && ::fdatasync(fd) != 0) fail_errno("fdatasync");

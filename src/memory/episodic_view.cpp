@@ -6,7 +6,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "memory/memory_kernels.h"
+#include "util/hash.h"
 #include "util/error.h"
 
 namespace channel {

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "backend/cpu/thread_pool.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -83,7 +83,7 @@ MemoryAttachment::MemoryAttachment(RingSession& session, EpisodicStore& store, M
                 store.path(), config_.staging.capacity, L.max_tokens);
   const RopeFreqs& rf = session.rope_global();
   RotaryDims r;
-  r.style = rf.layout == RopeLayout::neox ? RotaryStyle::neox : RotaryStyle::normal;
+  r.style = rf.style;
   r.head_dim = static_cast<uint32_t>(head_dim_);
   r.n_heads = static_cast<uint32_t>(n_kv_heads_);
   r.n_rot = rf.n_rot;
@@ -173,6 +173,8 @@ void MemoryAttachment::on_tokens(const TokenBatch& b) {
     }
     return;
   }
+  if (recent_.size() != kCueTokens) recent_.assign(kCueTokens, 0);
+  for (int32_t tok : b.tokens) recent_[recent_n_++ % kCueTokens] = tok;
   for (size_t t = 0; t < b.tokens.size(); ++t) {
     const uint32_t slot = b.slots[t];
     slot_token_[slot] = b.tokens[t];
@@ -237,6 +239,14 @@ std::vector<float> MemoryAttachment::encode_in_context(std::span<const int32_t> 
   return centroid_of(captured_, n_embd_);
 }
 
+std::vector<int32_t> MemoryAttachment::recent_tokens() const {
+  const uint64_t n = std::min<uint64_t>(recent_n_, kCueTokens);
+  std::vector<int32_t> out;
+  out.reserve(n);
+  for (uint64_t i = recent_n_ - n; i < recent_n_; ++i) out.push_back(recent_[i % kCueTokens]);
+  return out;
+}
+
 CueState MemoryAttachment::probe_cue(std::span<const int32_t> tokens) {
   captured_.clear();
   captured_q_.clear();
@@ -252,6 +262,10 @@ CueState MemoryAttachment::probe_cue(std::span<const int32_t> tokens) {
   if (captured_.size() >= n_embd_)
     c.hidden.assign(captured_.end() - static_cast<std::ptrdiff_t>(n_embd_), captured_.end());
   c.queries = std::move(captured_q_);
+  c.tokens = recent_tokens();
+  c.tokens.insert(c.tokens.end(), tokens.begin(), tokens.end());
+  if (c.tokens.size() > kCueTokens)
+    c.tokens.erase(c.tokens.begin(), c.tokens.end() - static_cast<std::ptrdiff_t>(kCueTokens));
   return c;
 }
 
@@ -286,7 +300,8 @@ RecallMethod MemoryAttachment::resolve(RecallMethod m) const {
 }
 
 std::vector<RecallHit> MemoryAttachment::query_state(const CueState& cue, RecallMethod m,
-                                                     size_t k, bool use_pool) const {
+                                                     size_t k, bool use_pool,
+                                                     float lexical) const {
   ThreadPool* pool = use_pool ? pool_.get() : nullptr;
   m = resolve(m);
   if (cue.hidden.size() != n_embd_) return {};
@@ -298,6 +313,8 @@ std::vector<RecallHit> MemoryAttachment::query_state(const CueState& cue, Recall
   rc.queries = cue.queries;
   rc.group = group_;
   rc.scale = attn_scale_;
+  rc.tokens = cue.tokens;
+  rc.lexical = lexical;
   std::vector<float> proj;
   if (m == RecallMethod::proj) {
     proj.resize(head_->dim);

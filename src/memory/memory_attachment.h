@@ -31,7 +31,10 @@ class ThreadPool;
 
 struct MemoryConfig {
   StagingConfig staging;        // cut triggers; staging.capacity = tokens per episode
-  size_t queue_capacity = 256;  // episodes waiting for the writer; beyond it they are dropped
+  // Episodes waiting for the writer; beyond it the eviction waits for room (nothing is
+  // dropped). Each holds its tokens' K/V and hidden states, so this bounds the memory the
+  // queue can take: 32 episodes of the built-in model's 64 tokens are about 8 MB.
+  size_t queue_capacity = 32;
   bool consolidate = true;      // false: nothing is staged or written (benchmarks, read-only)
   int query_threads = 1;        // threads of the top-k scan and of large rehydrations
   // Summary text of an episode's tokens (normally the detokenizer); optional.
@@ -84,8 +87,12 @@ struct CueState {
   // Optional: the centroid cue of centroid and hybrid recall instead of `hidden` (e.g. a
   // prompt's text cue, the mean of its hidden states, as spec 003 encodes episodes).
   std::vector<float> centroid;
+  // The last kCueTokens tokens before the cue (probe tokens included): the lexical half of
+  // hybrid recall (RetrievalCue::tokens).
+  std::vector<int32_t> tokens;
   bool empty() const { return hidden.empty(); }
 };
+inline constexpr size_t kCueTokens = 64;
 
 struct MemoryStats {
   uint64_t tokens_staged = 0;  // evicted tokens handed to the staging buffer
@@ -124,10 +131,12 @@ class MemoryAttachment {
   // Top-k by `m` (resolved) for one token's state: centroid and hybrid use cue.hidden as the
   // centroid cue, keys its queries, proj normalize(W_query cue.hidden).
   // use_pool = false: on the caller's thread only (a background thread beside the decode).
+  // lexical > 0: ranks by z(method score) + lexical * the lexical score of cue.tokens (the
+  // centroid method has no lexical half).
   std::vector<RecallHit> query_state(const CueState& cue, RecallMethod m, size_t k,
-                                     bool use_pool = true) const;
+                                     bool use_pool = true, float lexical = 0.0f) const;
   // The state of the last (non-probe) token the session ran; empty before the first.
-  CueState current_cue() const { return {last_hidden_, last_queries_, {}}; }
+  CueState current_cue() const { return {last_hidden_, last_queries_, {}, recent_tokens()}; }
   // Runs `tokens` as a probe (the session is as before afterwards) and returns the state of
   // the last one: the cue of a prompt's last token before it is fed for real.
   CueState probe_cue(std::span<const int32_t> tokens);
@@ -163,6 +172,7 @@ class MemoryAttachment {
  private:
   void on_tokens(const TokenBatch& b);
   void on_evict(const EvictionEvent& ev);
+  std::vector<int32_t> recent_tokens() const;  // the last kCueTokens run, oldest first
 
   RingSession& session_;
   EpisodicStore& store_;
@@ -186,6 +196,8 @@ class MemoryAttachment {
   float attn_scale_ = 1.0f;
   uint32_t group_ = 1;
   TokenTap observer_;
+  std::vector<int32_t> recent_;  // [kCueTokens] ring of the last tokens run
+  uint64_t recent_n_ = 0;        // tokens written into recent_ so far
   bool capture_ = false;         // encode_in_context(): keep the probe's hidden states
   std::vector<float> captured_;  // [n][n_embd]
   std::vector<float> captured_q_;  // probe_cue(): the probe's last queries

@@ -1,19 +1,14 @@
 // memory_kernels.h: the hot loops of the episodic store, each with its scalar reference:
-// CRC-32C (record checksums), the centroid scan (dot products of FP16 centroids with an f32
-// query, the inner loop of cosine top-k), its int8 counterpart (the centroid sketch's scan)
-// and f32 -> f16 row conversion for slab writes.
+// the centroid scan (dot products of FP16 centroids with an f32 query, the inner loop of
+// cosine top-k), its int8 counterpart (the centroid sketch's scan) and f32 -> f16 row
+// conversion for slab writes. CRC-32C lives in util/hash.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace channel {
-
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, init and final xor 0xFFFFFFFF),
-// the checksum of iSCSI/ext4/Btrfs. crc32c(0, "123456789") == 0xE3069283.
-// `crc` chains calls: crc32c(crc32c(0, a), b) == crc32c(0, a ++ b).
-uint32_t crc32c_ref(uint32_t crc, const void* data, size_t n);  // bitwise, obviously correct
-uint32_t crc32c(uint32_t crc, const void* data, size_t n);      // SSE4.2 crc32 when available
 
 // For each of n rows (row r starts at base + r * stride_bytes and holds `dim` f16 values):
 // dots[r] = sum_i f16(row[i]) * q[i] and norms2[r] = sum_i f16(row[i])^2, accumulated in f32.
@@ -44,7 +39,17 @@ size_t int8_dots_variants(const Int8DotsVariant** out);
 void f32_to_f16_row_ref(const float* x, uint16_t* y, size_t k);
 void f32_to_f16_row(const float* x, uint16_t* y, size_t k);
 
-// Which variant centroid_dots / crc32c dispatch to ("avx512", "avx2", "scalar").
+// Which variant centroid_dots dispatches to ("avx512", "avx2", "scalar").
 const char* memory_kernels_isa();
+
+// Every variant of centroid_dots and f32_to_f16_row compiled into this build that this CPU
+// executes, the dispatched one first, the scalar references last.
+struct CentroidKernels {
+  const char* isa;
+  void (*centroid_dots)(const uint8_t* base, size_t stride_bytes, size_t n, const float* q,
+                        size_t dim, float* dots, float* norms2);
+  void (*f32_to_f16_row)(const float* x, uint16_t* y, size_t k);
+};
+std::span<const CentroidKernels> centroid_kernel_variants();
 
 }  // namespace channel

@@ -6,16 +6,6 @@
 
 namespace channel {
 
-uint32_t crc32c_ref(uint32_t crc, const void* data, size_t n) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  crc = ~crc;
-  for (size_t i = 0; i < n; ++i) {
-    crc ^= p[i];
-    for (int b = 0; b < 8; ++b) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
-  }
-  return ~crc;
-}
-
 void centroid_dots_ref(const uint8_t* base, size_t stride_bytes, size_t n, const float* q,
                        size_t dim, float* dots, float* norms2) {
   for (size_t r = 0; r < n; ++r) {

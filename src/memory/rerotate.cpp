@@ -9,7 +9,7 @@
 
 namespace channel {
 
-RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
+RotaryDims RotaryDims::make(RopeStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
                             double base, double freq_scale, const float* freq_factors) {
   if (n_heads == 0 || head_dim == 0) throw_error("rotary: n_heads and head_dim must be > 0");
   if (n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim) {
@@ -23,14 +23,11 @@ RotaryDims RotaryDims::make(RotaryStyle style, uint32_t n_heads, uint32_t head_d
   r.n_heads = n_heads;
   r.head_dim = head_dim;
   r.n_rot = n_rot;
-  r.inv_freq.resize(n_rot / 2);
-  for (uint32_t i = 0; i < n_rot / 2; ++i) {
-    r.inv_freq[i] = freq_scale * std::pow(base, -2.0 * i / n_rot);
-    if (freq_factors) {
+  if (freq_factors) {
+    for (uint32_t i = 0; i < n_rot / 2; ++i)
       if (!(freq_factors[i] > 0.0f)) throw_error("rotary: freq_factors[{}] is not > 0", i);
-      r.inv_freq[i] /= freq_factors[i];
-    }
   }
+  r.inv_freq = rope_inv_freq(n_rot, base, freq_scale, freq_factors);
   return r;
 }
 
@@ -92,36 +89,11 @@ void RotationTable::cos_sin(double delta, double* c, double* s) const {
 }
 
 void rotation_cos_sin(const RotaryDims& r, double delta, float* cs) {
-  for (uint32_t i = 0; i < r.n_rot / 2; ++i) {
-    const double a = delta * r.inv_freq[i];
-    cs[2 * i] = static_cast<float>(std::cos(a));
-    cs[2 * i + 1] = static_cast<float>(std::sin(a));
-  }
+  rope_cos_sin_f64(r.inv_freq, delta, cs);
 }
 
-// Pair i of a head is (x[a], x[b]) with a = 2i, b = 2i + 1 (normal) or a = i, b = i + n_rot/2
-// (neox): (x_a, x_b) <- (c x_a - s x_b, s x_a + c x_b).
 void rotate_rows(const RotaryDims& r, const float* cs, float* rows, size_t n_rows) {
-  const uint32_t half = r.n_rot / 2;
-  const size_t n_vec = n_rows * r.n_heads;
-  for (size_t h = 0; h < n_vec; ++h) {
-    float* x = rows + h * r.head_dim;
-    if (r.style == RotaryStyle::neox) {
-      for (uint32_t i = 0; i < half; ++i) {
-        const float c = cs[2 * i], s = cs[2 * i + 1];
-        const float x0 = x[i], x1 = x[i + half];
-        x[i] = c * x0 - s * x1;
-        x[i + half] = s * x0 + c * x1;
-      }
-    } else {
-      for (uint32_t i = 0; i < half; ++i) {
-        const float c = cs[2 * i], s = cs[2 * i + 1];
-        const float x0 = x[2 * i], x1 = x[2 * i + 1];
-        x[2 * i] = c * x0 - s * x1;
-        x[2 * i + 1] = s * x0 + c * x1;
-      }
-    }
-  }
+  rope_rotate(r.style, r.n_rot, cs, rows, rows, n_rows * r.n_heads, r.head_dim);
 }
 
 void rerotate_rows(const RotaryDims& r, double delta, float* rows, size_t n_rows) {
@@ -138,8 +110,8 @@ void rope_row_f64_ref(const RotaryDims& r, double pos, const float* raw, double*
     for (uint32_t d = 0; d < r.head_dim; ++d) y[d] = x[d];
     for (uint32_t i = 0; i < half; ++i) {
       const double c = std::cos(pos * r.inv_freq[i]), s = std::sin(pos * r.inv_freq[i]);
-      const uint32_t a = r.style == RotaryStyle::neox ? i : 2 * i;
-      const uint32_t b = r.style == RotaryStyle::neox ? i + half : 2 * i + 1;
+      const uint32_t a = r.style == RopeStyle::neox ? i : 2 * i;
+      const uint32_t b = r.style == RopeStyle::neox ? i + half : 2 * i + 1;
       y[a] = c * x[a] - s * x[b];
       y[b] = s * x[a] + c * x[b];
     }

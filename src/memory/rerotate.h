@@ -1,8 +1,7 @@
 // rerotate.h: moving stored keys to another position. A key stored rotated at position p is
 // turned into the key at p + Δ by one Givens rotation per rotary pair, angle Δ·inv_freq[i]
-// computed in f64 (RoPE rotations compose: R(p + Δ) = R(Δ) R(p)). Values are position-free and
-// never touched. NORMAL (llama) pairs dims (2i, 2i+1), NEOX (gemma, qwen) pairs (i, i + n_rot/2);
-// with partial rotary (n_rot < head_dim) dims >= n_rot stay as they are.
+// computed in f64 (RoPE rotations compose: R(p + Δ) = R(Δ) R(p)), with the f64 angles and the
+// rotation of ops/rope.h. Values are position-free and never touched.
 #pragma once
 
 #include <cstddef>
@@ -11,13 +10,13 @@
 #include <span>
 #include <vector>
 
-namespace channel {
+#include "ops/rope.h"
 
-enum class RotaryStyle : uint8_t { normal, neox };
+namespace channel {
 
 // The rotary embedding of one layer's keys.
 struct RotaryDims {
-  RotaryStyle style = RotaryStyle::neox;
+  RopeStyle style = RopeStyle::neox;
   uint32_t head_dim = 0;
   uint32_t n_heads = 0;          // heads per token row (K/V heads): row = [n_heads][head_dim]
   uint32_t n_rot = 0;            // rotated dims per head, even, <= head_dim
@@ -25,7 +24,7 @@ struct RotaryDims {
 
   // inv_freq[i] = freq_scale * base^(-2i / n_rot) / freq_factors[i] (llama 3's rope_freqs;
   // optional, [n_rot / 2]). Throws channel::Error for bad sizes.
-  static RotaryDims make(RotaryStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
+  static RotaryDims make(RopeStyle style, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot,
                          double base, double freq_scale = 1.0, const float* freq_factors = nullptr);
   uint32_t row_dim() const { return n_heads * head_dim; }
 };

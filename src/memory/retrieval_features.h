@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "kv/rope_f64.h"
+#include "ops/rope.h"
 #include "memory/retrieval_head.h"
 #include "memory/staging.h"
 

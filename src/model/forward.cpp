@@ -8,7 +8,7 @@
 #include "bounded/bounded_attention.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
 #include "util/error.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 

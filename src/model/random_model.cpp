@@ -11,23 +11,11 @@
 #include "ops/quant.h"
 #include "ops/quantize.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace channel {
 
 namespace {
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 // xoshiro256** with Box-Muller normals.
 class Rng {
@@ -71,7 +59,7 @@ std::vector<uint8_t> random_tensor(const std::string& name, int64_t cols, int64_
   const size_t row_bytes = ggml_row_bytes(*traits, cols);
   std::vector<uint8_t> data(row_bytes * static_cast<size_t>(rows));  // [rows][row_bytes]
   const int64_t n_streams = (rows + kRowsPerStream - 1) / kRowsPerStream;
-  const uint64_t base = seed ^ fnv1a(name);
+  const uint64_t base = seed ^ fnv1a64(name);
   pool.parallel_for(n_streams, [&](int64_t begin, int64_t end, int) {
     std::vector<float> row(static_cast<size_t>(cols));  // [cols]
     for (int64_t s = begin; s < end; ++s) {

@@ -19,13 +19,13 @@ double seconds_since(Clock::time_point start) {
 
 std::string_view stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::EndOfGeneration:
+    case StopReason::end_of_generation:
       return "end of generation";
-    case StopReason::MaxTokens:
+    case StopReason::max_tokens:
       return "token limit";
-    case StopReason::ContextFull:
+    case StopReason::context_full:
       return "context full";
-    case StopReason::Cancelled:
+    case StopReason::cancelled:
       return "cancelled";
   }
   return "unknown";
@@ -49,22 +49,22 @@ GenerateStats generate_tokens(LogitSource& model, Sampler& sampler, std::span<co
   stats.prompt_seconds = seconds_since(start);
 
   const auto loop_start = Clock::now();
-  stats.stop = StopReason::MaxTokens;
+  stats.stop = StopReason::max_tokens;
   while (n_predict < 0 || stats.n_generated < n_predict) {
     const int32_t token = sampler.sample(logits);
     sampler.accept(token);
     if (callbacks.is_end_of_generation && callbacks.is_end_of_generation(token)) {
-      stats.stop = StopReason::EndOfGeneration;
+      stats.stop = StopReason::end_of_generation;
       break;
     }
     stats.n_generated++;
     if (callbacks.on_token && !callbacks.on_token(token)) {
-      stats.stop = StopReason::Cancelled;
+      stats.stop = StopReason::cancelled;
       break;
     }
     if (n_predict >= 0 && stats.n_generated >= n_predict) break;  // the last one stays pending
     if (model.n_past() >= model.n_ctx()) {
-      stats.stop = StopReason::ContextFull;
+      stats.stop = StopReason::context_full;
       break;
     }
     start = Clock::now();

@@ -41,7 +41,7 @@ class SessionLogits final : public LogitSource {
   Session& session_;
 };
 
-enum class StopReason { EndOfGeneration, MaxTokens, ContextFull, Cancelled };
+enum class StopReason { end_of_generation, max_tokens, context_full, cancelled };
 std::string_view stop_reason_name(StopReason reason);
 
 struct GenerateStats {
@@ -51,7 +51,7 @@ struct GenerateStats {
   int32_t n_decoded = 0;          // single-token decodes after the prefill
   double decode_seconds = 0.0;    // their total time (llama.cpp's "eval time")
   double generate_seconds = 0.0;  // wall time from the prefill's end to the loop's end
-  StopReason stop = StopReason::MaxTokens;
+  StopReason stop = StopReason::max_tokens;
 
   double prompt_tok_per_s() const { return prompt_seconds > 0 ? n_prompt / prompt_seconds : 0; }
   double gen_tok_per_s() const { return decode_seconds > 0 ? n_decoded / decode_seconds : 0; }

@@ -14,10 +14,6 @@ namespace channel {
 
 namespace {
 
-RopeLayout layout_of(RopeStyle style) {
-  return style == RopeStyle::neox ? RopeLayout::neox : RopeLayout::normal;
-}
-
 int resolve_threads(int n) {
   if (n < 0) throw_error("session: n_threads must be >= 0, got {}", n);
   return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -90,9 +86,9 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
                 hp.head_dim, hp.head_dim_v);
   const float* factors =
       model_->weights().rope_freqs.empty() ? nullptr : model_->weights().rope_freqs.data();
-  rope_global_ = RopeFreqs::make(layout_of(hp.rope_style), static_cast<uint32_t>(hp.n_rot),
+  rope_global_ = RopeFreqs::make(hp.rope_style, static_cast<uint32_t>(hp.n_rot),
                                  hp.rope_base, hp.rope_freq_scale, factors);
-  rope_sliding_ = RopeFreqs::make(layout_of(hp.rope_style), static_cast<uint32_t>(hp.n_rot),
+  rope_sliding_ = RopeFreqs::make(hp.rope_style, static_cast<uint32_t>(hp.n_rot),
                                   hp.rope_base_swa, 1.0, factors);
   if (hp.sliding_window > 0) {
     // Spare slots beyond W: a chunk of n tokens writes all its K/V before its first query

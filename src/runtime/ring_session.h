@@ -14,7 +14,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "kv/kv_rows.h"
-#include "kv/rope_f64.h"
+#include "ops/rope.h"
 #include "kv/slot_attention.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"

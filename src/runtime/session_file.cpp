@@ -12,9 +12,11 @@
 #include <filesystem>
 
 #include "kv/ring_state_io.h"
-#include "memory/memory_kernels.h"
-#include "memory/model_signature.h"
+#include "util/hash.h"
+#include "gguf/model_signature.h"
+#include "util/bytes.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace channel {
 
@@ -38,68 +40,6 @@ constexpr uint32_t kTagStream = tag("STRM");
 constexpr uint32_t kTagLogits = tag("LOGT");
 constexpr uint32_t kTagKv = tag("KVAR");
 
-struct Writer {
-  std::vector<uint8_t> out;
-  template <typename T>
-  void put(T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));  // the engine runs on little-endian hosts only
-    out.insert(out.end(), b, b + sizeof(T));
-  }
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    out.insert(out.end(), b, b + n);
-  }
-  // Opens a section; returns where its length goes (patched by end_section).
-  size_t begin_section(uint32_t t) {
-    put(t), put<uint32_t>(0), put<uint64_t>(0);
-    return out.size() - 8;
-  }
-  void end_section(size_t length_at) {
-    const uint64_t n = out.size() - (length_at + 8);
-    std::memcpy(out.data() + length_at, &n, 8);
-  }
-};
-
-struct Reader {
-  std::span<const uint8_t> in;
-  std::string_view what;
-  size_t at = 0;
-  template <typename T>
-  T get(const char* field) {
-    if (in.size() - at < sizeof(T)) fail(at, fmt::format("truncated reading {}", field));
-    T v;
-    std::memcpy(&v, in.data() + at, sizeof(T));
-    at += sizeof(T);
-    return v;
-  }
-  std::span<const uint8_t> take(size_t n, const char* field) {
-    if (in.size() - at < n) fail(at, fmt::format("truncated reading {}", field));
-    const auto s = in.subspan(at, n);
-    at += n;
-    return s;
-  }
-  // The payload of the next section, which must be `t`.
-  Reader section(uint32_t t, const char* name) {
-    const size_t start = at;
-    const auto got = get<uint32_t>("section tag");
-    if (got != t) fail(start, fmt::format("expected section {}", name));
-    if (get<uint32_t>("section padding") != 0) fail(start + 4, "non-zero section padding");
-    const auto n = get<uint64_t>("section length");
-    if (n > in.size() - at) fail(start + 8, fmt::format("section {} runs past the end", name));
-    Reader r{in.subspan(0, at + n), what, at};
-    at += n;
-    return r;
-  }
-  void expect_end(const char* name) const {
-    if (at != in.size())
-      fail(at, fmt::format("{} trailing bytes in section {}", in.size() - at, name));
-  }
-  [[noreturn]] void fail(size_t offset, const std::string& why) const {
-    throw_error("{}: session file: {} at offset {}", what, why, offset);
-  }
-};
-
 }  // namespace
 
 // The parts of a RingSession that a session file holds besides its SlotRing.
@@ -120,7 +60,7 @@ struct RingSessionFile {
     }
   }
 
-  static void write(const RingSession& s, Writer& w) {
+  static void write(const RingSession& s, ByteWriter& w) {
     if (s.tentative_ != 0)
       throw_error(
           "session file: cannot save while a tentative decode_all of {} tokens awaits "
@@ -153,7 +93,7 @@ struct RingSessionFile {
   }
 
   // Installs `ring` and reads max_distance and the K/V rows from `r` (section KVAR).
-  static void read(RingSession& s, SlotRing ring, std::span<const float> logits, Reader& r) {
+  static void read(RingSession& s, SlotRing ring, std::span<const float> logits, ByteReader& r) {
     const ModelHparams& hp = s.model_->hparams();
     const size_t hd = hp.head_dim;
     const auto max_distance = r.get<uint64_t>("max_distance");
@@ -218,7 +158,7 @@ std::vector<uint8_t> session_to_bytes(const StreamSession& session) {
   const ModelHparams& hp = rs.model().hparams();
   const RingConfig& g = rs.ring().config();
   const std::vector<uint8_t> ring_bytes = save_ring_state(rs.ring());  // throws in a probe
-  Writer w;
+  ByteWriter w;
   w.bytes(kMagic, 8);
   w.put(kVersion), w.put(kHeaderBytes), w.put<uint64_t>(0);  // file_bytes, patched below
   w.put(model_id_hash(rs.model().gguf()));
@@ -267,7 +207,7 @@ std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes
                                                   std::string_view what,
                                                   std::shared_ptr<const Model> model,
                                                   const RingSessionConfig& config) {
-  Reader r{bytes, what};
+  ByteReader r{bytes, fmt::format("{}: session file", what)};
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
     r.fail(0, "bad magic (expected CHANSESS)");
   r.at = 8;
@@ -314,8 +254,8 @@ std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes
       r.fail(48 + 4 * i, "model shape does not match the model id");
 
   // Sections, in order. Each is parsed whole before anything is built from it.
-  Reader body_reader{bytes.subspan(0, body), what, kHeaderBytes};
-  Reader ring_r = body_reader.section(kTagRing, "RING");
+  ByteReader body_reader{bytes.subspan(0, body), r.prefix, kHeaderBytes};
+  ByteReader ring_r = body_reader.section(kTagRing, "RING");
   const auto ring_bytes = ring_r.take(ring_r.in.size() - ring_r.at, "ring state");
   SlotRing ring = load_ring_state(ring_bytes,
                                   fmt::format("{}: session file (ring state at offset {})", what,
@@ -323,7 +263,7 @@ std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes
                                   &config.ring);
 
   const size_t sampler_at = body_reader.at;
-  Reader sr = body_reader.section(kTagSampler, "SMPL");
+  ByteReader sr = body_reader.section(kTagSampler, "SMPL");
   SamplerConfig sc;
   sc.temperature = sr.get<float>("temperature");
   sc.top_k = sr.get<int32_t>("top_k");
@@ -350,7 +290,7 @@ std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes
   }
   sr.expect_end("SMPL");
 
-  Reader tr = body_reader.section(kTagStream, "STRM");
+  ByteReader tr = body_reader.section(kTagStream, "STRM");
   StreamSpanState spans;
   const auto open = tr.get<int8_t>("open span type");
   if (open < -1 || open >= kSpanTypeCount)
@@ -366,14 +306,14 @@ std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes
   spans.splitter.tail.assign(tail.begin(), tail.end());
   tr.expect_end("STRM");
 
-  Reader lr = body_reader.section(kTagLogits, "LOGT");
+  ByteReader lr = body_reader.section(kTagLogits, "LOGT");
   if (lr.in.size() - lr.at != size_t(hp.n_vocab) * sizeof(float))
     lr.fail(lr.at, fmt::format("logits section is not {} floats", hp.n_vocab));
   std::vector<float> logits(hp.n_vocab);
   std::memcpy(logits.data(), lr.take(logits.size() * sizeof(float), "logits").data(),
               logits.size() * sizeof(float));
 
-  Reader kr = body_reader.section(kTagKv, "KVAR");
+  ByteReader kr = body_reader.section(kTagKv, "KVAR");
   if (body_reader.at != body)
     body_reader.fail(body_reader.at,
                      fmt::format("{} bytes after the last section", body - body_reader.at));
@@ -391,81 +331,14 @@ std::unique_ptr<StreamSession> session_from_bytes(std::span<const uint8_t> bytes
   return session;
 }
 
-namespace {
-
-[[noreturn]] void fail_errno(const std::string& path, const char* what) {
-  throw_error("{}: {}: {}", path, what, std::strerror(errno));
-}
-
-void write_all(int fd, const std::vector<uint8_t>& bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail_errno(path, "cannot write");
-    done += static_cast<size_t>(n);
-  }
-}
-
-}  // namespace
-
 void save_session_file(const std::string& path, const StreamSession& session) {
-  const std::vector<uint8_t> bytes = session_to_bytes(session);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno(tmp, "cannot create");
-  try {
-    write_all(fd, bytes, tmp);
-    if (::fsync(fd) != 0) fail_errno(tmp, "cannot fsync");
-    if (::close(fd) != 0) {
-      ::unlink(tmp.c_str());
-      fail_errno(tmp, "cannot close");
-    }
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    errno = err;
-    fail_errno(path, "cannot rename the temporary file over");
-  }
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) fail_errno(dir, "cannot open the directory to fsync it");
-  const int rc = ::fsync(dfd);
-  ::close(dfd);
-  if (rc != 0) fail_errno(dir, "cannot fsync the directory");
+  atomic_write(path, session_to_bytes(session));
 }
 
 std::unique_ptr<StreamSession> load_session_file(const std::string& path,
                                                  std::shared_ptr<const Model> model,
                                                  const RingSessionConfig& config) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_errno(path, "cannot open");
-  std::vector<uint8_t> bytes;
-  try {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) fail_errno(path, "cannot stat");
-    if (!S_ISREG(st.st_mode)) throw_error("{}: not a regular file", path);
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail_errno(path, "cannot read");
-      if (n == 0) break;
-      done += static_cast<size_t>(n);
-    }
-    bytes.resize(done);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+  const std::vector<uint8_t> bytes = read_file(path);
   return session_from_bytes(bytes, path, std::move(model), config);
 }
 

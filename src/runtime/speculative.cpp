@@ -112,17 +112,17 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
   const std::span<const float> first = s.prefill(prompt);
   const auto t1 = Clock::now();
   st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
-  st.stop = StopReason::MaxTokens;
+  st.stop = StopReason::max_tokens;
   // Takes one output token; false when generation ends with it or before it.
   const auto emit = [&](int32_t t) {
     if (is_end && is_end(t)) {
-      st.stop = StopReason::EndOfGeneration;
+      st.stop = StopReason::end_of_generation;
       return false;
     }
     out.push_back(t);
     history.push_back(t);
     if (on_token && !on_token(t)) {
-      st.stop = StopReason::Cancelled;
+      st.stop = StopReason::cancelled;
       return false;
     }
     return static_cast<int>(out.size()) < n_predict;
@@ -131,7 +131,7 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
   while (n_predict > 0 && emit(next)) {
     const int capacity = s.max_verify();  // `next` plus the draft must fit
     if (capacity <= 0) {
-      st.stop = StopReason::ContextFull;
+      st.stop = StopReason::context_full;
       break;
     }
     const int room = std::min(capacity - 1, n_predict - static_cast<int>(out.size()));
@@ -152,7 +152,7 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
       if (!go_on) break;
       pred = argmax(logits.data() + accepted * n_vocab, n_vocab);
     }
-    if (!go_on && st.stop == StopReason::EndOfGeneration) --accepted;  // the end token: not kept
+    if (!go_on && st.stop == StopReason::end_of_generation) --accepted;  // the end token: not kept
     st.accepted += static_cast<int>(accepted);
     s.truncate_last(static_cast<int>(draft.size() - accepted));  // rejected drafts
     if (!go_on) break;

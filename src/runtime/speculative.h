@@ -118,7 +118,7 @@ struct SpeculativeStats {
   int generated = 0;            // output tokens
   double prompt_seconds = 0;    // the prompt's forward
   double generate_seconds = 0;  // everything after it (drafting included)
-  StopReason stop = StopReason::MaxTokens;
+  StopReason stop = StopReason::max_tokens;
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0; }
   double tok_per_s() const { return generate_seconds > 0 ? generated / generate_seconds : 0; }
 };
@@ -129,7 +129,7 @@ struct SpeculativeStats {
 // channel::Error when draft_max is outside [0, UNDO_DEPTH] or draft_max + 1 exceeds the
 // target's verify_capacity(); each draft is also capped by the room left (max_verify).
 // n_predict < 0: until an end token or a full session. on_token receives each output token
-// as soon as it is known; returning false stops (StopReason::Cancelled).
+// as soon as it is known; returning false stops (StopReason::cancelled).
 // The session ends holding the prompt and the output; the last output token is decoded only
 // when it was an accepted draft (prompt + output tokens held, or one less).
 std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& target,

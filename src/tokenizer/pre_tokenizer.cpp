@@ -200,10 +200,10 @@ std::vector<size_t> split_default(std::span<const uint32_t> cpts, std::vector<si
 }  // namespace
 
 PreTokenizer pre_tokenizer_from_name(std::string_view name) {
-  if (name.empty() || name == "default") return PreTokenizer::kDefault;
-  if (name == "gpt-2") return PreTokenizer::kGpt2;
-  if (name == "llama-bpe" || name == "llama3" || name == "llama-v3") return PreTokenizer::kLlama3;
-  if (name == "qwen2" || name == "deepseek-r1-qwen") return PreTokenizer::kQwen2;
+  if (name.empty() || name == "default") return PreTokenizer::standard;
+  if (name == "gpt-2") return PreTokenizer::gpt2;
+  if (name == "llama-bpe" || name == "llama3" || name == "llama-v3") return PreTokenizer::llama3;
+  if (name == "qwen2" || name == "deepseek-r1-qwen") return PreTokenizer::qwen2;
   throw_error(
       "tokenizer: unsupported tokenizer.ggml.pre '{}' (supported: default, gpt-2, llama-bpe, "
       "qwen2)",
@@ -212,13 +212,13 @@ PreTokenizer pre_tokenizer_from_name(std::string_view name) {
 
 std::string_view pre_tokenizer_name(PreTokenizer kind) {
   switch (kind) {
-    case PreTokenizer::kDefault:
+    case PreTokenizer::standard:
       return "default";
-    case PreTokenizer::kGpt2:
+    case PreTokenizer::gpt2:
       return "gpt-2";
-    case PreTokenizer::kLlama3:
+    case PreTokenizer::llama3:
       return "llama-bpe";
-    case PreTokenizer::kQwen2:
+    case PreTokenizer::qwen2:
       return "qwen2";
   }
   return "?";
@@ -228,14 +228,14 @@ std::vector<size_t> pre_tokenize(PreTokenizer kind, std::span<const uint32_t> cp
   if (cpts.empty()) return {};
   const std::vector<size_t> whole = {cpts.size()};
   switch (kind) {
-    case PreTokenizer::kDefault:
+    case PreTokenizer::standard:
       return split_default(cpts, whole);
-    case PreTokenizer::kGpt2:
+    case PreTokenizer::gpt2:
       return apply_pass(cpts, whole, split_gpt2);
-    case PreTokenizer::kLlama3:
+    case PreTokenizer::llama3:
       return apply_pass(
           cpts, whole, [](const Segment& s, std::vector<size_t>& out) { split_llama3(s, 3, out); });
-    case PreTokenizer::kQwen2:
+    case PreTokenizer::qwen2:
       return apply_pass(
           cpts, whole, [](const Segment& s, std::vector<size_t>& out) { split_llama3(s, 1, out); });
   }

@@ -12,10 +12,10 @@
 namespace channel {
 
 enum class PreTokenizer {
-  kDefault,  // "default" (or absent): punctuation runs, then GPT-2, then digit runs in 3s
-  kGpt2,     // "gpt-2": 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-  kLlama3,   // "llama-bpe": contractions (any case), [^\r\n\p{L}\p{N}]?\p{L}+, \p{N}{1,3}, ...
-  kQwen2,    // "qwen2": as llama-bpe but digits one at a time
+  standard,  // "default" (or absent): punctuation runs, then GPT-2, then digit runs in 3s
+  gpt2,      // "gpt-2": 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  llama3,    // "llama-bpe": contractions (any case), [^\r\n\p{L}\p{N}]?\p{L}+, \p{N}{1,3}, ...
+  qwen2,     // "qwen2": as llama-bpe but digits one at a time
 };
 
 // Maps a tokenizer.ggml.pre value; throws channel::Error for names we do not implement.

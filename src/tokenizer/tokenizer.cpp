@@ -60,19 +60,19 @@ constexpr std::string_view kEogTexts[] = {
 
 uint8_t attr_of(TokenType type) {
   switch (type) {
-    case TokenType::kNormal:
+    case TokenType::normal:
       return kAttrNormal;
-    case TokenType::kUnknown:
+    case TokenType::unknown:
       return kAttrUnknown;
-    case TokenType::kControl:
+    case TokenType::control:
       return kAttrControl;
-    case TokenType::kUserDefined:
+    case TokenType::user_defined:
       return kAttrUserDefined;
-    case TokenType::kUnused:
+    case TokenType::unused:
       return kAttrUnused;
-    case TokenType::kByte:
+    case TokenType::byte:
       return kAttrByte;
-    case TokenType::kUndefined:
+    case TokenType::undefined:
       return 0;
   }
   return 0;  // unknown type values render as nothing, like llama.cpp's UNDEFINED
@@ -260,10 +260,10 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
   auto v = std::make_shared<Impl>();
   v->model = vocab.model;
   v->add_bos = vocab.add_bos;
-  if (vocab.model == TokenizerModel::kBpe) {
+  if (vocab.model == TokenizerModel::bpe) {
     v->pre = pre_tokenizer_from_name(vocab.pre);
-    v->ignore_merges = v->pre == PreTokenizer::kLlama3;
-    v->clean_spaces = v->pre != PreTokenizer::kQwen2;
+    v->ignore_merges = v->pre == PreTokenizer::llama3;
+    v->clean_spaces = v->pre != PreTokenizer::qwen2;
   }
   v->add_space_prefix = vocab.add_space_prefix;
   v->bos = vocab.bos_id, v->eos = vocab.eos_id, v->eot = vocab.eot_id, v->eom = vocab.eom_id;
@@ -271,7 +271,7 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
 
   v->texts = std::move(vocab.tokens);
   v->scores.resize(n, 0.0f);
-  v->types.resize(n, TokenType::kNormal);
+  v->types.resize(n, TokenType::normal);
   v->attrs.resize(n, kAttrNormal);
   for (size_t i = 0; i < n; ++i) {
     if (v->texts[i].empty()) v->texts[i] = "[EMPTY_" + std::to_string(i) + "]";
@@ -287,7 +287,7 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
   }
   v->index.build(v->texts);
 
-  if (v->model == TokenizerModel::kBpe) build_merges(*v, vocab.merges);
+  if (v->model == TokenizerModel::bpe) build_merges(*v, vocab.merges);
   find_end_tokens(*v);
 
   for (size_t i = 0; i < n; ++i) {
@@ -398,7 +398,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
       continue;
     }
     const std::string_view raw = text.substr(f.begin, f.end - f.begin);
-    if (v.model == TokenizerModel::kSpm) {
+    if (v.model == TokenizerModel::spm) {
       // SentencePiece sees spaces as U+2581.
       piece.clear();
       if (v.add_space_prefix && prev_special) piece.append(kSpaceMarker);
@@ -426,7 +426,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   if (attr & (kAttrControl | kAttrUnknown)) return render_special ? text : std::string();
   if (attr & kAttrUserDefined) return text;
   if (attr & kAttrNormal) {
-    if (v.model == TokenizerModel::kSpm) {
+    if (v.model == TokenizerModel::spm) {
       std::string s = text;
       replace_all(s, kSpaceMarker, " ");
       return s;

@@ -46,16 +46,16 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
   const std::string model = f.get_string("tokenizer.ggml.model");
   int32_t bos = kNoToken, eos = kNoToken, unk = kNoToken;
   if (model == "llama") {
-    v.model = TokenizerModel::kSpm;
+    v.model = TokenizerModel::spm;
     bos = 1, eos = 2, unk = 0;
     v.add_bos = true;
     v.add_space_prefix = true;  // stories260K and other llama2.c conversions omit the key
   } else if (model == "gpt2") {
-    v.model = TokenizerModel::kBpe;
+    v.model = TokenizerModel::bpe;
     bos = 11, eos = 11;
     v.pre = f.get_string_or("tokenizer.ggml.pre", "default");
     v.add_bos =
-        naming_file(f, [&] { return pre_tokenizer_from_name(v.pre); }) == PreTokenizer::kLlama3;
+        naming_file(f, [&] { return pre_tokenizer_from_name(v.pre); }) == PreTokenizer::llama3;
   } else {
     throw_error("tokenizer: {}: unknown tokenizer.ggml.model '{}' (supported: llama, gpt2)",
                 f.name(), model);
@@ -83,10 +83,10 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     v.types.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const int64_t t = types[i];
-      v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kUndefined);
+      v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::undefined);
     }
   }
-  if (v.model == TokenizerModel::kBpe) {
+  if (v.model == TokenizerModel::bpe) {
     for (std::string_view m : f.get_string_array("tokenizer.ggml.merges")) v.merges.emplace_back(m);
   }
 

@@ -26,8 +26,8 @@ enum TokenAttr : uint8_t {
 };
 
 struct Tokenizer::Impl {
-  TokenizerModel model = TokenizerModel::kSpm;
-  PreTokenizer pre = PreTokenizer::kDefault;
+  TokenizerModel model = TokenizerModel::spm;
+  PreTokenizer pre = PreTokenizer::standard;
   bool add_bos = false;
   bool add_space_prefix = false;  // SPM encode: prepend " "; decode: drop the first " "
   bool ignore_merges = false;     // BPE: a pre-tokenized word that is a token is taken whole

@@ -9,27 +9,27 @@
 namespace channel {
 
 // tokenizer.ggml.model: "llama" (SentencePiece-style) or "gpt2" (byte-level BPE).
-enum class TokenizerModel { kSpm, kBpe };
+enum class TokenizerModel { spm, bpe };
 
 // tokenizer.ggml.token_type values.
 enum class TokenType : int32_t {
-  kUndefined = 0,
-  kNormal = 1,
-  kUnknown = 2,
-  kControl = 3,
-  kUserDefined = 4,
-  kUnused = 5,
-  kByte = 6,
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
 };
 
 constexpr int32_t kNoToken = -1;
 
 struct Vocab {
-  TokenizerModel model = TokenizerModel::kSpm;
+  TokenizerModel model = TokenizerModel::spm;
   std::string pre = "default";      // tokenizer.ggml.pre (byte-level BPE only)
   std::vector<std::string> tokens;  // [n_vocab] token texts
   std::vector<float> scores;        // [n_vocab], or empty for all 0 (SPM merge priority)
-  std::vector<TokenType> types;     // [n_vocab], or empty for all kNormal
+  std::vector<TokenType> types;     // [n_vocab], or empty for all normal
   std::vector<std::string> merges;  // [n_merges] "left right", rank = index (BPE only)
 
   int32_t bos_id = kNoToken;

@@ -33,7 +33,7 @@ void exercise(const std::string& path) {
       std::vector<float> k(ep.kv.size() / 2), v(ep.kv.size() / 2);
       channel::RotaryDims r;
       if (L.kv_dim % 2 == 0) {
-        r = channel::RotaryDims::make(channel::RotaryStyle::neox, 1, L.kv_dim, L.kv_dim, 10000.0);
+        r = channel::RotaryDims::make(channel::RopeStyle::neox, 1, L.kv_dim, L.kv_dim, 10000.0);
         s.rehydrate(e.episode_id, {&r, 1}, 17.0, k.data(), v.data());
       }
     } catch (const channel::Error&) {

@@ -10,7 +10,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_reader.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "ops/weight.h"
 #include "util/error.h"
 

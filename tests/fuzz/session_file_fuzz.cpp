@@ -11,6 +11,7 @@
 #include "runtime/session_file.h"
 #include "session_fuzz_model.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace {
 

@@ -28,7 +28,7 @@ using channel::Vocab;
 
 Vocab small_spm() {
   Vocab v;
-  v.model = channel::TokenizerModel::kSpm;
+  v.model = channel::TokenizerModel::spm;
   v.add_space_prefix = true;
   v.add_bos = true;
   const auto add = [&](std::string t, float score, TokenType type) {
@@ -36,14 +36,14 @@ Vocab small_spm() {
     v.scores.push_back(score);
     v.types.push_back(type);
   };
-  add("<unk>", 0, TokenType::kUnknown);
-  add("<s>", 0, TokenType::kControl);
-  add("</s>", 0, TokenType::kControl);
-  add("<ud>", 0, TokenType::kUserDefined);
+  add("<unk>", 0, TokenType::unknown);
+  add("<s>", 0, TokenType::control);
+  add("</s>", 0, TokenType::control);
+  add("<ud>", 0, TokenType::user_defined);
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof(name), "<0x%02X>", b);
-    add(name, 0, TokenType::kByte);
+    add(name, 0, TokenType::byte);
   }
   const char* pieces[] = {"\xE2\x96\x81",
                           "a",
@@ -55,7 +55,7 @@ Vocab small_spm() {
                           "aba",
                           "\xE2\x96\x81\xE2\x96\x81"};
   for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); ++i) {
-    add(pieces[i], -static_cast<float>(i % 3), TokenType::kNormal);
+    add(pieces[i], -static_cast<float>(i % 3), TokenType::normal);
   }
   v.unk_id = 0, v.bos_id = 1, v.eos_id = 2;
   return v;
@@ -63,7 +63,7 @@ Vocab small_spm() {
 
 Vocab small_bpe() {
   Vocab v;
-  v.model = channel::TokenizerModel::kBpe;
+  v.model = channel::TokenizerModel::bpe;
   v.pre = "llama-bpe";
   for (int b = 0; b < 256; ++b) {
     std::string s;
@@ -79,8 +79,8 @@ Vocab small_bpe() {
     v.merges.push_back(merge);
   }
   v.tokens.push_back("<|special|>");
-  v.types.assign(v.tokens.size(), TokenType::kNormal);
-  v.types.back() = TokenType::kControl;
+  v.types.assign(v.tokens.size(), TokenType::normal);
+  v.types.back() = TokenType::control;
   v.bos_id = static_cast<int32_t>(v.tokens.size() - 1);
   return v;
 }

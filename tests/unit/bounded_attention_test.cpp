@@ -10,7 +10,7 @@
 #include "bounded/bounded_attention.h"
 #include "bounded/bounded_naive.h"
 #include "bounded_test_util.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "ops/quant.h"
 #include "util/error.h"
 

@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "runtime/ring_session.h"
+#include "support/micro_model.h"
 
 namespace {
 std::atomic<int64_t> g_live{0};    // heap blocks allocated and not yet freed
@@ -49,23 +50,9 @@ size_t rss_bytes() {
 }
 
 TEST(BoundedRingSlow, AMillionTokensInConstantMemory) {
-  RandomModelSpec spec;
-  spec.arch = Arch::bounded;
-  spec.hidden = 32;
-  spec.layers = 3;  // bounded, bounded, global
-  spec.heads = 4;
-  spec.kv_heads = 2;
-  spec.head_dim = 8;
-  spec.rope_dims = 4;
-  spec.ffn = 48;
+  RandomModelSpec spec = test::micro_model_spec(Arch::bounded, 1);
   spec.window = 16;
-  spec.sinks = 2;
-  spec.global_every = 3;
-  spec.vocab = 300;
-  ThreadPool build_pool(1);
-  GgufWriter w;
-  write_random_model(spec, w, build_pool);
-  const std::vector<uint8_t> bytes = w.to_bytes();
+  const std::vector<uint8_t> bytes = test::model_bytes(spec);
   const auto model = Model::load_from_memory(bytes, "micro-bounded.gguf");
 
   RingSessionConfig config;

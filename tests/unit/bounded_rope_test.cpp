@@ -5,6 +5,7 @@
 
 #include "bounded/bounded_config.h"
 #include "bounded/bounded_rope.h"
+#include "ops/rope.h"
 #include "util/error.h"
 
 namespace channel {
@@ -14,7 +15,7 @@ TEST(BoundedRope, TableIsF64AnglesRoundedOnce) {
   for (int W : {1, 3, 17, 4096}) {
     for (int rd : {2, 6, 64, 128}) {
       const double base = 10000.0;
-      const auto inv = bounded_inv_freq(rd, base);
+      const auto inv = rope_inv_freq(static_cast<uint32_t>(rd), base);
       ASSERT_EQ(inv.size(), static_cast<size_t>(rd / 2));
       BoundedRope rope(W, inv);
       ASSERT_EQ(rope.window(), W);
@@ -33,7 +34,7 @@ TEST(BoundedRope, TableIsF64AnglesRoundedOnce) {
 }
 
 TEST(BoundedRope, ZeroRotaryDimsGivesAnEmptyTable) {
-  BoundedRope rope(5, bounded_inv_freq(0, 10000.0));
+  BoundedRope rope(5, rope_inv_freq(0, 10000.0));
   EXPECT_EQ(rope.half(), 0);
   EXPECT_EQ(rope.window(), 5);
 }

@@ -68,7 +68,7 @@ TEST(Generate, PrefillsOnceThenDecodesOneTokenAtATime) {
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{9, 10, 11, 12, 13}));
   EXPECT_EQ(model.batches, (std::vector<int32_t>{3, 1, 1, 1, 1}));
   EXPECT_EQ(model.n_past(), 3 + 5 - 1);  // the last token is pending
-  EXPECT_EQ(stats.stop, StopReason::MaxTokens);
+  EXPECT_EQ(stats.stop, StopReason::max_tokens);
   EXPECT_EQ(stats.n_prompt, 3);
   EXPECT_EQ(stats.n_generated, 5);
   EXPECT_EQ(stats.n_decoded, 4);
@@ -84,7 +84,7 @@ TEST(Generate, StopsAtEndOfGenerationWithoutPassingItOn) {
   const std::vector<int32_t> prompt = {2};
   const auto stats = generate_tokens(model, sampler, prompt, 50, out.callbacks(/*end=*/6));
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{3, 4, 5}));
-  EXPECT_EQ(stats.stop, StopReason::EndOfGeneration);
+  EXPECT_EQ(stats.stop, StopReason::end_of_generation);
   EXPECT_EQ(stats.n_generated, 3);
 }
 
@@ -97,7 +97,7 @@ TEST(Generate, StopsWhenTheContextIsFull) {
   // 8 positions: 3 prompt + 5 decoded, plus one last sampled token from the 8th.
   EXPECT_EQ(out.tokens.size(), 6u);
   EXPECT_EQ(model.n_past(), 8);
-  EXPECT_EQ(stats.stop, StopReason::ContextFull);
+  EXPECT_EQ(stats.stop, StopReason::context_full);
 }
 
 TEST(Generate, PromptFillingTheContextStillYieldsOneToken) {
@@ -107,7 +107,7 @@ TEST(Generate, PromptFillingTheContextStillYieldsOneToken) {
   const std::vector<int32_t> prompt = {0, 1, 2, 3};
   const auto stats = generate_tokens(model, sampler, prompt, 10, out.callbacks());
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{4}));
-  EXPECT_EQ(stats.stop, StopReason::ContextFull);
+  EXPECT_EQ(stats.stop, StopReason::context_full);
 }
 
 TEST(Generate, CallbackCanCancel) {
@@ -117,7 +117,7 @@ TEST(Generate, CallbackCanCancel) {
   const std::vector<int32_t> prompt = {0};
   const auto stats = generate_tokens(model, sampler, prompt, 10, out.callbacks(-1, 2));
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{1, 2}));
-  EXPECT_EQ(stats.stop, StopReason::Cancelled);
+  EXPECT_EQ(stats.stop, StopReason::cancelled);
 }
 
 TEST(Generate, ZeroBudgetOnlyPrefills) {
@@ -204,7 +204,7 @@ TEST(GenerateStories260K, GreedyIdsMatchTheReference) {
     const auto stats =
         generate_tokens(source, sampler, prompt, static_cast<int32_t>(expected_gen.size()), cb);
     EXPECT_EQ(got, expected_gen) << "prompt '" << prompt_text << "'";
-    EXPECT_EQ(stats.stop, StopReason::MaxTokens);
+    EXPECT_EQ(stats.stop, StopReason::max_tokens);
   }
 }
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "kv/rope_f64.h"
+#include "ops/rope.h"
 #include "kv/slot_attention.h"
 #include "ops/fp16.h"
 #include "util/error.h"
@@ -49,7 +49,7 @@ Case make_case(uint32_t n_head, uint32_t n_kv, uint32_t hd, uint32_t n_slots,
   Case c;
   c.shape = {n_head, n_kv, hd, n_slots};
   const uint32_t n_rot = hd % 2 == 0 ? hd : hd - 1;  // odd head_dim: the last dim unrotated
-  c.rope = RopeFreqs::make(neox ? RopeLayout::neox : RopeLayout::normal, n_rot, 10000.0);
+  c.rope = RopeFreqs::make(neox ? RopeStyle::neox : RopeStyle::normal, n_rot, 10000.0);
   c.q = random_floats(size_t{n_head} * hd, rng, -2.0f, 2.0f);
   c.offset = offset;
   c.k = random_floats(size_t{n_kv} * n_slots * hd + offset, rng);
@@ -161,7 +161,7 @@ TEST(KvAttention, NoKeysGivesZerosAndBadShapesAreErrors) {
   EXPECT_THROW(
       slot_attention_ref(c.shape, c.rope, c.q.data(), c.kp(), c.vp(), {&run, 1}, 1.0f, out.data()),
       Error);
-  EXPECT_THROW(RopeFreqs::make(RopeLayout::normal, 3, 10000.0), Error);
+  EXPECT_THROW(RopeFreqs::make(RopeStyle::normal, 3, 10000.0), Error);
 }
 
 // An f32 arena of n_arena slots per KV head plus n_recall f16 recall rows starting at slot
@@ -182,7 +182,7 @@ RecallCase make_recall_case(uint32_t n_head, uint32_t n_kv, uint32_t hd, uint32_
   c.shape = {n_head, n_kv, hd, n_arena};
   const uint32_t n_rot = hd % 2 == 0 ? hd : hd - 1;
   if (n_rot > 0)
-    c.rope = RopeFreqs::make(seed % 2 ? RopeLayout::neox : RopeLayout::normal, n_rot, 10000.0);
+    c.rope = RopeFreqs::make(seed % 2 ? RopeStyle::neox : RopeStyle::normal, n_rot, 10000.0);
   c.q = random_floats(size_t{n_head} * hd, rng, -2.0f, 2.0f);
   c.offset = seed % 3;
   c.k = random_floats(size_t{n_kv} * n_arena * hd + c.offset, rng);
@@ -360,7 +360,7 @@ TEST(KvAttention, RecallSlotsOutsideBothRangesAndOverlapsAreErrors) {
 // far beyond any training context, because angles are taken in f64.
 TEST(KvAttention, F64RopeKeepsRelativeRotationExactAtLargePositions) {
   std::mt19937 rng(5);
-  for (RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
+  for (RopeStyle layout : {RopeStyle::normal, RopeStyle::neox}) {
     const RopeFreqs rope = RopeFreqs::make(layout, 64, 10000.0);
     const auto q = random_floats(64, rng), k = random_floats(64, rng);
     for (double base : {0.0, 1e3, 1e6, 1e9}) {
@@ -379,9 +379,9 @@ TEST(KvAttention, F64RopeKeepsRelativeRotationExactAtLargePositions) {
   }
 }
 
-TEST(KvAttention, RopeLayoutsRotateTheRightPairs) {
-  const RopeFreqs normal = RopeFreqs::make(RopeLayout::normal, 4, 100.0);
-  const RopeFreqs neox = RopeFreqs::make(RopeLayout::neox, 4, 100.0);
+TEST(KvAttention, RopeStylesRotateTheRightPairs) {
+  const RopeFreqs normal = RopeFreqs::make(RopeStyle::normal, 4, 100.0);
+  const RopeFreqs neox = RopeFreqs::make(RopeStyle::neox, 4, 100.0);
   const float x[6] = {1, 0, 0, 0, 5, 6};  // dims 4, 5 are beyond n_rot: copied
   float y[6];
   rope_rotate_at(normal, 1.0, x, y, 1, 6);

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 #include "kv/slot_attention.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
@@ -79,7 +79,7 @@ std::vector<float> oracle_out(const OracleView& view, const float* q, const Rope
 TEST(KvOracle, RingAttentionEqualsTheOracleAtEveryStepOverManyWraps) {
   const RingConfig config{64, 8, 4, 0};  // 64 slots, 8 recall, probe reserve 4
   const uint32_t kAnchors = 5, kLocalWindow = 12, kSteps = 4000;
-  const RopeFreqs rope = RopeFreqs::make(RopeLayout::neox, Layer::kHeadDim, 10000.0);
+  const RopeFreqs rope = RopeFreqs::make(RopeStyle::neox, Layer::kHeadDim, 10000.0);
   const float scale = 1.0f / std::sqrt(float{Layer::kHeadDim});
   SlotRing ring(config);
   OracleTimeline oracle(config);

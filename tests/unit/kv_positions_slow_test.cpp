@@ -10,7 +10,7 @@
 #include <new>
 #include <vector>
 
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 #include "kv/slot_attention.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
@@ -99,7 +99,7 @@ void fill(uint64_t key, float* out, size_t n) {
 TEST(KvPositionsSlow, AttentionAtClockAMillionEqualsTheOracle) {
   constexpr uint32_t kHeads = 2, kKv = 1, kHd = 64;
   const RingConfig config{64, 8, 0, 0};
-  const RopeFreqs rope = RopeFreqs::make(RopeLayout::normal, kHd, 10000.0);
+  const RopeFreqs rope = RopeFreqs::make(RopeStyle::normal, kHd, 10000.0);
   const SlotAttnShape shape{kHeads, kKv, kHd, config.n_slots};
   std::vector<float> k(size_t{config.n_slots} * kHd), v(k.size());  // [1][n_slots][hd]
   const auto write = [&](uint32_t slot, uint64_t content, double pos) {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
 #include "util/error.h"

@@ -11,43 +11,21 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "gguf/gguf_writer.h"
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "runtime/ring_session.h"
 #include "runtime/session.h"
 #include "util/error.h"
+#include "support/micro_model.h"
 
 namespace channel {
 namespace {
 
-struct Built {
-  std::vector<uint8_t> bytes;
-  std::shared_ptr<const Model> model;
-};
+using Built = test::BuiltModel;
 
 Built micro(Arch arch) {
-  RandomModelSpec s;
-  s.arch = arch;
-  s.hidden = 32;
-  s.layers = 3;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 8;
-  s.ffn = 48;
-  s.window = 8;
-  s.window_pattern = 3;  // gemma3: layers 0, 1 sliding, 2 global
-  s.rope_dims = 4;       // bounded: partial rotary on every layer
-  s.sinks = 2;
-  s.global_every = 3;  // bounded: layers 0, 1 bounded (W = 8), 2 global
-  s.vocab = 300;
-  s.seed = 5;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  Built b{w.to_bytes(), nullptr};
-  b.model = Model::load_from_memory(b.bytes, "micro.gguf");
-  return b;
+  return test::build_model(test::micro_model_spec(arch, 5));
 }
 
 RingSessionConfig small_geometry() {
@@ -71,7 +49,7 @@ class OracleEngine : public AttentionBackend {
         bounded_(model_->hparams(), 0),
         logits_(model_->hparams().n_vocab) {
     const ModelHparams& hp = model_->hparams();
-    const auto layout = hp.rope_style == RopeStyle::neox ? RopeLayout::neox : RopeLayout::normal;
+    const RopeStyle layout = hp.rope_style;
     rope_global_ = RopeFreqs::make(layout, hp.n_rot, hp.rope_base, hp.rope_freq_scale);
     rope_sliding_ = RopeFreqs::make(layout, hp.n_rot, hp.rope_base_swa, 1.0);
     k_.resize(hp.n_layer);

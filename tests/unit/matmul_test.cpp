@@ -11,7 +11,7 @@
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "ops/fp16.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "ops/quant.h"
 #include "ops/quant_legacy.h"
 #include "util/error.h"

@@ -15,7 +15,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "gguf/gguf_writer.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory_test_util.h"
 #include "model/model.h"
 #include "model/random_model.h"

@@ -17,16 +17,16 @@ namespace {
 
 struct RopeCase {
   const char* name;
-  RotaryStyle style;
+  RopeStyle style;
   uint32_t n_heads, head_dim, n_rot;
   double base;
 };
 
 const RopeCase kCases[] = {
-    {"neox", RotaryStyle::neox, 4, 64, 64, 10000.0},
-    {"normal", RotaryStyle::normal, 4, 64, 64, 10000.0},
-    {"partial_neox", RotaryStyle::neox, 2, 96, 32, 1000000.0},  // rotary on 1/3 of the head
-    {"partial_normal", RotaryStyle::normal, 3, 80, 20, 500000.0},
+    {"neox", RopeStyle::neox, 4, 64, 64, 10000.0},
+    {"normal", RopeStyle::normal, 4, 64, 64, 10000.0},
+    {"partial_neox", RopeStyle::neox, 2, 96, 32, 1000000.0},  // rotary on 1/3 of the head
+    {"partial_normal", RopeStyle::normal, 3, 80, 20, 500000.0},
 };
 
 double rel_error(const std::vector<float>& got, const std::vector<double>& want) {
@@ -69,8 +69,8 @@ TEST(MemoryRerotate, DeltaEqualsDirectRotation) {
 TEST(MemoryRerotate, StylesPairDifferentDimensions) {
   // A unit vector on dim 1 rotated by a quarter turn of pair 0: NORMAL pairs (0, 1), so it
   // moves to dim 0; NEOX pairs (0, n_rot/2), so dim 1 belongs to pair 1 and turns less.
-  RotaryDims normal = RotaryDims::make(RotaryStyle::normal, 1, 4, 4, 10000.0);
-  RotaryDims neox = RotaryDims::make(RotaryStyle::neox, 1, 4, 4, 10000.0);
+  RotaryDims normal = RotaryDims::make(RopeStyle::normal, 1, 4, 4, 10000.0);
+  RotaryDims neox = RotaryDims::make(RopeStyle::neox, 1, 4, 4, 10000.0);
   const double quarter = M_PI / 2;  // inv_freq[0] = 1
   std::vector<float> a = {0, 1, 0, 0}, b = {0, 1, 0, 0};
   rerotate_rows(normal, quarter, a.data(), 1);
@@ -196,7 +196,7 @@ TEST(MemoryRerotate, FrequencyFactorsAndScaleCompose) {
   std::vector<float> factors(16);
   for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + static_cast<float>(i) * 0.5f;
   const RotaryDims r =
-      RotaryDims::make(RotaryStyle::normal, 2, 32, 32, 500000.0, 0.25, factors.data());
+      RotaryDims::make(RopeStyle::normal, 2, 32, 32, 500000.0, 0.25, factors.data());
   EXPECT_DOUBLE_EQ(r.inv_freq[3], 0.25 * std::pow(500000.0, -6.0 / 32) / 2.5);
   std::mt19937 rng(4);
   std::normal_distribution<float> nd;
@@ -209,8 +209,8 @@ TEST(MemoryRerotate, FrequencyFactorsAndScaleCompose) {
   rerotate_rows(r, -700000.0, k.data(), 1);
   EXPECT_LT(rel_error(k, target), 1e-5);
   factors[2] = 0.0f;
-  EXPECT_THROW(RotaryDims::make(RotaryStyle::normal, 2, 32, 32, 1e4, 1.0, factors.data()), Error);
-  EXPECT_THROW(RotaryDims::make(RotaryStyle::neox, 2, 32, 33, 1e4), Error);
+  EXPECT_THROW(RotaryDims::make(RopeStyle::normal, 2, 32, 32, 1e4, 1.0, factors.data()), Error);
+  EXPECT_THROW(RotaryDims::make(RopeStyle::neox, 2, 32, 33, 1e4), Error);
 }
 
 }  // namespace

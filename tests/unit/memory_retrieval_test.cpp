@@ -18,8 +18,9 @@
 #include "gguf/gguf_writer.h"
 #include "memory/auto_recall.h"
 #include "memory/episodic_view.h"
+#include "memory/lexical_index.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/retrieval_kernels.h"
 #include "memory_test_util.h"
 #include "model/model.h"
@@ -177,6 +178,65 @@ TEST(RetrievalStore, LayoutAndRoundTrip) {
   hits = back.query_retrieval(cue, 20);
   EXPECT_EQ(hits.size(), 10u);
   EXPECT_EQ(hits[0].episode_id, 6u);
+}
+
+TEST(LexicalIndex, RareSharedTokensWeighMostCommonOnesNothing) {
+  LexicalIndex ix;
+  // token 1 ("the") is in every episode; 50 and 51 (a name) only in slot 2; 60 in two.
+  ix.set(0, 10, std::vector<int32_t>{1, 2, 3, 60});
+  ix.set(1, 11, std::vector<int32_t>{1, 4, 5, 60, 1, 1});
+  ix.set(2, 12, std::vector<int32_t>{1, 50, 51, 7});
+  ix.set(3, 13, std::vector<int32_t>{1, 8, 9});
+  EXPECT_EQ(ix.episodes(), 4u);
+  const std::vector<uint32_t> slots{0, 1, 2, 3};
+  const std::vector<int32_t> cue{1, 50, 51, 99, 1};
+  std::vector<float> sc = ix.score(cue, slots);
+  ASSERT_EQ(sc.size(), 4u);
+  EXPECT_GT(sc[2], 0.5f);          // the name's two rare tokens
+  EXPECT_LT(sc[0], 0.1f * sc[2]);  // only the ubiquitous token
+  EXPECT_FLOAT_EQ(sc[0], sc[3]);
+  EXPECT_LE(sc[2], 1.0f);
+  EXPECT_TRUE(ix.current(2, 12));
+  EXPECT_FALSE(ix.current(2, 99));
+  // Replacing and clearing keep the document frequencies exact.
+  ix.set(2, 99, std::vector<int32_t>{8});
+  ix.clear(3);
+  EXPECT_EQ(ix.episodes(), 3u);
+  sc = ix.score(cue, slots);
+  EXPECT_EQ(sc[2], 0.0f);
+  EXPECT_EQ(sc[3], 0.0f);
+  EXPECT_TRUE(ix.score({}, slots) == std::vector<float>(4, 0.0f));
+}
+
+TEST(RetrievalStore, LexicalHalfFindsTheEpisodeThatNamesTheCue) {
+  ScratchDir dir;
+  StoreOptions o;
+  o.durable = false;
+  EpisodicStore s =
+      EpisodicStore::create(dir.file("lex.mem"), v2_geometry(kRetrievalProj), 7, o);
+  const StoreLayout& L = s.layout();
+  std::vector<Planted> ps;
+  for (uint32_t i = 0; i < 12; ++i) {
+    ps.push_back(planted(L, 300 + i, 6));
+    for (size_t t = 0; t < 6; ++t) ps.back().tokens[t] = static_cast<int32_t>(1 + t % 2);
+    if (i == 9) ps.back().tokens[3] = 777;  // the rare token only episode 9 holds
+    append(s, ps.back());
+  }
+  // The dense cue points at episode 4; the cue's tokens name episode 9.
+  RetrievalCue cue;
+  cue.method = RecallMethod::proj;
+  cue.proj = std::span<const float>(ps[4].proj.data(), L.proj_dim);
+  const std::vector<int32_t> words{1, 2, 777};
+  cue.tokens = words;
+  EXPECT_EQ(s.query_retrieval(cue, 1).at(0).episode_id, 4u);  // lexical weight 0: dense only
+  cue.lexical = 1000.0f;
+  EXPECT_EQ(s.query_retrieval(cue, 1).at(0).episode_id, 9u);
+  cue.lexical = 0.01f;  // a small weight only breaks ties
+  EXPECT_EQ(s.query_retrieval(cue, 1).at(0).episode_id, 4u);
+  // A removed episode leaves the index on the next query.
+  s.remove(9);
+  cue.lexical = 1000.0f;
+  EXPECT_NE(s.query_retrieval(cue, 1).at(0).episode_id, 9u);
 }
 
 TEST(RetrievalStore, DamagedEntryIsSkippedAndVerifyReportsIt) {

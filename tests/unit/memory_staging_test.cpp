@@ -241,6 +241,7 @@ TEST(MemoryConsolidation, FullQueueDropsInsteadOfBlocking) {
   EpisodicStore store = EpisodicStore::create(dir.file("d.mem"), g, 7);  // durable: slow appends
   WorkerConfig wc;
   wc.queue_capacity = 2;
+  wc.block_when_full = false;
   std::atomic<bool> gate{false};
   // The summarizer blocks the writer thread until the test opens the gate.
   wc.summarize = [&](std::span<const int32_t>) {
@@ -267,6 +268,44 @@ TEST(MemoryConsolidation, FullQueueDropsInsteadOfBlocking) {
   EXPECT_EQ(st.submitted, 10u);
   EXPECT_EQ(st.dropped, static_cast<uint64_t>(10 - accepted));
   EXPECT_EQ(st.written, static_cast<uint64_t>(accepted));
+}
+
+TEST(MemoryConsolidation, AFullQueueWaitsForTheWriterAndLosesNothing) {
+  test::ScratchDir dir;
+  StoreGeometry g;
+  g.num_layers = 1;
+  g.hidden_size = 4;
+  g.kv_dim = 32;
+  g.max_episodes = 64;
+  g.max_tokens = 4;
+  EpisodicStore store = EpisodicStore::create(dir.file("w.mem"), g, 7);
+  WorkerConfig wc;
+  wc.queue_capacity = 2;  // block_when_full by default
+  std::atomic<bool> gate{false};
+  wc.summarize = [&](std::span<const int32_t>) {  // the writer waits for the gate
+    while (!gate.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return std::string("x");
+  };
+  ConsolidationWorker worker(store, wc);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate = true;
+  });
+  for (int i = 0; i < 10; ++i) {
+    StagedEpisode e;
+    e.tokens = {i + 1};
+    e.slots = {0};
+    e.hidden = {1, 0, 0, 0};
+    e.kv.assign(2 * 32, 0.5f);
+    EXPECT_TRUE(worker.submit(std::move(e)));
+  }
+  opener.join();
+  worker.drain();
+  const WorkerStats st = worker.stats();
+  EXPECT_EQ(st.submitted, 10u);
+  EXPECT_EQ(st.dropped, 0u);
+  EXPECT_EQ(st.written, 10u);
+  EXPECT_EQ(store.live_count(), 10u);
 }
 
 TEST(MemoryConsolidation, WriteFailureIsCountedNotFatal) {

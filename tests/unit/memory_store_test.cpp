@@ -389,7 +389,7 @@ TEST(MemoryStore, ColdVerifiedRecallChecksTheWholeRecord) {
   b[L.block_offset(1)] ^= 1;                        // the block magic of episode 1
   write_bytes(path, b);
   EpisodicStore s = EpisodicStore::open(path);
-  const RotaryDims rope = RotaryDims::make(RotaryStyle::neox, 2, 16, 16, 10000.0);
+  const RotaryDims rope = RotaryDims::make(RopeStyle::neox, 2, 16, 16, 10000.0);
   std::vector<uint16_t> rk(3 * 3 * 32), rv(rk.size());
   std::vector<uint16_t*> kp = {rk.data(), rk.data() + 96, rk.data() + 192};
   std::vector<uint16_t*> vp = {rv.data(), rv.data() + 96, rv.data() + 192};
@@ -434,7 +434,7 @@ TEST(MemoryStore, VerifyFindsEveryDamagedRecord) {
   EXPECT_NE(error_of([&] { s.read(1); }).find("checksum mismatch"), std::string::npos);
   EXPECT_NO_THROW(s.read(0));
   std::vector<float> k(3 * 3 * 32), v(k.size());
-  const RotaryDims rope = RotaryDims::make(RotaryStyle::neox, 2, 16, 16, 10000.0);
+  const RotaryDims rope = RotaryDims::make(RopeStyle::neox, 2, 16, 16, 10000.0);
   EXPECT_NE(error_of([&] { s.rehydrate(1, {&rope, 1}, 0.0, k.data(), v.data()); }), "");
   // Into f16 rows, verified, through the mapping and with preadv (the path of a cold record,
   // which checks the checksum over the bytes it read): every damaged record is refused.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/rope.h"
+#include "util/error.h"
 
 namespace channel {
 namespace {
@@ -81,6 +82,43 @@ TEST(Rope, DotProductDependsOnlyOnDistance) {
     const auto r = rotated(p, 1234, q, 2, 32);
     for (size_t i = 0; i < 64; ++i) n0 += q[i] * q[i], n1 += r[i] * r[i];
     EXPECT_NEAR(n0, n1, 1e-3);
+  }
+}
+
+TEST(Rope, InverseFrequenciesAreTheBasePowersInF64) {
+  const float factors[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+  const std::vector<double> f = rope_inv_freq(8, 500000.0, 0.25, factors);
+  ASSERT_EQ(f.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i)
+    EXPECT_EQ(f[i], 0.25 * std::pow(500000.0, -2.0 * i / 8) / factors[i]) << i;
+  EXPECT_TRUE(rope_inv_freq(0, 10000.0).empty());
+  EXPECT_THROW(RopeFreqs::make(RopeStyle::neox, 7, 10000.0), Error);
+  EXPECT_THROW(RopeFreqs::make(RopeStyle::neox, 8, 0.0), Error);
+}
+
+// The f32 and f64 angle paths feed one rotation: given the same cos/sin, the forward pass's
+// in-place form and the f64 out-of-place form give the same bits, tail dims copied.
+TEST(Rope, OneRotationForBothAnglePaths) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  for (RopeStyle style : {RopeStyle::normal, RopeStyle::neox}) {
+    const RopeParams p{style, 16, 10000.0f, 1.0f, nullptr};
+    const RopeFreqs f = RopeFreqs::make(style, 16, 10000.0);
+    std::vector<float> x(3 * 24);
+    for (auto& v : x) v = dist(rng);
+    std::vector<float> cs(16);
+    rope_cos_sin(f, 77.0, cs.data());
+    std::vector<float> a = x, b(x.size());
+    rope_apply(p, cs.data(), a.data(), 3, 24);
+    rope_rotate(f, cs.data(), x.data(), b.data(), 3, 24);
+    EXPECT_EQ(a, b);
+    rope_rotate_at(f, 77.0, x.data(), b.data(), 3, 24);
+    EXPECT_EQ(a, b);
+    for (size_t i = 0; i < 8; ++i) {
+      const double angle = 77.0 * f.inv_freq[i];
+      EXPECT_EQ(cs[2 * i], static_cast<float>(std::cos(angle)));
+      EXPECT_EQ(cs[2 * i + 1], static_cast<float>(std::sin(angle)));
+    }
   }
 }
 

@@ -20,7 +20,7 @@
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 #include "ops/fp16.h"
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "ops/quant.h"
 #include "ops/quant_k.h"
 #include "ops/quant_legacy.h"

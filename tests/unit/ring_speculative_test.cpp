@@ -18,37 +18,15 @@
 #include "runtime/ring_session.h"
 #include "runtime/speculative.h"
 #include "util/error.h"
+#include "support/micro_model.h"
 
 namespace channel {
 namespace {
 
-struct Built {
-  std::vector<uint8_t> bytes;
-  std::shared_ptr<const Model> model;
-};
+using Built = test::BuiltModel;
 
 Built micro(Arch arch, uint64_t seed = 5) {
-  RandomModelSpec s;
-  s.arch = arch;
-  s.hidden = 32;
-  s.layers = 3;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 8;
-  s.ffn = 48;
-  s.window = 8;          // gemma3 sliding window; bounded W
-  s.window_pattern = 3;  // gemma3: layers 0, 1 sliding, 2 global
-  s.rope_dims = 4;
-  s.sinks = 2;
-  s.global_every = 3;  // bounded: layers 0, 1 bounded, 2 global
-  s.vocab = 300;
-  s.seed = seed;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  Built b{w.to_bytes(), nullptr};
-  b.model = Model::load_from_memory(b.bytes, "micro.gguf");
-  return b;
+  return test::build_model(test::micro_model_spec(arch, seed));
 }
 
 // 48 slots, 4 recall, 5 anchors: a window of 39 slots, 17 of them kept free, so 22 live

@@ -5,9 +5,11 @@
 // mismatched file is a one-line error and an existing file survives a failed save.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
 #include "util/error.h"
+#include "support/micro_model.h"
 
 namespace channel {
 namespace {
@@ -173,26 +176,8 @@ TEST(SessionFile, RestoredSessionContinuesBitIdentically) {
 }
 
 TEST(SessionFile, BoundedLayersRingsAreSavedAndResumeBitIdentically) {
-  static const std::vector<uint8_t> bytes = [] {
-    RandomModelSpec s;
-    s.arch = Arch::bounded;
-    s.hidden = 32;
-    s.layers = 3;
-    s.heads = 4;
-    s.kv_heads = 2;
-    s.head_dim = 8;
-    s.ffn = 48;
-    s.window = 8;
-    s.rope_dims = 4;
-    s.sinks = 2;
-    s.global_every = 3;  // layers 0, 1 bounded (W = 8), 2 global
-    s.vocab = 300;
-    s.seed = 5;
-    ThreadPool pool(1);
-    GgufWriter w;
-    write_random_model(s, w, pool);
-    return w.to_bytes();
-  }();
+  static const std::vector<uint8_t> bytes =
+      test::model_bytes(test::micro_model_spec(Arch::bounded, 5));
   const auto model = Model::load_from_memory(bytes, "bounded.gguf");
   StreamSession a(model, session_fuzz_config(), noisy_sampler());
   const std::vector<int32_t> sys = {2, 40, 41};
@@ -293,16 +278,30 @@ TEST(SessionFile, SaveIsAtomicAndAFailedSaveKeepsThePreviousFile) {
   const std::string path = (dir / "s.session").string();
   auto a = booted();
   a->feed(SpanType::user, encode("first."));
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      out.push_back(e.path().filename());
+    return out;
+  };
   save_session_file(path, *a);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(names(), std::vector<std::string>{"s.session"});  // no temporary file left
   std::ifstream in(path, std::ios::binary);
   const std::vector<uint8_t> first((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(first, session_to_bytes(*a));
 
   a->feed(SpanType::user, encode("second."));
-  std::filesystem::create_directory(path + ".tmp");  // the temporary file cannot be created
+  // A file size limit makes the write of the temporary file fail, root or not.
+  struct rlimit old_limit;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   EXPECT_THROW(save_session_file(path, *a), Error);
-  std::filesystem::remove(path + ".tmp");
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(names(), std::vector<std::string>{"s.session"});
   std::ifstream again(path, std::ios::binary);
   EXPECT_EQ(std::vector<uint8_t>((std::istreambuf_iterator<char>(again)), {}), first);
 

@@ -61,7 +61,7 @@ void expect_error(const GgufWriter& w, const std::string& needle) {
 
 TEST(TokenizerGguf, SpmDefaultsMatchLlamaCpp) {
   const Tokenizer tok = load(spm_writer());
-  EXPECT_EQ(tok.model(), TokenizerModel::kSpm);
+  EXPECT_EQ(tok.model(), TokenizerModel::spm);
   EXPECT_TRUE(tok.add_bos_default());  // add_bos_token absent: true for SPM
   // add_space_prefix absent: true, so "hi" becomes "▁hi".
   EXPECT_EQ(tok.encode("hi", true, true), (Ids{1, 263}));
@@ -88,8 +88,8 @@ TEST(TokenizerGguf, BpeNeedsMergesAndAKnownPreTokenizer) {
   expect_error(w, "tokenizer.ggml.merges");
   w.set_string_array("tokenizer.ggml.merges", {"a b"});
   const Tokenizer tok = load(w);
-  EXPECT_EQ(tok.model(), TokenizerModel::kBpe);
-  EXPECT_EQ(tok.pre_tokenizer(), PreTokenizer::kLlama3);
+  EXPECT_EQ(tok.model(), TokenizerModel::bpe);
+  EXPECT_EQ(tok.pre_tokenizer(), PreTokenizer::llama3);
   EXPECT_TRUE(tok.add_bos_default());
   EXPECT_EQ(tok.bos_id(), kNoToken);  // default 11 is outside this vocabulary
   EXPECT_EQ(tok.encode("abab", true, true), (Ids{2, 2}));

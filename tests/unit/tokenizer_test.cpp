@@ -16,7 +16,7 @@ const std::string kSp = "\xE2\x96\x81";  // U+2581
 // Builds a vocabulary token by token; add() returns the new id.
 struct VocabBuilder {
   Vocab v;
-  int32_t add(const std::string& text, float score = 0.0f, TokenType type = TokenType::kNormal) {
+  int32_t add(const std::string& text, float score = 0.0f, TokenType type = TokenType::normal) {
     v.tokens.push_back(text);
     v.scores.push_back(score);
     v.types.push_back(type);
@@ -27,11 +27,11 @@ struct VocabBuilder {
 // <unk> <s> </s>, then the 256 byte tokens <0x00>..<0xFF> (ids 3..258).
 VocabBuilder spm_base() {
   VocabBuilder b;
-  b.v.model = TokenizerModel::kSpm;
-  b.v.unk_id = b.add("<unk>", 0, TokenType::kUnknown);
-  b.v.bos_id = b.add("<s>", 0, TokenType::kControl);
-  b.v.eos_id = b.add("</s>", 0, TokenType::kControl);
-  for (int i = 0; i < 256; ++i) b.add(fmt::format("<0x{:02X}>", i), 0, TokenType::kByte);
+  b.v.model = TokenizerModel::spm;
+  b.v.unk_id = b.add("<unk>", 0, TokenType::unknown);
+  b.v.bos_id = b.add("<s>", 0, TokenType::control);
+  b.v.eos_id = b.add("</s>", 0, TokenType::control);
+  for (int i = 0; i < 256; ++i) b.add(fmt::format("<0x{:02X}>", i), 0, TokenType::byte);
   return b;
 }
 int32_t byte_id(int b) {
@@ -84,8 +84,8 @@ TEST(TokenizerSpm, ByteFallbackAndDecode) {
 
 TEST(TokenizerSpm, ByteFallbackWithoutByteTokensUsesCharTokenThenUnk) {
   VocabBuilder b;
-  b.v.model = TokenizerModel::kSpm;
-  b.v.unk_id = b.add("<unk>", 0, TokenType::kUnknown);
+  b.v.model = TokenizerModel::spm;
+  b.v.unk_id = b.add("<unk>", 0, TokenType::unknown);
   const int32_t x = b.add("x"), q = b.add("?");
   const auto tok = Tokenizer::from_vocab(b.v);
   EXPECT_EQ(tok.encode("x?z", false, false), (Ids{x, q, 0}));
@@ -122,8 +122,8 @@ TEST(TokenizerSpm, NoSpacePrefixWhenDisabled) {
 
 TEST(TokenizerSpecial, ControlOnlyWithParseSpecialUserDefinedAlways) {
   auto b = spm_base();
-  const int32_t ctl = b.add("<ctl>", 0, TokenType::kControl);
-  const int32_t ud = b.add("<ud>", 0, TokenType::kUserDefined);
+  const int32_t ctl = b.add("<ctl>", 0, TokenType::control);
+  const int32_t ud = b.add("<ud>", 0, TokenType::user_defined);
   const int32_t x = b.add("x");
   const auto tok = Tokenizer::from_vocab(b.v);
   EXPECT_EQ(tok.encode("x<ctl>x<ud>", false, true), (Ids{x, ctl, x, ud}));
@@ -142,9 +142,9 @@ TEST(TokenizerSpecial, ControlOnlyWithParseSpecialUserDefinedAlways) {
 
 TEST(TokenizerSpecial, LongerSpecialsAreCutFirst) {
   auto b = spm_base();
-  const int32_t ab = b.add("ab", 0, TokenType::kUserDefined);
-  const int32_t abc = b.add("abc", 0, TokenType::kUserDefined);
-  const int32_t bcd = b.add("bcd", 0, TokenType::kUserDefined);
+  const int32_t ab = b.add("ab", 0, TokenType::user_defined);
+  const int32_t abc = b.add("abc", 0, TokenType::user_defined);
+  const int32_t bcd = b.add("bcd", 0, TokenType::user_defined);
   const int32_t a = b.add("a");
   const auto tok = Tokenizer::from_vocab(b.v);
   EXPECT_EQ(tok.encode("abcab", false, false), (Ids{abc, ab}));
@@ -157,12 +157,12 @@ TEST(TokenizerSpecial, LongerSpecialsAreCutFirst) {
 
 TEST(TokenizerSpecial, RunsAndManySpecials) {
   auto b = spm_base();
-  const int32_t n1 = b.add("\n", 0, TokenType::kUserDefined);
-  const int32_t n2 = b.add("\n\n", 0, TokenType::kUserDefined);
-  const int32_t n3 = b.add("\n\n\n", 0, TokenType::kUserDefined);
+  const int32_t n1 = b.add("\n", 0, TokenType::user_defined);
+  const int32_t n2 = b.add("\n\n", 0, TokenType::user_defined);
+  const int32_t n3 = b.add("\n\n\n", 0, TokenType::user_defined);
   std::vector<int32_t> tags;
   for (int i = 0; i < 50; ++i)
-    tags.push_back(b.add(fmt::format("<t{}>", i), 0, TokenType::kControl));
+    tags.push_back(b.add(fmt::format("<t{}>", i), 0, TokenType::control));
   const auto tok = Tokenizer::from_vocab(b.v);
   // A run is cut greedily from the left by the longest token first.
   EXPECT_EQ(tok.encode("\n\n\n\n\n\n\n", false, false), (Ids{n3, n3, n1}));
@@ -183,7 +183,7 @@ TEST(TokenizerSpecial, RunsAndManySpecials) {
 TEST(TokenizerSpecial, EndOfGenerationFromIdsAndTexts) {
   auto b = spm_base();
   const int32_t eot = b.add("<end_of_turn>");  // NORMAL in the file: becomes CONTROL
-  const int32_t other = b.add("<start_of_turn>", 0, TokenType::kControl);
+  const int32_t other = b.add("<start_of_turn>", 0, TokenType::control);
   const auto tok = Tokenizer::from_vocab(b.v);
   EXPECT_TRUE(tok.is_end_of_generation(2));  // eos
   EXPECT_TRUE(tok.is_end_of_generation(eot));
@@ -206,7 +206,7 @@ std::string mapped(std::string_view bytes) {
 // The 256 byte stand-ins (id = byte value), then merges building "hello", " world".
 VocabBuilder bpe_base(const std::string& pre) {
   VocabBuilder b;
-  b.v.model = TokenizerModel::kBpe;
+  b.v.model = TokenizerModel::bpe;
   b.v.pre = pre;
   for (int i = 0; i < 256; ++i) b.add(mapped(std::string(1, static_cast<char>(i))));
   for (const char* m : {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w", "o r", "\xC4\xA0w or", "l d",
@@ -277,7 +277,7 @@ TEST(TokenizerBpe, DecodeCleansSpacesExceptForQwen2) {
 
 TEST(TokenizerBpe, ControlTokensAndBos) {
   auto b = bpe_base("llama-bpe");
-  const int32_t bos = b.add("<|begin|>", 0, TokenType::kControl);
+  const int32_t bos = b.add("<|begin|>", 0, TokenType::control);
   b.v.bos_id = bos;
   b.v.add_bos = true;
   const auto tok = Tokenizer::from_vocab(b.v);
@@ -353,11 +353,11 @@ TEST(TokenizerErrors, BadIdsAndVocabularies) {
 
 TEST(TokenizerErrors, OddVocabulariesDoNotCrash) {
   VocabBuilder b;
-  b.v.model = TokenizerModel::kSpm;
+  b.v.model = TokenizerModel::spm;
   b.add("");  // empty texts get a placeholder, as in llama.cpp
   b.add("a", std::numeric_limits<float>::quiet_NaN());
   b.add("a");  // duplicate text: the last id wins
-  b.add("<0xZZ>", 0, TokenType::kByte);
+  b.add("<0xZZ>", 0, TokenType::byte);
   b.add("u", 0, static_cast<TokenType>(99));
   const auto tok = Tokenizer::from_vocab(b.v);
   EXPECT_EQ(tok.token_text(0), "[EMPTY_0]");

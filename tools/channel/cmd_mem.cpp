@@ -22,12 +22,13 @@
 #include "cli_files.h"
 #include "command.h"
 #include "embedded_model.h"
+#include "memory/auto_recall.h"
 #include "memory/consolidation.h"
 #include "memory/episodic_repair.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/retrieval_features.h"
 #include "memory/retrieval_head.h"
 #include "runtime/stream_session.h"
@@ -52,6 +53,7 @@ struct MemArgs {
   bool json = false;  // ls, query: one JSON object per line
   bool dry_run = false;  // repair: report only
   std::string method = "auto";  // query: --recall-method
+  double lexical = kDefaultLexicalWeight;  // query: --recall-lexical
   bool v1 = false;               // create: version 1 (no retrieval section)
 };
 
@@ -170,7 +172,7 @@ std::vector<RecallHit> query_by_state(const std::shared_ptr<const Model>& model,
   ss->feed(SpanType::user, ids);
   CueState cue = mem.current_cue();
   cue.centroid = centroid;
-  return mem.query_state(cue, m, a.k);
+  return mem.query_state(cue, m, a.k, true, static_cast<float>(a.lexical));
 }
 
 int run_query(const MemArgs& a) {
@@ -503,6 +505,12 @@ const CommandRegistrar registrar{
                        "state of the cue's last token, as automatic recall scores; auto: proj, "
                        "keys or centroid, the best the model and store have")
           ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
+          ->capture_default_str();
+      query
+          ->add_option("--recall-lexical", args->lexical,
+                       "Weight of the lexical half of recall (names and rare words the cue "
+                       "shares with an episode; not with centroid); 0: the model's vectors alone")
+          ->check(CLI::Range(0.0, 1000.0))
           ->capture_default_str();
       create->add_flag("--q8_0", args->q8_0, "Store K/V as Q8_0 instead of FP16");
       create->add_flag("--v1", args->v1,

@@ -21,7 +21,7 @@
 #include "command.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "run_draft.h"
@@ -56,6 +56,7 @@ struct RunArgs {
   bool no_auto_recall = false;
   std::string recall_method = "auto";
   int64_t recall_neighbours = 0;
+  double recall_lexical = channel::kDefaultLexicalWeight;
   float recall_velocity = 0.0f;
   int64_t recall_cooldown = 256;
   std::vector<uint64_t> replay;  // --replay ID: fed before the prompt
@@ -245,6 +246,7 @@ int run_session(const RunArgs& args) {
     rc.method = *parse_recall_method(args.recall_method);
     rc.k = static_cast<size_t>(args.recall_k);
     rc.neighbours = static_cast<uint32_t>(args.recall_neighbours);
+    rc.lexical = static_cast<float>(args.recall_lexical);
     rc.velocity_factor = args.recall_velocity;
     rc.cooldown_tokens = static_cast<uint64_t>(args.recall_cooldown);
     recall = std::make_unique<AutoRecall>(*mem, rc);
@@ -480,6 +482,12 @@ const CommandRegistrar registrar{
                      "With --memory: how episodes are scored (auto: proj with a retrieval head, "
                      "else keys, else centroid)")
           ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
+          ->capture_default_str();
+      sub.add_option("--recall-lexical", args->recall_lexical,
+                     "With --memory: weight of the lexical half of recall (names and rare words "
+                     "the cue shares with an episode), in standard deviations of the method's "
+                     "scores; 0: the model's vectors alone")
+          ->check(CLI::Range(0.0, 1000.0))
           ->capture_default_str();
       sub.add_option("--recall-neighbours", args->recall_neighbours,
                      "With --memory: temporal neighbours (parent, child) recalled beside each hit "

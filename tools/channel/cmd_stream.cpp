@@ -22,6 +22,7 @@
 #include "cli_progress.h"
 #include "command.h"
 #include "kv/slot_geometry.h"
+#include "memory/auto_recall.h"
 #include "sampling_flags.h"
 #include "util/error.h"
 
@@ -45,6 +46,7 @@ struct StreamArgs {
   std::string recall_method = "auto";
   int64_t recall_k = 2;
   int64_t recall_neighbours = 0;
+  double recall_lexical = channel::kDefaultLexicalWeight;
   float recall_velocity = 0.0f;
   int64_t recall_cooldown = 256;
   bool turns = false;  // -f: blank lines end turns
@@ -301,6 +303,7 @@ int run_stream(const StreamArgs& args) {
       ap.method = recall_method_of(args.recall_method);
       ap.k = static_cast<uint32_t>(args.recall_k);
       ap.neighbours = static_cast<uint32_t>(args.recall_neighbours);
+      ap.lexical = static_cast<float>(args.recall_lexical);
       ap.velocity_factor = args.recall_velocity;
       ap.cooldown_tokens = static_cast<uint32_t>(args.recall_cooldown);
       ap.callback = print_recall_event;
@@ -443,6 +446,12 @@ const CommandRegistrar registrar{
       sub.add_option("--recall-k", args->recall_k,
                      "With --memory: episodes recalled at each turn boundary (0: none)")
           ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
+      sub.add_option("--recall-lexical", args->recall_lexical,
+                     "With --memory: weight of the lexical half of recall (names and rare words "
+                     "the cue shares with an episode), in standard deviations of the method's "
+                     "scores; 0: the model's vectors alone")
+          ->check(CLI::Range(0.0, 1000.0))
           ->capture_default_str();
       sub.add_option("--recall-neighbours", args->recall_neighbours,
                      "With --memory: temporal neighbours (parent, child) recalled beside each hit "

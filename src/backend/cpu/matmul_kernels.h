@@ -21,7 +21,7 @@ struct MatmulWeights {
   int64_t cols;
 };
 
-// Activations prepared once per matmul (see ops/matmul.h for the rounding rules).
+// Activations prepared once per matmul (see backend/cpu/matmul.h for the rounding rules).
 struct MatmulInput {
   int64_t n = 0;  // tokens
   // F32/F16/BF16 weights: activations rounded to the weight's precision.

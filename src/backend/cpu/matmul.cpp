@@ -1,4 +1,4 @@
-#include "ops/matmul.h"
+#include "backend/cpu/matmul.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,7 @@
-// model_signature.h: the model identity an `.episodic.mem` file is bound to. The signature is
-// a short text built from a GGUF (docs/formats.md, ".episodic.mem", "Model signature"); the
-// header stores its FNV-1a 64, and a store opened with another model is refused.
+// model_signature.h: the model identity `.episodic.mem` stores and session files are bound
+// to. The signature is a short text built from a GGUF (docs/formats.md, ".episodic.mem",
+// "Model signature"); a file stores its FNV-1a 64, and one opened with another model is
+// refused.
 #pragma once
 
 #include <cstdint>

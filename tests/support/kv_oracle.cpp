@@ -1,5 +1,5 @@
 // The reference timeline and attention (see oracle.h): scans over every token, no rings.
-#include "kv/oracle.h"
+#include "support/kv_oracle.h"
 
 #include <algorithm>
 #include <cmath>
@@ -133,13 +133,13 @@ OracleView OracleTimeline::local_view(uint64_t query_clock, uint32_t window) con
 void oracle_attention(uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim, const RopeFreqs& rope,
                       const float* q, double query_pos, std::span<const OracleKv> keys, float scale,
                       float* out) {
-  // Rotation of one head in double: pairs as in rope_f64.h, angles pos * inv_freq.
+  // Rotation of one head in double: pairs as in ops/rope.h, angles pos * inv_freq.
   const auto rotate = [&](const float* x, double pos, std::vector<double>& y) {
     y.assign(x, x + head_dim);
     const uint32_t half = rope.n_rot / 2;
     for (uint32_t i = 0; i < half; ++i) {
-      const uint32_t a = rope.layout == RopeLayout::normal ? 2 * i : i;
-      const uint32_t b = rope.layout == RopeLayout::normal ? 2 * i + 1 : i + half;
+      const uint32_t a = rope.style == RopeStyle::normal ? 2 * i : i;
+      const uint32_t b = rope.style == RopeStyle::normal ? 2 * i + 1 : i + half;
       const double c = std::cos(pos * rope.inv_freq[i]), s = std::sin(pos * rope.inv_freq[i]);
       y[a] = x[a] * c - x[b] * s;
       y[b] = x[a] * s + x[b] * c;

@@ -1,11 +1,11 @@
 // The model signature of a GGUF: shapes from its metadata and a fingerprint of its weights.
-#include "memory/model_signature.h"
+#include "gguf/model_signature.h"
 
 #include <algorithm>
 
 #include "gguf/gguf_reader.h"
-#include "memory/episodic_format.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace channel {
 
@@ -16,13 +16,8 @@ std::string model_signature(const GgufFile& g) {
   uint64_t tensor_bytes = 0;
   // Weights fingerprint: FNV-1a 64 over the name and the first 4 KiB of every tensor, in file
   // order, so fine-tunes of one architecture differ without reading gigabytes.
-  uint64_t fp = 0xcbf29ce484222325ull;
-  auto mix = [&](std::string_view bytes) {
-    for (unsigned char c : bytes) {
-      fp ^= c;
-      fp *= 0x100000001b3ull;
-    }
-  };
+  uint64_t fp = kFnv1a64Basis;
+  auto mix = [&](std::string_view bytes) { fp = fnv1a64(bytes, fp); };
   for (const TensorInfo& t : g.tensors()) {
     tensor_bytes += t.n_bytes;
     mix(t.name);

@@ -10,9 +10,9 @@
 #include <span>
 #include <vector>
 
-#include "kv/rope_f64.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
+#include "ops/rope.h"
 
 namespace channel {
 

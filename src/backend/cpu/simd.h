@@ -1,0 +1,121 @@
+// simd.h: the one SIMD layer of the CPU kernels (in the spirit of ggml's simd-mappings.h):
+// the intrinsics preamble, the ISA macros and the helpers every kernel family shares.
+//
+// ISA macros: what the compiler may use in this translation unit (its -m flags or
+// -march=native), not what the running CPU has (`cpu_runs_*` below tell that):
+//   CHANNEL_SIMD_AVX2    AVX2 + FMA + F16C
+//   CHANNEL_SIMD_AVX512  AVX-512 F/BW/VL (with CHANNEL_SIMD_AVX2)
+//   CHANNEL_SIMD_VNNI    AVX-512 VNNI (with CHANNEL_SIMD_AVX512)
+// A kernel family is written once per ISA in files of its own (`*_avx512.cpp`,
+// `*_avx2.cpp`, the scalar reference beside them), each variant compiled whenever the
+// compiler can target it, and dispatched at run time to the best the CPU runs; every
+// variant is checked against the reference by simd_variants_test.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's AVX-512 headers start conversions from an "undefined" register and then warn
+// about it (GCC bug 105593); the warning is about the header, not the kernels.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define CHANNEL_SIMD_AVX2 1
+#endif
+#if defined(CHANNEL_SIMD_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512VL__)
+#define CHANNEL_SIMD_AVX512 1
+#endif
+#if defined(CHANNEL_SIMD_AVX512) && defined(__AVX512VNNI__)
+#define CHANNEL_SIMD_VNNI 1
+#endif
+
+namespace channel::simd {
+
+// Whether the running CPU executes a variant (checked once).
+bool cpu_runs_avx2();
+bool cpu_runs_avx512();
+
+#if defined(CHANNEL_SIMD_AVX2)
+
+// Horizontal sum of 8 floats: (lo128 + hi128), then pairs, then the last two.
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// e^x for 8 lanes, x <= 0 (softmax numerators): Cephes-style x = n ln2 + r, a degree-6
+// polynomial in r, times 2^n built from exponent bits. The clamp at -87 keeps 2^n a normal
+// float; e^-87 is 1.6e-38, nothing beside a softmax maximum of 1.
+inline __m256 exp_ps(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+#endif  // CHANNEL_SIMD_AVX2
+
+#if defined(CHANNEL_SIMD_AVX512)
+
+inline float hsum(__m512 v) {
+  return _mm512_reduce_add_ps(v);
+}
+
+inline __mmask16 tail_mask16(size_t n) {  // the low n < 16 lanes
+  return static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// e^x for 16 lanes, x <= 0: as the 8-lane exp_ps, with 2^n by scalef (clamp at -88).
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+#endif  // CHANNEL_SIMD_AVX512
+
+}  // namespace channel::simd

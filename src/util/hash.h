@@ -1,0 +1,35 @@
+// hash.h: the checksums and mixers every layer shares: CRC-32C (record and file checksums),
+// FNV-1a 64 (model identity, name hashing) and splitmix64 (seeding random generators).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace channel {
+
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, init and final xor 0xFFFFFFFF),
+// the checksum of iSCSI/ext4/Btrfs. crc32c(0, "123456789") == 0xE3069283.
+// `crc` chains calls: crc32c(crc32c(0, a), b) == crc32c(0, a ++ b).
+uint32_t crc32c_ref(uint32_t crc, const void* data, size_t n);  // bitwise, obviously correct
+uint32_t crc32c(uint32_t crc, const void* data, size_t n);      // SSE4.2 crc32 when available
+
+// FNV-1a 64 of `bytes`, continuing from `h` (the offset basis by default).
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+constexpr uint64_t fnv1a64(std::string_view bytes, uint64_t h = kFnv1a64Basis) {
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// splitmix64: advances `state` and returns the next well-mixed 64-bit value.
+constexpr uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace channel

@@ -1,0 +1,193 @@
+// Every SIMD variant of a kernel family that this build compiled and this CPU executes
+// (AVX-512, AVX2, scalar; backend/cpu/simd.h), against the family's scalar reference at
+// awkward sizes and misaligned starts. One parameterised test: the parameter is
+// (family, variant), so `--gtest_filter='*avx2*'` runs the AVX2 variants alone.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/simd.h"
+#include "kv/slot_attention.h"
+#include "memory/memory_kernels.h"
+#include "ops/fp16.h"
+
+namespace channel {
+namespace {
+
+struct Variant {
+  std::string family;
+  std::string isa;
+  size_t index;  // into the family's variant list
+};
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> out;
+  const auto attn = slot_attention_variants();
+  for (size_t i = 0; i < attn.size(); ++i) out.push_back({"slot_attention", attn[i].isa, i});
+  const Int8DotsVariant* dots = nullptr;
+  const size_t n_dots = int8_dots_variants(&dots);
+  for (size_t i = 0; i < n_dots; ++i) out.push_back({"int8_dots", dots[i].isa, i});
+  const auto centroid = centroid_kernel_variants();
+  for (size_t i = 0; i < centroid.size(); ++i)
+    out.push_back({"centroid", centroid[i].isa, i});
+  return out;
+}
+
+class SimdVariant : public ::testing::TestWithParam<Variant> {};
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// slot_attention: head dims 1..67 (tails of every width), 1-40 keys in up to 3 runs, arena
+// rows starting at an odd float, and f16 recall rows beside the arena.
+void check_slot_attention(const SlotAttentionVariant& variant) {
+  std::mt19937 rng(17);
+  SlotAttnScratch scratch;
+  for (uint32_t hd : {1u, 3u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 64u, 67u}) {
+    for (uint32_t n_keys : {1u, 5u, 17u, 40u}) {
+      for (const bool neox : {false, true}) {
+        const uint32_t n_head = 4, n_kv = 2, n_slots = 48, n_recall = 6;
+        const SlotAttnShape shape{n_head, n_kv, hd, n_slots};
+        const uint32_t n_rot = hd % 2 == 0 ? hd : hd - 1;
+        if (n_rot == 0) continue;
+        const RopeFreqs rope =
+            RopeFreqs::make(neox ? RopeStyle::neox : RopeStyle::normal, n_rot, 10000.0);
+        const std::vector<float> q = random_floats(size_t{n_head} * hd, rng, -2.0f, 2.0f);
+        const std::vector<float> k = random_floats(size_t{n_kv} * n_slots * hd + 1, rng);
+        const std::vector<float> v = random_floats(size_t{n_kv} * n_slots * hd + 1, rng);
+        std::vector<uint16_t> rk(size_t{n_recall} * n_kv * hd), rv(rk.size());
+        for (auto& x : rk) x = fp32_to_fp16(std::uniform_real_distribution<float>(-1, 1)(rng));
+        for (auto& x : rv) x = fp32_to_fp16(std::uniform_real_distribution<float>(-1, 1)(rng));
+        const RecallRowsF16 recall{rk.data(), rv.data(), n_slots, n_recall, size_t{n_kv} * hd};
+        // Keys: arena slots and recall slots, shuffled, cut into up to 3 runs.
+        std::vector<uint32_t> slots;
+        for (uint32_t s = 0; s < n_slots + n_recall; ++s) slots.push_back(s);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        slots.resize(n_keys);
+        std::vector<SlotRun> runs;
+        const uint32_t cut = n_keys / 3;
+        if (cut > 0) {
+          runs.push_back({slots.data(), cut, 1234.0});
+          runs.push_back({slots.data() + cut, cut, 77.0});
+        }
+        runs.push_back({slots.data() + 2 * cut, n_keys - 2 * cut, 3000001.0});
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        std::vector<float> want(size_t{n_head} * hd), got(want.size(), -1.0f);
+        slot_attention_ref(shape, rope, q.data(), k.data() + 1, v.data() + 1, runs, scale,
+                           want.data(), recall);
+        check_slot_attn_shape(shape, rope);
+        check_recall_rows(shape, recall);
+        variant.fn(shape, rope, q.data(), k.data() + 1, v.data() + 1, runs, scale, got.data(),
+                   scratch, recall);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::fabs(want[i])))
+              << variant.isa << " hd " << hd << " keys " << n_keys << " neox " << neox
+              << " at " << i;
+      }
+    }
+  }
+}
+
+// int8_dots: exact, so every variant equals the reference bit for bit.
+void check_int8_dots(const Int8DotsVariant& variant) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> q8(-127, 127);
+  for (size_t dim : {1, 3, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 1000}) {
+    for (size_t off : {0, 1, 3}) {
+      const size_t n = 5, stride = dim + off + 7;
+      std::vector<int8_t> rows(stride * n + off), q(dim);
+      for (auto& x : rows) x = static_cast<int8_t>(q8(rng));
+      for (auto& x : q) x = static_cast<int8_t>(q8(rng));
+      std::vector<int32_t> want(n), got(n, -1);
+      int8_dots_ref(rows.data() + off, stride, n, q.data(), dim, want.data());
+      variant.fn(rows.data() + off, stride, n, q.data(), dim, got.data());
+      ASSERT_EQ(got, want) << variant.isa << " dim " << dim << " off " << off;
+    }
+  }
+}
+
+// centroid_dots (f16 rows . f32 query, and the rows' squared norms) at every tail width and
+// misaligned rows and query; f32_to_f16_row, exact, bit for bit, subnormals to overflow.
+void check_centroid(const CentroidKernels& variant) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd;
+  for (size_t off : {0, 2, 6}) {
+    for (size_t dim : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 127, 129, 1000}) {
+      const size_t n_rows = 5, stride = off + 2 * dim + 10;
+      std::vector<uint8_t> rows(stride * n_rows + 64);
+      std::vector<float> q(dim + 1);
+      for (auto& x : q) x = nd(rng);
+      for (size_t r = 0; r < n_rows; ++r)
+        for (size_t i = 0; i < dim; ++i) {
+          const uint16_t h = fp32_to_fp16(nd(rng));
+          std::memcpy(rows.data() + off + r * stride + 2 * i, &h, 2);
+        }
+      std::vector<float> d(n_rows), n2(n_rows), dr(n_rows), n2r(n_rows);
+      const float* qp = q.data() + (off ? 1 : 0);
+      variant.centroid_dots(rows.data() + off, stride, n_rows, qp, dim, d.data(), n2.data());
+      centroid_dots_ref(rows.data() + off, stride, n_rows, qp, dim, dr.data(), n2r.data());
+      for (size_t r = 0; r < n_rows; ++r) {
+        const float tol = 1e-5f * static_cast<float>(dim) + 1e-5f;
+        ASSERT_NEAR(d[r], dr[r], tol * (1 + std::abs(dr[r]))) << variant.isa << " dim " << dim;
+        ASSERT_NEAR(n2[r], n2r[r], tol * (1 + n2r[r])) << variant.isa << " dim " << dim;
+      }
+    }
+  }
+  std::vector<float> x(2000);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = nd(rng) * std::pow(10.0f, static_cast<float>(static_cast<int>(i % 13)) - 8.0f) *
+           (i % 17 == 0 ? 1e5f : 1.0f);
+  for (size_t off : {0, 1, 3})
+    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 33, 1000}) {
+      std::vector<uint16_t> a(n + 1), b(n + 1);
+      variant.f32_to_f16_row(x.data() + off, a.data() + off % 2, n);
+      f32_to_f16_row_ref(x.data() + off, b.data() + off % 2, n);
+      ASSERT_EQ(a, b) << variant.isa << " n " << n << " off " << off;
+    }
+}
+
+TEST_P(SimdVariant, MatchesTheScalarReference) {
+  const Variant& p = GetParam();
+  if (p.family == "slot_attention") {
+    check_slot_attention(slot_attention_variants()[p.index]);
+  } else if (p.family == "centroid") {
+    check_centroid(centroid_kernel_variants()[p.index]);
+  } else if (p.family == "int8_dots") {
+    const Int8DotsVariant* dots = nullptr;
+    int8_dots_variants(&dots);
+    check_int8_dots(dots[p.index]);
+  } else {
+    FAIL() << "no check for family " << p.family;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, SimdVariant, ::testing::ValuesIn(all_variants()),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.family + "_" + info.param.isa;
+                         });
+
+// The dispatched variant is the first of its list, and on a CPU with AVX2 a build that can
+// target it has it: the AVX2 path is compiled and tested even where AVX-512 is dispatched.
+TEST(SimdVariants, TheBestVariantIsDispatchedAndAvx2IsThere) {
+  EXPECT_STREQ(slot_attention_isa(), slot_attention_variants().front().isa);
+  EXPECT_STREQ(slot_attention_variants().back().isa, "scalar");
+#if defined(CHANNEL_SIMD_AVX2)
+  if (simd::cpu_runs_avx2()) {
+    bool has_avx2 = false;
+    for (const auto& v : slot_attention_variants()) has_avx2 |= std::string(v.isa) == "avx2";
+    EXPECT_TRUE(has_avx2);
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace channel
