@@ -226,6 +226,31 @@ TEST(Matmul, FloatOutputsDoNotDependOnBatchOrThreads) {
   }
 }
 
+// The float GEMM cuts each output's FMA chain into column chunks (256) and works on groups of
+// 32 rows x blocks of 24 tokens: shapes that cross every one of those edges, off by a few,
+// still give each token the bits of its lone decode.
+TEST(Matmul, FloatGemmBlocksKeepTheDecodeArithmetic) {
+  ThreadPool one(1), three(3);
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (const auto& [rows, cols] :
+         {std::pair<int64_t, int64_t>{33, 257}, {70, 529}, {31, 768}, {65, 1063}}) {
+      const auto o = make_random_weight(type, rows, cols, static_cast<uint32_t>(rows + cols));
+      constexpr int64_t kTokens = 53;
+      const auto x = random_activations(kTokens * cols, 43);
+      std::vector<float> alone(static_cast<size_t>(kTokens * rows));  // [kTokens][rows]
+      for (int64_t t = 0; t < kTokens; ++t)
+        matmul(o.w, x.data() + t * cols, 1, alone.data() + t * rows, one);
+      for (int64_t n : {2, 23, 24, 25, 49, 53}) {
+        std::vector<float> batched(static_cast<size_t>(n * rows));
+        matmul(o.w, x.data(), n, batched.data(), n % 2 ? one : three);
+        ASSERT_EQ(std::memcmp(alone.data(), batched.data(), batched.size() * sizeof(float)), 0)
+            << ggml_type_name(static_cast<uint32_t>(type)) << " rows " << rows << " cols " << cols
+            << " n " << n;
+      }
+    }
+  }
+}
+
 TEST(Matmul, DequantizeRowMatchesReference) {
   for (GgmlType type : kTypes) {
     const auto o = make_random_weight(type, 5, 96, 11);

@@ -367,7 +367,7 @@ TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
   for (GgmlType t : kNewTypes) {
     const int64_t elems = ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
     for (int64_t cols : {elems, 3 * elems}) {
-      for (int64_t rows : {1, 7, 35}) {
+      for (int64_t rows : {1, 7, 35, 50}) {  // GEMM panels: 32 rows, halves of 16
         SCOPED_TRACE(name_of(t) + " rows=" + std::to_string(rows) +
                      " cols=" + std::to_string(cols));
         const OwnedWeight o = random_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));

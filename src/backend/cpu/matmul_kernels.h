@@ -1,8 +1,9 @@
 // matmul_kernels.h: the CPU inner loops of ops/matmul: a range of weight rows times a batch
-// of prepared activations. The AVX-512 build has a 4-row streaming matvec (decode) and
-// register-tiled GEMMs (prompt): int8 vpdpbusd on repacked 32-row panels for Q8_0/Q4_0 and
-// f32 FMA on panels converted once from F16/BF16/F32. Other builds loop over the row dots
-// of vec_kernels.h.
+// of prepared activations. The AVX-512 build has streaming matvecs (decode: 4 rows at a time,
+// 16 in the lanes for Q4_0/Q5_0, quant_matvec.h) and register-tiled GEMMs (prompt): int8
+// vpdpbusd on repacked 32-row panels for Q8_0/Q4_0/Q5_0 and the K-quants (kquant_gemm.h) and
+// cache-blocked f32 FMA for F16/BF16/F32 (float_gemm.h). Other builds loop over the row dots
+// of vec_kernels.h and quant_kernels.h.
 #pragma once
 
 #include <cstddef>
@@ -20,14 +21,15 @@ struct MatmulWeights {
   int64_t cols;
 };
 
-// Activations prepared once per matmul (see ops/matmul.h for the rounding rules).
+// Activations prepared once per matmul (see backend/cpu/matmul.h for the rounding rules).
 struct MatmulInput {
   int64_t n = 0;  // tokens
   // F32/F16/BF16 weights: activations rounded to the weight's precision.
   const float* xf = nullptr;  // [n][cols]
   // Q8_0/Q4_0 weights: activations as Q8_0 blocks, their scales as f32, and each block's
-  // sum of q times minus the weight's zero point (128 for Q8_0, 8 for Q4_0), which the int8
-  // GEMM adds back after multiplying unsigned weights (w + zero point) by signed q.
+  // sum of q times minus the weight's zero point (128 for Q8_0, 8 for Q4_0, 16 for Q5_0),
+  // which the int8 loops add back after multiplying unsigned weights (w + zero point) by
+  // signed q.
   // Other block types (backend/cpu/quant_kernels.h): xq holds each token's activation blocks
   // in the format the type's dot takes, xq_row_bytes apart; xd and xcorr are unused.
   const uint8_t* xq = nullptr;     // [n][cols / 32] BlockQ8_0

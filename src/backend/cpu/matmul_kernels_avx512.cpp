@@ -1,11 +1,13 @@
 // AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
-// load and stream straight from the mapping. Prompt (many tokens):
+// load and stream straight from the mapping (Q4_0, Q5_0: 16 rows in the lanes, quant_matvec.h).
+// Prompt (many tokens):
 //   Q8_0/Q4_0/Q5_0: 32-row panels are repacked once into a lanes-are-rows layout, then a register
 //              tile of 32 rows x T tokens: per 32-element block, 8 steps of vpdpbusd(u8
 //              weights + zero point, broadcast 4 int8 activations), then one f32 FMA with
 //              d_w * d_x;
-//   F32/F16/BF16: a register tile of 8 rows x 3 tokens in which every output is the decode
-//              loop's 16-lane FMA chain over the columns and the same horizontal sum.
+//   Q2_K..Q6_K: kquant_gemm_avx512.cpp, the same idea with per-group scales;
+//   F32/F16/BF16: float_gemm_avx512.cpp, in which every output is the decode loop's 16-lane
+//              FMA chain over the columns and the same horizontal sum.
 // Either way a token's outputs are the same bits alone, in a small batch or in a prompt.
 #include "backend/cpu/matmul_kernels.h"
 
@@ -17,7 +19,10 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/float_gemm.h"
+#include "backend/cpu/kquant_gemm.h"
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/quant_matvec.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -36,11 +41,11 @@ namespace {
 // about as much as 4 row-dot passes over it; the float tile repacks nothing.
 constexpr int64_t kQuantGemmMinTokens = 4;
 constexpr int64_t kFloatGemmMinTokens = 2;
+// K-quants: repacking a panel costs about what 8 tokens of row dots do (kquant_gemm.h).
+constexpr int64_t kKQuantGemmMinTokens = 8;
 constexpr int kPanelRows = 32;                   // rows of a repacked panel (two 16-lane halves)
 constexpr size_t kQuantBlockBytes = 8 * 2 * 64;  // packed block: [group 8][half 2][16 rows][4]
 constexpr int kQuantTileTokens = 4;
-constexpr int kFloatTileRows = 8;  // float GEMM tile: 8 rows x 3 tokens, 24 accumulators
-constexpr int kFloatTileTokens = 3;
 
 // The block types with Q8_0 activations that these loops handle (the others: quant_kernels.h).
 bool is_quant(GgmlType t) {
@@ -75,13 +80,6 @@ __m256i unsigned_quants(const uint8_t* block) {
       return _mm256_or_si256(nib, _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10)));
     }
   }
-}
-
-// The same quants signed (q - zero point).
-template <QuantKind K>
-__m256i signed_quants(const uint8_t* block) {
-  constexpr int zero = K == QuantKind::q8_0 ? 128 : K == QuantKind::q4_0 ? 8 : 16;
-  return _mm256_sub_epi8(unsigned_quants<K>(block), _mm256_set1_epi8(static_cast<char>(zero)));
 }
 
 bool use_gemm(GgmlType t, int64_t n) {
@@ -121,8 +119,12 @@ uint8_t* thread_scratch(size_t bytes) {
 // lane does exactly what a lane of quant_tile does — per block, the exact integer dot,
 // converted to f32, times (d_w * d_x), fused into the running sum in block order — so a
 // token's outputs are bit-identical whether it is decoded alone or batched in a prompt.
+// As in the tile, the weights are taken unsigned (w + zero point) and the token's block
+// correction xcorr (-zero point * sum q) restores the signed dot: vpdpbusd takes them as
+// they are, with no abs/sign per row.
 template <QuantKind K>
-__m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, int64_t nb) {
+__m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, const int32_t* xcorr,
+                  int64_t nb) {
   constexpr int64_t kBlock = block_bytes<K>();
   constexpr int kPrefetch = 512;  // bytes ahead in each row: keeps misses in flight
   __m128 acc = _mm_setzero_ps();
@@ -134,16 +136,15 @@ __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, int64_t nb) {
     for (int i = 0; i < 4; ++i) {
       const uint8_t* wb = rows[i] + b * kBlock;
       _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetch), _MM_HINT_T0);
-      const __m256i qw = K == QuantKind::q8_0 ? load256(wb + 2) : signed_quants<K>(wb);
-      // |w| (u8) times x with w's sign: vpdpbusd wants unsigned x signed.
-      p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw),
-                                 _mm256_sign_epi8(qx, qw));
+      p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants<K>(wb), qx);
       std::memcpy(&d[i], wb, sizeof(uint16_t));
     }
     // Integer sums (exact in any order): lane i = row i.
     const __m256i h =
         _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    const __m128i sums =
+        _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
+                      _mm_set1_epi32(xcorr[b]));
     const __m128 dw = _mm_cvtph_ps(
         _mm_setr_epi16(static_cast<int16_t>(d[0]), static_cast<int16_t>(d[1]),
                        static_cast<int16_t>(d[2]), static_cast<int16_t>(d[3]), 0, 0, 0, 0));
@@ -206,6 +207,11 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
                   float* y) {
   const int64_t nb = w.cols / kQK;
   const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
+  const int32_t* xcorr = x.xcorr ? x.xcorr + t * nb : nullptr;
+  if (w.type == GgmlType::Q4_0) return matvec_q4_0(w, xq, xcorr, r0, r1, y);  // 16 rows a step
+#if defined(CHANNEL_CPU_MATVEC_Q5_0)
+  if (w.type == GgmlType::Q5_0) return matvec_q5_0(w, xq, xcorr, r0, r1, y);
+#endif
   const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
   for (int64_t r = r0; r < r1; r += 4) {
     const uint8_t* rows[4];
@@ -214,13 +220,10 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
     alignas(16) float out[4];
     switch (w.type) {
       case GgmlType::Q8_0:
-        _mm_store_ps(out, dot4_quant<QuantKind::q8_0>(rows, xq, nb));
-        break;
-      case GgmlType::Q4_0:
-        _mm_store_ps(out, dot4_quant<QuantKind::q4_0>(rows, xq, nb));
+        _mm_store_ps(out, dot4_quant<QuantKind::q8_0>(rows, xq, xcorr, nb));
         break;
       case GgmlType::Q5_0:
-        _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, nb));
+        _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb));
         break;
       case GgmlType::F16:
       case GgmlType::BF16: {
@@ -428,109 +431,19 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   }
 }
 
-// ---- prompt: f32 GEMM with the decode loop's arithmetic ------------------------------------
-
-// Rows rows[0..kFloatTileRows-1] (pointers may repeat) times tokens x[0..T-1]: output (r, t)
-// is the FMA chain of dot4_float, masked tail included, and the same horizontal sum. Writes
-// rows < n_rows.
-template <int T, typename W, typename Load, typename LoadMasked>
-void float_tile(const W* const rows[kFloatTileRows], const float* const x[T], int64_t cols,
-                float* const y[T], int n_rows, Load load, LoadMasked load_masked) {
-  __m512 acc[kFloatTileRows][T];
-  for (int r = 0; r < kFloatTileRows; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= cols; i += 16) {
-    __m512 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x[t] + i);
-    for (int r = 0; r < kFloatTileRows; ++r) {
-      const __m512 wv = load(rows[r] + i);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
-    }
-  }
-  if (i < cols) {
-    const __mmask16 m = lane_mask(cols - i);
-    __m512 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + i);
-    for (int r = 0; r < kFloatTileRows; ++r) {
-      const __m512 wv = load_masked(rows[r] + i, m);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
-    }
-  }
-  for (int r = 0; r < n_rows; ++r)
-    for (int t = 0; t < T; ++t) y[t][r] = _mm512_reduce_add_ps(acc[r][t]);
-}
-
-// kFloatTileRows rows stay in L1 while the tokens pass over them, kFloatTileTokens at a time
-// (the activations are re-read once per row group, so taller groups read them less often).
-template <typename W, typename Load, typename LoadMasked>
-void float_gemm_typed(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1,
-                      float* y, int64_t y_stride, Load load, LoadMasked load_masked) {
-  for (int64_t row0 = r0; row0 < r1; row0 += kFloatTileRows) {
-    const int n_rows = static_cast<int>(std::min<int64_t>(kFloatTileRows, r1 - row0));
-    const W* rows[kFloatTileRows];
-    for (int i = 0; i < kFloatTileRows; ++i)
-      rows[i] = reinterpret_cast<const W*>(
-          w.data + static_cast<size_t>(std::min<int64_t>(row0 + i, r1 - 1)) * w.row_bytes);
-    for (int64_t t0 = 0; t0 < x.n; t0 += kFloatTileTokens) {
-      const int nt = static_cast<int>(std::min<int64_t>(kFloatTileTokens, x.n - t0));
-      const float* xs[kFloatTileTokens];
-      float* ys[kFloatTileTokens];
-      for (int t = 0; t < nt; ++t) {
-        xs[t] = x.xf + (t0 + t) * w.cols;
-        ys[t] = y + (t0 + t) * y_stride + row0;
-      }
-      switch (nt) {
-        case 3:
-          float_tile<3>(rows, xs, w.cols, ys, n_rows, load, load_masked);
-          break;
-        case 2:
-          float_tile<2>(rows, xs, w.cols, ys, n_rows, load, load_masked);
-          break;
-        default:
-          float_tile<1>(rows, xs, w.cols, ys, n_rows, load, load_masked);
-          break;
-      }
-    }
-  }
-}
-
-void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
-                     int64_t y_stride) {
-  if (w.type == GgmlType::F32)
-    return float_gemm_typed<float>(w, x, r0, r1, y, y_stride, load_f32, load_f32_masked);
-  // F16/BF16: each group of rows is converted to f32 once (exactly), not once per token group.
-  const int64_t cols = w.cols;
-  float* rows32 = reinterpret_cast<float*>(
-      thread_scratch(static_cast<size_t>(kFloatTileRows) * static_cast<size_t>(cols) * 4));
-  for (int64_t row0 = r0; row0 < r1; row0 += kFloatTileRows) {
-    const int64_t row1 = std::min<int64_t>(row0 + kFloatTileRows, r1);
-    for (int64_t r = row0; r < row1; ++r) {
-      const auto* src =
-          reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(r) * w.row_bytes);
-      if (w.type == GgmlType::F16) {
-        dequantize_row_f16(src, rows32 + (r - row0) * cols, cols);
-      } else {
-        dequantize_row_bf16(src, rows32 + (r - row0) * cols, cols);
-      }
-    }
-    const MatmulWeights group{GgmlType::F32, reinterpret_cast<const uint8_t*>(rows32),
-                              static_cast<size_t>(cols) * 4, row1 - row0, cols};
-    float_gemm_typed<float>(group, x, 0, row1 - row0, y + row0, y_stride, load_f32,
-                            load_f32_masked);
-  }
-}
-
 }  // namespace
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
+  if (is_kquant(type) && n >= kKQuantGemmMinTokens) return kPanelRows;
   if (!is_quant(type) && cpu::quant_type_kernels(type)) return generic::matmul_row_granule(type, n);
-  return use_gemm(type, n) && is_quant(type) ? kPanelRows : 16;
+  return use_gemm(type, n) ? kPanelRows : 16;  // the float GEMM groups 32 rows too
 }
 
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
-  if (!is_quant(w.type) && cpu::quant_type_kernels(w.type)) {  // other block types: row dots
+  if (is_kquant(w.type) && x.n >= kKQuantGemmMinTokens) {
+    kquant_gemm_rows(w, x, r0, r1, y, y_stride);
+  } else if (!is_quant(w.type) && cpu::quant_type_kernels(w.type)) {  // other types: row dots
     generic::matmul_rows(w, x, r0, r1, y, y_stride);
   } else if (!use_gemm(w.type, x.n)) {
     matvec_rows(w, x, r0, r1, y, y_stride);

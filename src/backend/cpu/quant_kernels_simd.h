@@ -1,15 +1,17 @@
 // quant_kernels_simd.h: the SIMD row kernels of quant_kernels.h, written once over an
 // instruction-set policy `Isa` and instantiated by quant_kernels_avx2.cpp (maddubs + madd)
-// and quant_kernels_avx512.cpp (VNNI dpbusd / dpwssd, 64 quants per step). Include only from
-// those two files, after <immintrin.h>, inside their namespace.
+// and quant_kernels_avx512.cpp (VNNI dpbusd / dpwssd, 64 quants per step); the AVX-512 K-quant
+// GEMM (kquant_gemm_avx512.cpp) takes its unpack_k. Include only from those files, after
+// <immintrin.h>, inside their namespace.
 //
 // K-quants: a super-block is unpacked in registers to 8 x 32 unsigned quants u and 16 i16
 // scales (one per 16 elements), the integer sums over g of sc[g] * sum(u * q_x) are taken
 // in 8 lanes, and the type's offset and minimums come back through Q8_K's bsums:
 //   sumi = sum_g sc[g] * sum_{i in g} u[i] q[i] - offset * sum_g sc[g] * bsums[g]
 //   summ = sum_g m[g] * bsums[g];   acc += (d * d_x) * sumi - (dmin * d_x) * summ
-// in 8 f32 lanes, summed once per row. The integer parts are exact, so only the f32
-// accumulation differs from the reference's order.
+// per super-block (exact integers), then two f32 FMAs per super-block in block order, the
+// same arithmetic as the AVX-512 K-quant GEMM's lanes (kquant_gemm.h). The integer parts are
+// exact, so only the f32 accumulation differs from the reference's order.
 #pragma once
 
 namespace simd_detail {
@@ -226,17 +228,24 @@ struct K6 {
 
 inline constexpr int kMaxTokens = 8;  // at most this many tokens share one unpacking (Isa::kTokens)
 
+// acc + a * b with one rounding (the f32 FMA of the K-quant GEMM's lanes).
+inline float fma_ss(float a, float b, float acc) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(acc)));
+}
+
 // out[t] = row w · token t's activations (x + t * x_stride), t < nt <= kMaxTokens. Each
-// super-block is unpacked once for all the tokens; every token's arithmetic is exactly that
-// of nt == 1 (8-lane f32 accumulators, one horizontal sum at the end), so a token's result
-// does not depend on the batch it came in.
+// super-block is unpacked once for all the tokens. Per super-block and token the integer
+// sums are exact (sumi with the offset, summ of the minimums), then
+//   acc = fma(sumi, d * d_x, acc);  acc = fma(-summ, dmin * d_x, acc)
+// in super-block order: the arithmetic of every lane of the AVX-512 K-quant GEMM
+// (kquant_gemm.h), so a token's result does not depend on the batch it came in.
 template <typename Isa, typename T>
 void dot_k_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t n_blocks,
                  float* out) {
   const auto* pw = static_cast<const uint8_t*>(w);
   const auto* px = static_cast<const uint8_t*>(x);
-  __m256 acc[kMaxTokens];
-  for (int t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
+  float acc[kMaxTokens];
+  for (int t = 0; t < nt; ++t) acc[t] = 0.0f;
   constexpr int shift = T::kOffsetShift;
   using Block = typename T::Block;
   for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(Block), px += sizeof(BlockQ8_K)) {
@@ -251,14 +260,14 @@ void dot_k_multi(const void* w, const void* x, size_t x_stride, int nt, int64_t 
       __m256i vi = Isa::scaled_dot(prepared, xb + offsetof(BlockQ8_K, qs));
       if constexpr (shift > 0)  // the offset: sum_g sc[g] * offset * bsums[g]
         vi = _mm256_sub_epi32(vi, _mm256_slli_epi32(_mm256_madd_epi16(k.sc, bsums), shift));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(vi), _mm256_set1_ps(k.d * xd), acc[t]);
+      acc[t] = fma_ss(static_cast<float>(hsum_i32(vi)), k.d * xd, acc[t]);
       if constexpr (T::kHasMin) {
-        const __m256i vm = _mm256_madd_epi16(k.m, bsums);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(vm), _mm256_set1_ps(k.dmin * xd), acc[t]);
+        const int32_t summ = hsum_i32(_mm256_madd_epi16(k.m, bsums));
+        acc[t] = fma_ss(-static_cast<float>(summ), k.dmin * xd, acc[t]);
       }
     }
   }
-  for (int t = 0; t < nt; ++t) out[t] = hsum_ps(acc[t]);
+  for (int t = 0; t < nt; ++t) out[t] = acc[t];
 }
 
 template <typename Isa, typename T>

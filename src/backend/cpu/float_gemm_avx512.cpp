@@ -1,0 +1,186 @@
+// AVX-512 prompt GEMM for F32/F16/BF16 weights (float_gemm.h), blocked for the caches.
+//
+// Every output (row r, token t) is the decode loop's arithmetic (matmul_kernels_avx512.cpp,
+// dot4_float): a 16-lane FMA chain over the columns, lane l taking columns l, l + 16, ... in
+// order with a masked last step, then _mm512_reduce_add_ps. The blocking only cuts that chain
+// at multiples of 16 columns and parks the 16 lanes in memory between the pieces, which
+// changes no rounding, so a token's outputs stay the same bits alone or in any batch.
+//
+// Loops: groups of kGroupRows rows, converted once to f32 (F16/BF16) for all the tokens, x
+// blocks of kBlockTokens tokens; per group and block the columns go in chunks of kChunkCols:
+// a tile's chunk of weights stays in L1 while the block's (8-row x 3-token) register tiles
+// pass over it, and each token's chunk of activations is reused by all the group's rows. Without
+// the chunks (the previous loop), every 8-row tile streamed the whole prompt's activations from L3
+// or memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns).
+#include "backend/cpu/float_gemm.h"
+
+#if defined(CHANNEL_CPU_AVX512_MATMUL)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "backend/cpu/vec_kernels.h"
+
+// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
+// uninitialised use (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace channel::cpu::avx512 {
+namespace {
+
+constexpr int kTileRows = 8;  // register tile: 8 rows x 3 tokens, 24 accumulators
+constexpr int kTileTokens = 3;
+constexpr int kGroupTiles = 4;  // row tiles per group
+constexpr int kGroupRows = kTileRows * kGroupTiles;
+constexpr int kBlockTiles = 8;  // token tiles per block
+constexpr int kBlockTokens = kTileTokens * kBlockTiles;
+constexpr int64_t kChunkCols = 256;  // a multiple of 16: chunks cut the FMA chains between lanes
+constexpr int kTileAcc = kTileRows * kTileTokens;
+
+// The first min(n, 16) lanes.
+__mmask16 tail_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// Per-thread scratch: the group's rows as f32 [kGroupRows][cols] and the parked accumulators
+// [kGroupTiles][kBlockTiles][kTileAcc] vectors.
+struct Scratch {
+  std::unique_ptr<float[]> w;
+  size_t w_floats = 0;
+  alignas(64) float acc[kGroupTiles * kBlockTiles * kTileAcc * 16];
+  float* rows(int64_t cols) {  // 64-byte aligned, [kGroupRows][cols]
+    const size_t need = static_cast<size_t>(kGroupRows) * static_cast<size_t>(cols) + 16;
+    if (w_floats < need) {
+      w.reset(new float[need]);
+      w_floats = need;
+    }
+    const uintptr_t p = reinterpret_cast<uintptr_t>(w.get());
+    return w.get() + (64 - p % 64) % 64 / sizeof(float);
+  }
+};
+Scratch& thread_scratch() {
+  thread_local std::unique_ptr<Scratch> s(new Scratch);
+  return *s;
+}
+
+// One chunk of `cols` columns (a multiple of 16 except in the last chunk, whose tail is
+// masked exactly as dot4_float masks it) for rows w[0..7] (stride w_stride floats) and T
+// tokens x[t] (stride x_stride): the parked accumulators `acc` go on from where they stopped
+// (or from zero when `first`).
+template <int T>
+void tile_chunk(const float* w, int64_t w_stride, const float* x, int64_t x_stride, int64_t cols,
+                bool first, float* acc) {
+  __m512 a[kTileRows][T];
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int t = 0; t < T; ++t)
+      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + (r * kTileTokens + t) * 16);
+  }
+  int64_t i = 0;
+  for (; i + 16 <= cols; i += 16) {
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x + t * x_stride + i);
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m512 wv = _mm512_loadu_ps(w + r * w_stride + i);
+      for (int t = 0; t < T; ++t) a[r][t] = _mm512_fmadd_ps(wv, xv[t], a[r][t]);
+    }
+  }
+  if (i < cols) {
+    const __mmask16 m = tail_mask(cols - i);
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + t * x_stride + i);
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w + r * w_stride + i);
+      for (int t = 0; t < T; ++t) a[r][t] = _mm512_fmadd_ps(wv, xv[t], a[r][t]);
+    }
+  }
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int t = 0; t < T; ++t) _mm512_store_ps(acc + (r * kTileTokens + t) * 16, a[r][t]);
+  }
+}
+
+void tile_chunk_n(int nt, const float* w, int64_t w_stride, const float* x, int64_t x_stride,
+                  int64_t cols, bool first, float* acc) {
+  switch (nt) {
+    case 3:
+      return tile_chunk<3>(w, w_stride, x, x_stride, cols, first, acc);
+    case 2:
+      return tile_chunk<2>(w, w_stride, x, x_stride, cols, first, acc);
+    default:
+      return tile_chunk<1>(w, w_stride, x, x_stride, cols, first, acc);
+  }
+}
+
+}  // namespace
+
+void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                     int64_t y_stride) {
+  Scratch& s = thread_scratch();
+  const int64_t cols = w.cols;
+  for (int64_t g0 = r0; g0 < r1; g0 += kGroupRows) {
+    const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, r1 - g0));
+    const int tiles = (valid + kTileRows - 1) / kTileRows;
+    // The group's rows as f32, converted once for every token (F32 full groups are read in
+    // place); rows past `valid` repeat the last one so that every tile computes on real
+    // numbers (their outputs are not written).
+    const float* wf;
+    int64_t w_stride;
+    if (w.type == GgmlType::F32 && valid == kGroupRows) {
+      wf = reinterpret_cast<const float*>(w.data + static_cast<size_t>(g0) * w.row_bytes);
+      w_stride = static_cast<int64_t>(w.row_bytes / 4);
+    } else {
+      float* rows = s.rows(cols);
+      for (int r = 0; r < tiles * kTileRows; ++r) {
+        const uint8_t* src =
+            w.data + static_cast<size_t>(g0 + std::min(r, valid - 1)) * w.row_bytes;
+        float* dst = rows + r * cols;
+        if (w.type == GgmlType::F16) {
+          dequantize_row_f16(reinterpret_cast<const uint16_t*>(src), dst, cols);
+        } else if (w.type == GgmlType::BF16) {
+          dequantize_row_bf16(reinterpret_cast<const uint16_t*>(src), dst, cols);
+        } else {
+          std::copy_n(reinterpret_cast<const float*>(src), cols, dst);
+        }
+      }
+      wf = rows;
+      w_stride = cols;
+    }
+    for (int64_t b0 = 0; b0 < x.n; b0 += kBlockTokens) {
+      const int block_tokens = static_cast<int>(std::min<int64_t>(kBlockTokens, x.n - b0));
+      const int token_tiles = (block_tokens + kTileTokens - 1) / kTileTokens;
+      for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
+        const int64_t kc = std::min<int64_t>(kChunkCols, cols - k0);
+        for (int i = 0; i < tiles; ++i) {  // a tile's chunk of weights stays in L1 meanwhile
+          for (int j = 0; j < token_tiles; ++j) {
+            const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
+            const float* xs = x.xf + (b0 + j * kTileTokens) * cols + k0;
+            float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
+            tile_chunk_n(nt, wf + i * kTileRows * w_stride + k0, w_stride, xs, cols, kc, k0 == 0,
+                         acc);
+          }
+        }
+      }
+      // Every chain is complete: the horizontal sums, as dot4_float takes them.
+      for (int i = 0; i < tiles; ++i) {
+        const int rows_here = std::min(kTileRows, valid - i * kTileRows);
+        for (int j = 0; j < token_tiles; ++j) {
+          const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
+          const float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
+          for (int t = 0; t < nt; ++t) {
+            float* yt = y + (b0 + j * kTileTokens + t) * y_stride + g0 + i * kTileRows;
+            for (int r = 0; r < rows_here; ++r)
+              yt[r] = _mm512_reduce_add_ps(_mm512_load_ps(acc + (r * kTileTokens + t) * 16));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace channel::cpu::avx512
+
+#endif  // CHANNEL_CPU_AVX512_MATMUL

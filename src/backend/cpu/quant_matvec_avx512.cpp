@@ -1,0 +1,155 @@
+// AVX-512 decode matvecs for Q4_0 and Q5_0 (quant_matvec.h): 16 rows at a time, rows in
+// the lanes.
+//
+// Per 32-element block the 16 rows' 16 nibble bytes are loaded and transposed in registers
+// (4 inserts per 4 rows, one in-lane dword transpose each, then a 4 x 4 transpose of the
+// 128-bit lanes), so that vector g holds dword g of every row: its low nibbles are elements
+// 4g..4g+3 and its high nibbles elements 16+4g..16+4g+3. Eight vpdpbusd with broadcast
+// activation dwords then give the 16 rows' exact integer dots at once, with no horizontal
+// sums; the scales come in with one gather (Q5_0: the fifth bits with another, spread to
+// the bytes by vpshufbitqmb). Each lane is the arithmetic of a lane of the prompt GEMM
+// (matmul_kernels_avx512.cpp, quant_tile): the integer dot of the unsigned quants plus the
+// token's correction -zero point * sum q, converted to f32, times (d_w * d_x), fused into
+// the running sum in block order; so decode and prompt give the same bits.
+#include "backend/cpu/quant_matvec.h"
+
+#if defined(CHANNEL_CPU_AVX512_MATMUL)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/quant.h"
+
+// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
+// uninitialised use (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace channel::cpu::avx512 {
+namespace {
+
+__m128i load128(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// v[g] lane i = dword g of the 16 bytes at rows[i] + at.
+void transpose_rows(const uint8_t* const rows[16], int64_t at, __m512i v[4]) {
+  // Within a 128-bit lane: dword 4j + g -> 4g + j (a 4 x 4 transpose).
+  const __m512i in_lane = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m512i z[4];  // z[k] lane 4g + j = dword g of row 4k + j
+  for (int k = 0; k < 4; ++k) {
+    __m512i q = _mm512_castsi128_si512(load128(rows[4 * k] + at));
+    q = _mm512_inserti32x4(q, load128(rows[4 * k + 1] + at), 1);
+    q = _mm512_inserti32x4(q, load128(rows[4 * k + 2] + at), 2);
+    q = _mm512_inserti32x4(q, load128(rows[4 * k + 3] + at), 3);
+    z[k] = _mm512_permutexvar_epi32(in_lane, q);
+  }
+  // 128-bit lane g of z[k] -> lane k of v[g].
+  const __m512i t0 = _mm512_shuffle_i32x4(z[0], z[1], 0x44);  // z0.0 z0.1 z1.0 z1.1
+  const __m512i t1 = _mm512_shuffle_i32x4(z[0], z[1], 0xee);  // z0.2 z0.3 z1.2 z1.3
+  const __m512i t2 = _mm512_shuffle_i32x4(z[2], z[3], 0x44);
+  const __m512i t3 = _mm512_shuffle_i32x4(z[2], z[3], 0xee);
+  v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88);  // z0.0 z1.0 z2.0 z3.0
+  v[1] = _mm512_shuffle_i32x4(t0, t2, 0xdd);
+  v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88);
+  v[3] = _mm512_shuffle_i32x4(t1, t3, 0xdd);
+}
+
+}  // namespace
+
+namespace {
+
+// Q4_0 (kFive false) or Q5_0: 16 rows at a time from r.
+template <bool kFive>
+void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
+              int64_t r1, float* y) {
+  constexpr int64_t kBlock = kFive ? 22 : 18;  // f16 scale, (Q5_0: 4 bytes of fifth bits), nibbles
+  constexpr int64_t kNibbles = kFive ? 6 : 2;
+  const int64_t nb = w.cols / kQK;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+  // Q5_0: which bit of a 64-bit lane (two rows' fifth bits) each byte of dword group g takes:
+  // low nibbles are elements 4g + i, high nibbles 16 + 4g + i.
+  __m512i pick[2][4];
+  if constexpr (kFive) {
+    for (int g = 0; g < 4; ++g) {
+      for (int half = 0; half < 2; ++half) {
+        alignas(64) uint8_t c[64];
+        for (int j = 0; j < 64; ++j)
+          c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
+        pick[half][g] = _mm512_load_si512(c);
+      }
+    }
+  }
+  for (int64_t r = r0; r < r1; r += 16) {
+    const uint8_t* rows[16];
+    alignas(64) int32_t offset[16];  // of each row from rows[0], in bytes
+    for (int i = 0; i < 16; ++i) {
+      const int64_t row = std::min(r + i, r1 - 1);
+      rows[i] = w.data + static_cast<size_t>(row) * w.row_bytes;
+      offset[i] = static_cast<int32_t>(static_cast<int64_t>(rows[i] - rows[0]));
+    }
+    const __m512i gather_at = _mm512_load_si512(offset);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t at = b * kBlock;
+      if ((b & 3) == 0) {
+        for (int i = 0; i < 16; ++i)
+          _mm_prefetch(reinterpret_cast<const char*>(rows[i] + at + 512), _MM_HINT_T0);
+      }
+      __m512i v[4];
+      transpose_rows(rows, at + kNibbles, v);
+      __m512i qh;
+      if constexpr (kFive) qh = _mm512_i32gather_epi32(gather_at, rows[0] + at + 2, 1);
+      const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      __m512i sum = _mm512_set1_epi32(xcorr[b]);
+      for (int g = 0; g < 4; ++g) {
+        __m512i lo = _mm512_and_si512(v[g], low4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low4);
+        if constexpr (kFive) {
+          lo = _mm512_or_si512(
+              lo, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
+          hi = _mm512_or_si512(
+              hi, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
+        }
+        sum = _mm512_dpbusd_epi32(sum, lo, _mm512_set1_epi32(load_i32(xb + 2 + 4 * g)));
+        sum = _mm512_dpbusd_epi32(sum, hi, _mm512_set1_epi32(load_i32(xb + 2 + 16 + 4 * g)));
+      }
+      const __m512i bits = _mm512_i32gather_epi32(gather_at, rows[0] + at, 1);
+      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
+      uint16_t dx;
+      std::memcpy(&dx, xb, sizeof(dx));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                            _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(dx))), acc);
+    }
+    const int64_t n = std::min<int64_t>(16, r1 - r);
+    _mm512_mask_storeu_ps(y + r, static_cast<__mmask16>((1u << n) - 1), acc);
+  }
+}
+
+}  // namespace
+
+void matvec_q4_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
+                 int64_t r1, float* y) {
+  matvec16<false>(w, xq, xcorr, r0, r1, y);
+}
+
+#if defined(CHANNEL_CPU_MATVEC_Q5_0)
+void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
+                 int64_t r1, float* y) {
+  matvec16<true>(w, xq, xcorr, r0, r1, y);
+}
+#endif
+
+}  // namespace channel::cpu::avx512
+
+#endif  // CHANNEL_CPU_AVX512_MATMUL
