@@ -193,6 +193,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
     }
   });
   m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
+  m.unmap_pages(L.block_offset(slot), L.block_kv + L.kv_bytes(m.header_of(slot).token_count));
 }
 
 void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
@@ -305,6 +306,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
     }
   });
   m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
+  m.unmap_pages(L.block_offset(slot), L.block_kv + L.kv_bytes(m.header_of(slot).token_count));
 }
 
 }  // namespace channel

@@ -162,6 +162,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     standardize(cos);
     for (size_t i = 0; i < n; ++i) score[i] += cos[i];
   }
+  m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
   if (cue.lexical > 0.0f && !cue.tokens.empty() && n > 0) {
     const std::vector<float> lex = m.lexical_scores(cue.tokens, slots);
     if (!use_centroid) standardize(score);

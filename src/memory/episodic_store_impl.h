@@ -109,6 +109,16 @@ struct EpisodicStore::Impl {
     pwrite_all(pair, sizeof pair, offsetof(FileHeader, total_episodes));
     durable_sync();
   }
+  // Takes [off, off + bytes) out of this process's mapping (MADV_DONTNEED on a read-only
+  // shared mapping: the file and the page cache are untouched, a later read faults the page
+  // back in). Called after a scan or a rehydration has read them, so that what a long stream
+  // has read from its store does not stay resident in the process: RSS stays flat.
+  void unmap_pages(uint64_t off, uint64_t bytes) const {
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (off + page - 1) & ~(page - 1);  // whole pages inside the range
+    const uint64_t end = std::min<uint64_t>((off + bytes) & ~(page - 1), map_size);
+    if (end > begin) ::madvise(map + begin, end - begin, MADV_DONTNEED);
+  }
   const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
   const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
   EpisodeHeader header_of(uint32_t slot) const { return read_episode_header(L, map, slot); }

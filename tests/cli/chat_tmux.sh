@@ -38,11 +38,11 @@ start() {
 start "$CHANNEL" chat --temp 0 -t 1 -n 24 --system "$TMP/sys.md"
 wait_for '^>$' || finish
 tm send-keys -t chat 'What is the access code of Vera Okafor?' Enter
-wait_for '^48213\.$'
+wait_for '^48213\.+$'
 tm send-keys -t chat 'What is the access code \' Enter
 wait_for '^\.\.\.$'
 tm send-keys -t chat 'of Vera Okafor?' Enter
-wait_count '^48213\.$' 2
+wait_count '^48213\.+$' 2
 tm send-keys -t chat 'half a line' C-c
 wait_for 'Ctrl-C: input dropped'
 tm send-keys -t chat '/stats' Enter
