@@ -4,22 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "ops/fp16.h"
 #include "ops/norm.h"
 #include "util/error.h"
 
 namespace channel {
-
-namespace {
-
-int resolve_threads(int n) {
-  if (n < 0) throw_error("session: n_threads must be >= 0, got {}", n);
-  return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-}  // namespace
 
 // Stores each token's K (rotated at its clock, f64 angles) and V into its layer's slot, and
 // attends through the runs of the query (kv/slot_attention.h).
@@ -71,9 +61,8 @@ class RingSession::Backend : public AttentionBackend {
 };
 
 RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionConfig& config)
-    : model_(std::move(model)),
+    : SessionBase(model, model->hparams().n_vocab, config.n_threads),
       config_(config),
-      pool_(resolve_threads(config.n_threads)),
       // A geometry larger than the machine is refused before anything is allocated.
       ring_((check_session_fits_memory(model_->hparams(), config), config.ring)),
       bounded_(model_->hparams(), 0),
@@ -129,7 +118,6 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   cs_sliding_.resize(nb * hp.n_rot);
   attn_scratch_.resize(pool_.size());
   distances_.resize(nb);
-  logits_.resize(hp.n_vocab);
   saved_logits_.resize(hp.n_vocab);
   tentative_distances_.resize(config.ring.probe_reserve);
   tentative_tokens_.resize(config.ring.probe_reserve);
@@ -195,21 +183,15 @@ void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const
   }
 }
 
-void RingSession::check_tokens(std::span<const int32_t> tokens) const {
-  if (tokens.empty()) throw_error("session: no tokens given");
-  const int n_vocab = model_->hparams().n_vocab;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= n_vocab)
-      throw_error("session: token id {} at index {} is outside the vocabulary (n_vocab {})",
-                  tokens[i], i, n_vocab);
+void RingSession::check_room(size_t n) const {
   if (!ring_.sealed()) {
     const uint32_t limit = SlotGeometry::max_anchors(config_.ring.n_slots, config_.ring.n_recall,
                                                      1 + config_.ring.probe_reserve);
-    if (ring_.clock() + tokens.size() > limit)
+    if (ring_.clock() + n > limit)
       throw_error("session: anchors too long for the geometry: {} + {} tokens, at most {} fit",
-                  ring_.clock(), tokens.size(), limit);
+                  ring_.clock(), n, limit);
   }
-  if (ring_.clock() + tokens.size() > uint64_t{INT32_MAX})
+  if (ring_.clock() + n > uint64_t{INT32_MAX})
     throw_error("session: clock would pass 2^31 tokens");
 }
 
@@ -217,7 +199,7 @@ void RingSession::check_tokens(std::span<const int32_t> tokens) const {
 // as plain one-token decoding would. A later token of the chunk writes the slot of the clock
 // window_size before it, which no earlier query of the chunk sees while the chunk spans at
 // most probe_reserve + 1 tokens, or no eviction (the free room of the window).
-void RingSession::run(std::span<const int32_t> tokens, float* all) {
+void RingSession::run_chunks(std::span<const int32_t> tokens, float* all) {
   const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
   size_t done = 0;
   while (done < tokens.size()) {
@@ -333,25 +315,24 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
 }
 
 std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {
-  settle(0);
-  check_tokens(tokens);
-  ring_.begin_span(type);
-  run(tokens);
-  return logits_;
+  begin_span(type);
+  try {
+    return decode(tokens);
+  } catch (...) {
+    pending_span_.reset();  // refused tokens open no span
+    throw;
+  }
 }
 
-std::span<const float> RingSession::decode(std::span<const int32_t> tokens) {
-  settle(0);
-  check_tokens(tokens);
-  run(tokens);
-  return logits_;
-}
-
-std::span<const float> RingSession::decode_all(std::span<const int32_t> tokens) {
-  settle(0);
-  check_tokens(tokens);
-  const size_t n_vocab = logits_.size();
-  if (all_logits_.size() < tokens.size() * n_vocab) all_logits_.resize(tokens.size() * n_vocab);
+void RingSession::run(std::span<const int32_t> tokens, float* all) {
+  if (pending_span_) {
+    ring_.begin_span(*pending_span_);
+    pending_span_.reset();
+  }
+  if (!all) {
+    run_chunks(tokens);
+    return;
+  }
   const bool tentative = tokens.size() <= max_truncate();
   if (tentative) {  // what truncate_last goes back to; the hook waits for it
     saved_ring_.copy_state_from(ring_);
@@ -359,17 +340,9 @@ std::span<const float> RingSession::decode_all(std::span<const int32_t> tokens) 
     std::copy(logits_.begin(), logits_.end(), saved_logits_.begin());
     hook_live_ = false;
   }
-  run(tokens, all_logits_.data());
+  run_chunks(tokens, all);
   hook_live_ = true;
   tentative_ = tentative ? static_cast<uint32_t>(tokens.size()) : 0;
-  const auto last =
-      all_logits_.begin() + static_cast<std::ptrdiff_t>((tokens.size() - 1) * n_vocab);
-  std::copy(last, last + static_cast<std::ptrdiff_t>(n_vocab), logits_.begin());
-  return {all_logits_.data(), tokens.size() * n_vocab};
-}
-
-void RingSession::truncate_last(int k) {
-  settle(k);
 }
 
 // Ends the tentative decode_all (if any), keeping all but its last k tokens.
@@ -455,7 +428,7 @@ std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType 
   std::vector<float> out;
   try {
     ring_.begin_span(type);
-    run(tokens);
+    run_chunks(tokens);
     out = logits_;
   } catch (...) {
     ring_.rollback_clock(mark);
