@@ -1,4 +1,4 @@
-// RingSession: the KV slot geometry driving forward() through an AttentionBackend.
+// RingSession: the KV slot geometry behind forward()'s LayerAttention.
 #include "runtime/ring_session.h"
 #include "runtime/session_memory.h"
 
@@ -13,9 +13,11 @@ namespace channel {
 
 // Stores each token's K (rotated at its clock, f64 angles) and V into its layer's slot, and
 // attends through the runs of the query (kv/slot_attention.h).
-class RingSession::Backend : public AttentionBackend {
+class RingSession::Backend final : public PerHeadAttention {
  public:
-  explicit Backend(RingSession& s) : s_(s) {}
+  explicit Backend(RingSession& s) : PerHeadAttention(s.model_->hparams()), s_(s) {}
+
+ protected:
 
   void store(int il, int t, const float* k, const float* v) override {
     const ModelHparams& hp = s_.model_->hparams();
@@ -31,7 +33,7 @@ class RingSession::Backend : public AttentionBackend {
     }
   }
 
-  void attend(int il, int t, int hk, const float* q, float* out, int thread) override {
+  void attend_head(int il, int t, int hk, const float* q, float* out, int thread) override {
     const ModelHparams& hp = s_.model_->hparams();
     const Layer& L = s_.layers_[il];
     const auto group = static_cast<uint32_t>(hp.n_head / hp.n_head_kv);
@@ -65,8 +67,8 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
       config_(config),
       // A geometry larger than the machine is refused before anything is allocated.
       ring_((check_session_fits_memory(model_->hparams(), config), config.ring)),
-      bounded_(model_->hparams(), 0),
-      scratch_(model_->hparams(), std::max(1, config.n_batch), 1, pool_.size()) {
+      bounded_(*model_),
+      scratch_(model_->hparams(), std::max(1, config.n_batch)) {
   const ModelHparams& hp = model_->hparams();
   if (config.n_batch < 1)
     throw_error("session: n_batch must be at least 1, got {}", config.n_batch);
@@ -125,6 +127,7 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   tentative_slots_.resize(config.ring.probe_reserve);
   saved_ring_ = SlotRing(config.ring);
   backend_ = std::make_unique<Backend>(*this);
+  layer_attention_ = layer_attention(hp, bounded_, *backend_);
   // The ring calls the session's hook, which a tentative decode_all holds back.
   ring_.set_eviction_hook([this](const EvictionEvent& e) {
     if (hook_live_ && hook_) hook_(e);
@@ -237,11 +240,8 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
     }
     rope_cos_sin(rope_global_, static_cast<double>(clocks_[t]), &cs_global_[t * n_rot]);
   }
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.attention = backend_.get();
-  forward(*model_, bounded_, batch, all ? LogitsFor::all : LogitsFor::last, scratch_, pool_,
-          all ? all : logits_.data());
+  forward(*model_, ForwardBatch{tokens, layer_attention_}, all ? LogitsFor::all : LogitsFor::last,
+          scratch_, pool_, all ? all : logits_.data());
   if (tap_) {
     const size_t QD = capture_q_ ? global_layers_.size() * query_dim() : 0;
     // forward() leaves every token's last residual in scratch.x; the final norm of each
@@ -355,9 +355,9 @@ void RingSession::settle(int k) {
   if (tentative_ == 0) return;
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il)  // check every layer before changing any
-    if (hp.is_bounded(il) && bounded_.bounded(il).undo_available() < k)
+    if (hp.is_bounded(il) && bounded_.state(il).undo_available() < k)
       throw_error("session: cannot drop {} tokens: bounded layer {} keeps undo history for {}", k,
-                  il, bounded_.bounded(il).undo_available());
+                  il, bounded_.state(il).undo_available());
   const uint32_t keep = tentative_ - static_cast<uint32_t>(k);
   tentative_ = 0;
   // append_token() is deterministic: from the saved state the kept tokens get their slots
@@ -369,7 +369,7 @@ void RingSession::settle(int k) {
     max_distance_ = std::max(max_distance_, tentative_distances_[i]);
   }
   for (int il = 0; il < hp.n_layer; ++il)
-    if (hp.is_bounded(il)) bounded_.bounded(il).truncate_last(k);
+    if (hp.is_bounded(il)) bounded_.state(il).truncate_last(k);
   if (tap_ && keep > 0) {
     const size_t E = static_cast<size_t>(hp.n_embd);
     tap_(TokenBatch{std::span<const int32_t>(tentative_tokens_.data(), keep),
@@ -400,13 +400,13 @@ void RingSession::save_bounded() {
   const ModelHparams& hp = model_->hparams();
   probe_saved_.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il)
-    if (hp.is_bounded(il)) probe_saved_[il].state = bounded_.bounded(il);
+    if (hp.is_bounded(il)) probe_saved_[il].state = bounded_.state(il);
 }
 
 void RingSession::restore_bounded() {
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il)
-    if (hp.is_bounded(il)) bounded_.bounded(il).restore(probe_saved_[il]);
+    if (hp.is_bounded(il)) bounded_.state(il).restore(probe_saved_[il]);
 }
 
 uint32_t RingSession::max_probe() const {

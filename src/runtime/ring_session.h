@@ -19,7 +19,7 @@
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
 #include "model/forward.h"
-#include "model/kv_cache.h"
+#include "model/layer_attention.h"
 #include "model/model.h"
 #include "runtime/session_base.h"
 #include "util/aligned_vector.h"
@@ -116,7 +116,7 @@ class RingSession final : public SessionBase {
   // arena holds anchors and window (slots below recall_begin()); its recall slots are f16.
   std::span<const float> layer_k(int il) const { return layers_[il].k; }
   std::span<const float> layer_v(int il) const { return layers_[il].v; }
-  const BoundedState& bounded_state(int il) const { return bounded_.bounded(il); }
+  const BoundedState& bounded_state(int il) const { return bounded_.state(il); }
   uint32_t layer_slots(int il) const { return layers_[il].n_slots; }
   // The recall tier of global layer il as f16 bits, token-major: [n_recall][n_head_kv *
   // head_dim], row r holding slot recall_begin() + r. Half the bytes of f32, and the layout
@@ -184,10 +184,11 @@ class RingSession final : public SessionBase {
   std::unique_ptr<LocalRing> local_;  // null without sliding layers
   RopeFreqs rope_global_, rope_sliding_;
   std::vector<Layer> layers_;
-  KvCache bounded_;  // no K/V slots: only the BoundedState of each bounded layer
+  BoundedAttention bounded_;  // bounded layers' rings
   std::vector<BoundedSnapshot> probe_saved_;  // [n_layer] bounded states before a probe
   ForwardScratch scratch_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> backend_;  // the slot geometry's attention: global, sliding layers
+  std::vector<LayerAttention*> layer_attention_;  // [n_layer] backend_ or bounded_
   // Per chunk token, allocated for n_batch tokens once:
   std::vector<uint64_t> clocks_;                // [n_batch]
   std::vector<uint32_t> global_slots_;          // [n_batch]

@@ -21,9 +21,10 @@ const SessionConfig& checked(const SessionConfig& c) {
 Session::Session(std::shared_ptr<const Model> model, SessionConfig config)
     : SessionBase(model, model->hparams().n_vocab, checked(config).n_threads),
       config_(config),
-      kv_(model_->hparams(), config.n_ctx),
-      scratch_(model_->hparams(), std::min(config.n_batch, config.n_ctx), config.n_ctx,
-               pool_.size()),
+      attention_(*model_, config.n_ctx, std::min(config.n_batch, config.n_ctx), pool_.size()),
+      bounded_(*model_),
+      layers_(layer_attention(model_->hparams(), bounded_, attention_)),
+      scratch_(model_->hparams(), std::min(config.n_batch, config.n_ctx)),
       slot_ids_(static_cast<size_t>(config.n_ctx)) {
   std::iota(slot_ids_.begin(), slot_ids_.end(), 0);
 }
@@ -38,17 +39,13 @@ void Session::run_chunk(std::span<const int32_t> tokens, LogitsFor which, float*
   const int n = static_cast<int>(tokens.size());
   const std::span<const int32_t> positions(slot_ids_.data() + n_past_, static_cast<size_t>(n));
   const ModelHparams& hp = model_->hparams();
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.positions = positions;
-  batch.slots = positions;  // slot == position
-  batch.visible_slots = [&](int il, int t) {
+  attention_.set_batch(positions, positions /* slot == position */, [&](int il, int t) {
     const int p = positions[static_cast<size_t>(t)];
     const int window = hp.window_of(il);
     const int first = window > 0 ? std::max(0, p - window + 1) : 0;
     return std::span<const int32_t>(slot_ids_.data() + first, static_cast<size_t>(p - first + 1));
-  };
-  forward(*model_, kv_, batch, which, scratch_, pool_, logits);
+  });
+  forward(*model_, ForwardBatch{tokens, layers_}, which, scratch_, pool_, logits);
   n_past_ += n;
 }
 
@@ -65,14 +62,14 @@ void Session::truncate(int k) {
     throw_error("truncate: cannot drop {} tokens of the {} held", k, n_past_);
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il) {  // check every layer before changing any
-    if (hp.is_bounded(il) && kv_.bounded(il).undo_available() < k)
+    if (hp.is_bounded(il) && bounded_.state(il).undo_available() < k)
       throw_error(
           "truncate: cannot drop {} tokens: bounded layer {} keeps undo history for {} "
           "(UNDO_DEPTH {})",
-          k, il, kv_.bounded(il).undo_available(), UNDO_DEPTH);
+          k, il, bounded_.state(il).undo_available(), UNDO_DEPTH);
   }
   for (int il = 0; il < hp.n_layer; ++il) {
-    if (hp.is_bounded(il)) kv_.bounded(il).truncate_last(k);
+    if (hp.is_bounded(il)) bounded_.state(il).truncate_last(k);
   }
   n_past_ -= k;
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/forward.h"
-#include "model/kv_cache.h"
+#include "model/layer_attention.h"
 #include "model/model.h"
 #include "runtime/session_base.h"
 
@@ -42,11 +42,11 @@ class Session final : public SessionBase {
   int n_ctx() const { return config_.n_ctx; }
   void reset() {
     n_past_ = 0;
-    kv_.clear_bounded();  // bounded layers' rings restart empty
+    bounded_.clear();  // bounded layers' rings restart empty
   }
 
   // Ring state of bounded layer il (bounded architecture).
-  const BoundedState& bounded_state(int il) const { return kv_.bounded(il); }
+  const BoundedState& bounded_state(int il) const { return bounded_.state(il); }
 
  private:
   void check_room(size_t n) const override;
@@ -55,7 +55,9 @@ class Session final : public SessionBase {
   void run_chunk(std::span<const int32_t> tokens, LogitsFor which, float* logits);
 
   SessionConfig config_;
-  KvCache kv_;
+  ContiguousAttention attention_;   // the K/V of every layer but the bounded ones
+  BoundedAttention bounded_;         // bounded layers' rings
+  std::vector<LayerAttention*> layers_;  // [n_layer] which of the two each layer uses
   ForwardScratch scratch_;
   std::vector<int32_t> slot_ids_;  // [n_ctx] 0, 1, 2, ...: slot == position
   int n_past_ = 0;
