@@ -23,8 +23,11 @@ mkdir -p /tmp/cuda_h200
 (LLAMA_BUILD_ONLY=1 LLAMA_SRC="$S/llama-src.tar.xz" OUT="$OUT" nice -n 5 bash bench/cuda_h200.sh \
   && touch /tmp/cuda_h200/llama.ok || touch /tmp/cuda_h200/llama.fail) &
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCHANNEL_BUILD_BENCH=OFF $ARGS >/dev/null || exit 1
-(cmake --build build-cuda -j"$(nproc)" --target channel cuda_ops_test cuda_model_test 2>&1 | tail -30) > "$OUT/channel_build.log"
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCHANNEL_BUILD_BENCH=OFF $ARGS >"$OUT/channel_build.log" 2>&1 ||
+  { echo "configure failed"; tail -20 "$OUT/channel_build.log"; exit 1; }
+set -o pipefail
+cmake --build build-cuda -j"$(nproc)" --target channel unit_cuda_tests 2>&1 | tail -40 >>"$OUT/channel_build.log" ||
+  { echo "channel build failed"; tail -30 "$OUT/channel_build.log"; exit 1; }
 echo "channel built in $((SECONDS - t0)) s"; tail -3 "$OUT/channel_build.log"
 SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 150 bash scripts/test-cuda.sh > "$OUT/test-cuda.log" 2>&1
 echo "test-cuda rc $?"; grep -E "PASSED|FAILED|SKIPPED \]|test-cuda" "$OUT/test-cuda.log" | head -30
