@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace channel {
 
@@ -23,5 +24,16 @@ float proj_max_score(const float* c, const uint16_t* rows, size_t n, size_t dim)
 
 // Which variant the two dispatch to ("avx512", "avx2", "scalar").
 const char* retrieval_kernels_isa();
+
+// Every variant of the two compiled into this build that this CPU executes
+// (retrieval_kernels_avx512.cpp, retrieval_kernels_avx2.cpp), the dispatched one first, the
+// scalar references last.
+struct RetrievalKernels {
+  const char* isa;
+  float (*key_match_score)(const float* q, const uint16_t* keys, size_t n_blocks, size_t group,
+                           size_t R, size_t dim);
+  float (*proj_max_score)(const float* c, const uint16_t* rows, size_t n, size_t dim);
+};
+std::span<const RetrievalKernels> retrieval_kernel_variants();
 
 }  // namespace channel

@@ -14,6 +14,7 @@
 #include "backend/cpu/simd.h"
 #include "kv/slot_attention.h"
 #include "memory/memory_kernels.h"
+#include "memory/retrieval_kernels.h"
 #include "ops/fp16.h"
 
 namespace channel {
@@ -35,6 +36,9 @@ std::vector<Variant> all_variants() {
   const auto centroid = centroid_kernel_variants();
   for (size_t i = 0; i < centroid.size(); ++i)
     out.push_back({"centroid", centroid[i].isa, i});
+  const auto retrieval = retrieval_kernel_variants();
+  for (size_t i = 0; i < retrieval.size(); ++i)
+    out.push_back({"retrieval", retrieval[i].isa, i});
   return out;
 }
 
@@ -155,12 +159,53 @@ void check_centroid(const CentroidKernels& variant) {
     }
 }
 
+// The retrieval scans (f16 rows . f32 queries): key_match_score over blocks, query heads and
+// representative keys, proj_max_score over rows, at every tail width, misaligned starts, and
+// a dim past the stack buffer (the reference's path).
+void check_retrieval(const RetrievalKernels& variant) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const auto f32 = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+  };
+  const auto f16 = [&](size_t n) {
+    std::vector<uint16_t> v(n);
+    for (uint16_t& x : v) x = fp32_to_fp16(nd(rng));
+    return v;
+  };
+  for (size_t dim : {1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 65, 130, 1030}) {
+    const float tol = 1e-4f * std::sqrt(static_cast<float>(dim));
+    for (size_t group : {1, 2, 3}) {
+      for (size_t R : {1, 2, 9}) {
+        const size_t blocks = 1 + rng() % 3;
+        const auto q = f32(blocks * group * dim + 1);  // +1: misaligned starts
+        const auto k = f16(blocks * R * dim + 1);
+        const float ref = key_match_score_ref(q.data() + 1, k.data() + 1, blocks, group, R, dim);
+        const float got = variant.key_match_score(q.data() + 1, k.data() + 1, blocks, group, R, dim);
+        ASSERT_NEAR(got, ref, tol * (1.0f + std::abs(ref)))
+            << variant.isa << " dim " << dim << " group " << group << " R " << R;
+      }
+    }
+    for (size_t n : {1, 5, 17}) {
+      const auto c = f32(dim + 1);
+      const auto e = f16(n * dim + 1);
+      const float ref = proj_max_score_ref(c.data() + 1, e.data() + 1, n, dim);
+      const float got = variant.proj_max_score(c.data() + 1, e.data() + 1, n, dim);
+      ASSERT_NEAR(got, ref, tol * (1.0f + std::abs(ref))) << variant.isa << " dim " << dim;
+    }
+  }
+}
+
 TEST_P(SimdVariant, MatchesTheScalarReference) {
   const Variant& p = GetParam();
   if (p.family == "slot_attention") {
     check_slot_attention(slot_attention_variants()[p.index]);
   } else if (p.family == "centroid") {
     check_centroid(centroid_kernel_variants()[p.index]);
+  } else if (p.family == "retrieval") {
+    check_retrieval(retrieval_kernel_variants()[p.index]);
   } else if (p.family == "int8_dots") {
     const Int8DotsVariant* dots = nullptr;
     int8_dots_variants(&dots);
@@ -180,6 +225,8 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, SimdVariant, ::testing::ValuesIn(all_varia
 TEST(SimdVariants, TheBestVariantIsDispatchedAndAvx2IsThere) {
   EXPECT_STREQ(slot_attention_isa(), slot_attention_variants().front().isa);
   EXPECT_STREQ(slot_attention_variants().back().isa, "scalar");
+  EXPECT_STREQ(retrieval_kernels_isa(), retrieval_kernel_variants().front().isa);
+  EXPECT_STREQ(retrieval_kernel_variants().back().isa, "scalar");
 #if defined(CHANNEL_SIMD_AVX2)
   if (simd::cpu_runs_avx2()) {
     bool has_avx2 = false;
