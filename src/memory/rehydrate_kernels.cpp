@@ -1,417 +1,66 @@
-// SIMD versions of rehydrate_kernels.h: AVX-512 (F/BW/VL, masked tails) and AVX2+F16C+FMA
-// (scalar tails) paths. Each value takes the same operations as in the scalar reference
-// (an fma of the value and cos with the rounded partner * sin product), so results are
-// bit-identical to it. Without those target flags each function is its reference.
-#include <cmath>
-
+// Dispatch of rehydrate_kernels.h: every kernel runs the best variant the CPU executes
+// (rehydrate_kernels_avx512.cpp, rehydrate_kernels_avx2.cpp, or the scalar references in
+// rehydrate_kernels_ref.cpp); all of them are bit-identical to the references.
 #include "memory/rehydrate_kernels.h"
-#include "ops/fp16.h"
 
-#if defined(__AVX2__)
-// GCC 12's AVX-512 headers start conversions from an "undefined" register and then warn
-// about it (GCC bug 105593); the warning is about the header, not this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-#endif
+#include <vector>
+
+#include "backend/cpu/simd.h"
 
 namespace channel {
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#define CHANNEL_REHYDRATE_AVX512 1
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define CHANNEL_REHYDRATE_AVX2 1
-#endif
+const RehydrateKernels* rehydrate_kernels_avx512();
+const RehydrateKernels* rehydrate_kernels_avx2();
+
+std::span<const RehydrateKernels> rehydrate_kernel_variants() {
+  static const std::vector<RehydrateKernels> all = [] {
+    std::vector<RehydrateKernels> v;
+    if (const RehydrateKernels* k = rehydrate_kernels_avx512(); k && simd::cpu_runs_avx512())
+      v.push_back(*k);
+    if (const RehydrateKernels* k = rehydrate_kernels_avx2(); k && simd::cpu_runs_avx2())
+      v.push_back(*k);
+    v.push_back({"scalar", f16_rows_to_f32_ref, f32_rows_to_f32_ref, f16_rows_to_f16_ref,
+                 compose_rotations_ref, chain_rotations_ref, expand_rotation_ref});
+    return v;
+  }();
+  return all;
+}
+
+namespace {
+
+const RehydrateKernels& best() {
+  static const RehydrateKernels& b = rehydrate_kernel_variants().front();
+  return b;
+}
+
+}  // namespace
 
 const char* rehydrate_kernels_isa() {
-#if defined(CHANNEL_REHYDRATE_AVX512)
-  return "avx512";
-#elif defined(CHANNEL_REHYDRATE_AVX2)
-  return "avx2";
-#else
-  return "scalar";
-#endif
+  return best().isa;
 }
-
-#if defined(CHANNEL_REHYDRATE_AVX512)
-
-namespace {
-
-inline __mmask16 mask16(uint32_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-}
-inline __m512 load16(const uint16_t* p, __mmask16 m) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-}
-inline __m512 load16(const float* p, __mmask16 m) {
-  return _mm512_maskz_loadu_ps(m, p);
-}
-constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-inline void put16(float* p, __mmask16 m, __m512 v) {
-  _mm512_mask_storeu_ps(p, m, v);
-}
-inline void put16(uint16_t* p, __mmask16 m, __m512 v) {
-  _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, kNearest));
-}
-
-// One head: x [head_dim] (f16 or f32) -> y [head_dim] (f32 or f16). Each vector of lanes is
-// loaded before it is stored, so y may be x.
-template <typename T, typename U>
-inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
-  uint32_t d = 0;
-  if (rot) {
-    const uint32_t n_rot = rot->n_rot, half = n_rot / 2;
-    const float *c = rot->c, *s = rot->s;
-    if (rot->neox) {  // lanes d.. of the first half pair with lanes half + d..
-      for (uint32_t i = 0; i < half; i += 16) {
-        const __mmask16 m = mask16(half - i);
-        const __m512 a = load16(x + i, m), b = load16(x + half + i, m);
-        const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
-                                          _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
-        const __m512 yb = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(m, c + half + i),
-                                          _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + half + i)));
-        put16(y + i, m, ya);
-        put16(y + half + i, m, yb);
-      }
-    } else {  // partners are neighbours: swap each pair of lanes (n_rot is even)
-      for (uint32_t i = 0; i < n_rot; i += 16) {
-        const __mmask16 m = mask16(n_rot - i);
-        const __m512 a = load16(x + i, m);
-        const __m512 b = _mm512_permute_ps(a, 0xB1);
-        const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
-                                          _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
-        put16(y + i, m, ya);
-      }
-    }
-    d = n_rot;
-  }
-  for (; d < head_dim; d += 16) {
-    const __mmask16 m = mask16(head_dim - d);
-    put16(y + d, m, load16(x + d, m));
-  }
-}
-
-template <typename T>
-inline __m512 load_full(const T* p) {
-  return load16(p, __mmask16(0xFFFF));
-}
-
-template <bool kStream>
-inline void store16(float* p, __m512 v) {
-  if constexpr (kStream) {
-    _mm512_stream_ps(p, v);
-  } else {
-    _mm512_storeu_ps(p, v);
-  }
-}
-template <bool kStream>
-inline void store16(uint16_t* p, __m512 v) {
-  static_assert(!kStream, "f16 rows are never streamed");
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, kNearest));
-}
-
-// The common heads (64, 128 or 256 dims, rotated whole or not at all), unrolled with the
-// angles held in registers. kMode: 0 values (copy), 1 NEOX, 2 NORMAL.
-template <int kHeadDim, int kMode, bool kStream, typename T, typename U>
-void rows_fixed(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
-  constexpr int V = kHeadDim / 16;
-  __m512 c[V], s[V];
-  for (int i = 0; i < V; ++i) {
-    c[i] = kMode ? _mm512_loadu_ps(rot->c + 16 * i) : _mm512_setzero_ps();
-    s[i] = kMode ? _mm512_loadu_ps(rot->s + 16 * i) : _mm512_setzero_ps();
-  }
-  for (size_t t = 0; t < n; ++t) {
-    for (uint32_t h = 0; h < out.n_heads; ++h) {
-      const T* x = src + (t * out.n_heads + h) * kHeadDim;
-      U* y = dst + t * out.token_stride + h * out.head_stride;
-      __m512 v[V];  // the whole head is loaded before any store: dst may be src
-      for (int i = 0; i < V; ++i) v[i] = load_full(x + 16 * i);
-      if constexpr (kMode == 1) {
-        for (int i = 0; i < V / 2; ++i) {
-          const int j = i + V / 2;
-          store16<kStream>(y + 16 * i, _mm512_fmadd_ps(v[i], c[i], _mm512_mul_ps(v[j], s[i])));
-          store16<kStream>(y + 16 * j, _mm512_fmadd_ps(v[j], c[j], _mm512_mul_ps(v[i], s[j])));
-        }
-      } else if constexpr (kMode == 2) {
-        for (int i = 0; i < V; ++i)
-          store16<kStream>(
-              y + 16 * i,
-              _mm512_fmadd_ps(v[i], c[i], _mm512_mul_ps(_mm512_permute_ps(v[i], 0xB1), s[i])));
-      } else {
-        for (int i = 0; i < V; ++i) store16<kStream>(y + 16 * i, v[i]);
-      }
-    }
-  }
-  if constexpr (kStream) _mm_sfence();  // ordered before whatever reads the rows next
-}
-
-template <int kHeadDim, bool kStream, typename T, typename U>
-void rows_fixed_mode(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
-                     U* dst) {
-  if (!rot) {
-    rows_fixed<kHeadDim, 0, kStream>(rot, src, n, out, dst);
-  } else if (rot->neox) {
-    rows_fixed<kHeadDim, 1, kStream>(rot, src, n, out, dst);
-  } else {
-    rows_fixed<kHeadDim, 2, kStream>(rot, src, n, out, dst);
-  }
-}
-
-template <int kHeadDim, typename T>
-void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
-                    uint16_t* dst) {
-  rows_fixed_mode<kHeadDim, false>(rot, src, n, out, dst);
-}
-
-template <int kHeadDim, typename T>
-void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out,
-                    float* dst) {
-  // Streaming needs every vector 64-byte aligned: the base and both strides.
-  const bool aligned = reinterpret_cast<uintptr_t>(dst) % 64 == 0 && out.token_stride % 16 == 0 &&
-                       out.head_stride % 16 == 0;
-  if (out.stream && aligned) {
-    rows_fixed_mode<kHeadDim, true>(rot, src, n, out, dst);
-  } else {
-    rows_fixed_mode<kHeadDim, false>(rot, src, n, out, dst);
-  }
-}
-
-template <typename T, typename U>
-void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
-  if (!rot || rot->n_rot == out.head_dim) {
-    switch (out.head_dim) {
-      case 64:
-        return rows_fixed_any<64>(rot, src, n, out, dst);
-      case 128:
-        return rows_fixed_any<128>(rot, src, n, out, dst);
-      case 256:
-        return rows_fixed_any<256>(rot, src, n, out, dst);
-      default:
-        break;
-    }
-  }
-  for (size_t t = 0; t < n; ++t)
-    for (uint32_t h = 0; h < out.n_heads; ++h)
-      head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
-           dst + t * out.token_stride + h * out.head_stride);
-}
-
-}  // namespace
-
-void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
-  for (size_t i = 0; i < n; i += 8) {
-    const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (n - i)) - 1u);
-    const __m512d c0 = _mm512_maskz_loadu_pd(m, c + i), s0 = _mm512_maskz_loadu_pd(m, s + i);
-    const __m512d Ci = _mm512_maskz_loadu_pd(m, C + i), Si = _mm512_maskz_loadu_pd(m, S + i);
-    // fmsub(a, b, t) = a * b - t rounded once: fma(c, C, -(s * S)).
-    _mm512_mask_storeu_pd(c + i, m, _mm512_fmsub_pd(c0, Ci, _mm512_mul_pd(s0, Si)));
-    _mm512_mask_storeu_pd(s + i, m, _mm512_fmadd_pd(s0, Ci, _mm512_mul_pd(c0, Si)));
-  }
-}
-
-void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
-                     double* c, double* s) {
-  for (size_t i = 0; i < n; i += 8) {
-    const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (n - i)) - 1u);
-    __m512d ci = _mm512_maskz_loadu_pd(m, C[0] + i), si = _mm512_maskz_loadu_pd(m, S[0] + i);
-    for (int j = 1; j < n_factors; ++j) {
-      const __m512d Cj = _mm512_maskz_loadu_pd(m, C[j] + i),
-                    Sj = _mm512_maskz_loadu_pd(m, S[j] + i);
-      const __m512d nc = _mm512_fmsub_pd(ci, Cj, _mm512_mul_pd(si, Sj));
-      si = _mm512_fmadd_pd(si, Cj, _mm512_mul_pd(ci, Sj));
-      ci = nc;
-    }
-    _mm512_mask_storeu_pd(c + i, m, ci);
-    _mm512_mask_storeu_pd(s + i, m, si);
-  }
-}
-
-void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
-                     float* s) {
-  const uint32_t half = n_rot / 2;
-  if (!neox) return expand_rotation_ref(neox, n_rot, cos, sin, c, s);
-  for (uint32_t i = 0; i < half; i += 8) {  // NEOX: pair i is (i, i + half)
-    const __mmask8 m =
-        half - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (half - i)) - 1u);
-    const __m256 cf = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(m, cos + i));
-    const __m256 sf = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(m, sin + i));
-    _mm256_mask_storeu_ps(c + i, m, cf);
-    _mm256_mask_storeu_ps(c + half + i, m, cf);
-    _mm256_mask_storeu_ps(s + i, m, _mm256_xor_ps(sf, _mm256_set1_ps(-0.0f)));  // exact -sin
-    _mm256_mask_storeu_ps(s + half + i, m, sf);
-  }
-}
-
-#elif defined(CHANNEL_REHYDRATE_AVX2)
-
-namespace {
-
-inline __m256 load8(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m256 load8(const float* p) {
-  return _mm256_loadu_ps(p);
-}
-inline float value_of(const uint16_t* p) {
-  return fp16_to_fp32(*p);
-}
-inline float value_of(const float* p) {
-  return *p;
-}
-inline void put8(float* p, __m256 v) {
-  _mm256_storeu_ps(p, v);
-}
-inline void put8(uint16_t* p, __m256 v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                   _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-inline void put1(float* p, float v) {
-  *p = v;
-}
-inline void put1(uint16_t* p, float v) {
-  *p = fp32_to_fp16(v);
-}
-
-// Every value is read before its own store and its partner's, so y may be x.
-template <typename T, typename U>
-inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
-  uint32_t d = 0;
-  if (rot) {
-    const uint32_t n_rot = rot->n_rot, half = n_rot / 2;
-    const float *c = rot->c, *s = rot->s;
-    if (rot->neox) {
-      uint32_t i = 0;
-      for (; i + 8 <= half; i += 8) {
-        const __m256 a = load8(x + i), b = load8(x + half + i);
-        put8(y + i,
-             _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i), _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
-        put8(y + half + i, _mm256_fmadd_ps(b, _mm256_loadu_ps(c + half + i),
-                                           _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
-      }
-      for (; i < half; ++i) {
-        const float a = value_of(x + i), b = value_of(x + half + i);
-        put1(y + i, std::fma(a, c[i], b * s[i]));
-        put1(y + half + i, std::fma(b, c[half + i], a * s[half + i]));
-      }
-    } else {
-      uint32_t i = 0;
-      for (; i + 8 <= n_rot; i += 8) {
-        const __m256 a = load8(x + i);
-        const __m256 b = _mm256_permute_ps(a, 0xB1);
-        put8(y + i,
-             _mm256_fmadd_ps(a, _mm256_loadu_ps(c + i), _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
-      }
-      for (; i < n_rot; i += 2) {  // whole pairs (i is even), both read before either store
-        const float a = value_of(x + i), b = value_of(x + i + 1);
-        put1(y + i, std::fma(a, c[i], b * s[i]));
-        put1(y + i + 1, std::fma(b, c[i + 1], a * s[i + 1]));
-      }
-    }
-    d = n_rot;
-  }
-  for (; d + 8 <= head_dim; d += 8) put8(y + d, load8(x + d));
-  for (; d < head_dim; ++d) put1(y + d, value_of(x + d));
-}
-
-template <typename T, typename U>
-void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
-  for (size_t t = 0; t < n; ++t)
-    for (uint32_t h = 0; h < out.n_heads; ++h)
-      head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
-           dst + t * out.token_stride + h * out.head_stride);
-}
-
-}  // namespace
-
-void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m256d c0 = _mm256_loadu_pd(c + i), s0 = _mm256_loadu_pd(s + i);
-    const __m256d Ci = _mm256_loadu_pd(C + i), Si = _mm256_loadu_pd(S + i);
-    _mm256_storeu_pd(c + i, _mm256_fmsub_pd(c0, Ci, _mm256_mul_pd(s0, Si)));
-    _mm256_storeu_pd(s + i, _mm256_fmadd_pd(s0, Ci, _mm256_mul_pd(c0, Si)));
-  }
-  compose_rotations_ref(c + i, s + i, C + i, S + i, n - i);
-}
-
-void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
-                     double* c, double* s) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m256d ci = _mm256_loadu_pd(C[0] + i), si = _mm256_loadu_pd(S[0] + i);
-    for (int j = 1; j < n_factors; ++j) {
-      const __m256d Cj = _mm256_loadu_pd(C[j] + i), Sj = _mm256_loadu_pd(S[j] + i);
-      const __m256d nc = _mm256_fmsub_pd(ci, Cj, _mm256_mul_pd(si, Sj));
-      si = _mm256_fmadd_pd(si, Cj, _mm256_mul_pd(ci, Sj));
-      ci = nc;
-    }
-    _mm256_storeu_pd(c + i, ci);
-    _mm256_storeu_pd(s + i, si);
-  }
-  for (; i < n; ++i) {  // the same operations one lane at a time
-    double ci = C[0][i], si = S[0][i];
-    for (int j = 1; j < n_factors; ++j) {
-      const double nc = std::fma(ci, C[j][i], -(si * S[j][i]));
-      si = std::fma(si, C[j][i], ci * S[j][i]);
-      ci = nc;
-    }
-    c[i] = ci;
-    s[i] = si;
-  }
-}
-
-void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
-                     float* s) {
-  expand_rotation_ref(neox, n_rot, cos, sin, c, s);
-}
-
-#endif
-
-#if defined(CHANNEL_REHYDRATE_AVX512) || defined(CHANNEL_REHYDRATE_AVX2)
-
-// The row entry points, over the `rows` of whichever path was compiled.
-void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
-                     uint32_t head_dim, uint16_t* dst) {
-  const size_t row = size_t{n_heads} * head_dim;
-  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
-}
-
-#else
 
 void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
                      float* dst) {
-  f16_rows_to_f32_ref(rot, src, n, out, dst);
+  best().f16_rows_to_f32(rot, src, n, out, dst);
 }
 void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
                      float* dst) {
-  f32_rows_to_f32_ref(rot, src, n, out, dst);
+  best().f32_rows_to_f32(rot, src, n, out, dst);
 }
 void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
                      uint32_t head_dim, uint16_t* dst) {
-  f16_rows_to_f16_ref(rot, src, n, n_heads, head_dim, dst);
+  best().f16_rows_to_f16(rot, src, n, n_heads, head_dim, dst);
 }
 void compose_rotations(double* c, double* s, const double* C, const double* S, size_t n) {
-  compose_rotations_ref(c, s, C, S, n);
+  best().compose_rotations(c, s, C, S, n);
 }
 void chain_rotations(const double* const* C, const double* const* S, int n_factors, size_t n,
                      double* c, double* s) {
-  chain_rotations_ref(C, S, n_factors, n, c, s);
+  best().chain_rotations(C, S, n_factors, n, c, s);
 }
 void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
                      float* s) {
-  expand_rotation_ref(neox, n_rot, cos, sin, c, s);
+  best().expand_rotation(neox, n_rot, cos, sin, c, s);
 }
-
-#endif
 
 }  // namespace channel

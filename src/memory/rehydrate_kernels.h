@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace channel {
 
@@ -72,5 +73,23 @@ void chain_rotations(const double* const* C, const double* const* S, int n_facto
 
 // Which variant the fast functions use ("avx512", "avx2", "scalar").
 const char* rehydrate_kernels_isa();
+
+// Every variant compiled into this build that this CPU executes (rehydrate_kernels_avx512.cpp,
+// rehydrate_kernels_avx2.cpp), the dispatched one first, the scalar references last.
+struct RehydrateKernels {
+  const char* isa;
+  void (*f16_rows_to_f32)(const HeadRotation* rot, const uint16_t* src, size_t n,
+                          const RowLayout& out, float* dst);
+  void (*f32_rows_to_f32)(const HeadRotation* rot, const float* src, size_t n,
+                          const RowLayout& out, float* dst);
+  void (*f16_rows_to_f16)(const HeadRotation* rot, const uint16_t* src, size_t n,
+                          uint32_t n_heads, uint32_t head_dim, uint16_t* dst);
+  void (*compose_rotations)(double* c, double* s, const double* C, const double* S, size_t n);
+  void (*chain_rotations)(const double* const* C, const double* const* S, int n_factors,
+                          size_t n, double* c, double* s);
+  void (*expand_rotation)(bool neox, uint32_t n_rot, const double* cos, const double* sin,
+                          float* c, float* s);
+};
+std::span<const RehydrateKernels> rehydrate_kernel_variants();
 
 }  // namespace channel

@@ -14,6 +14,7 @@
 #include "backend/cpu/simd.h"
 #include "kv/slot_attention.h"
 #include "memory/memory_kernels.h"
+#include "memory/rehydrate_kernels.h"
 #include "memory/retrieval_kernels.h"
 #include "ops/fp16.h"
 
@@ -39,6 +40,9 @@ std::vector<Variant> all_variants() {
   const auto retrieval = retrieval_kernel_variants();
   for (size_t i = 0; i < retrieval.size(); ++i)
     out.push_back({"retrieval", retrieval[i].isa, i});
+  const auto rehydrate = rehydrate_kernel_variants();
+  for (size_t i = 0; i < rehydrate.size(); ++i)
+    out.push_back({"rehydrate", rehydrate[i].isa, i});
   return out;
 }
 
@@ -198,12 +202,83 @@ void check_retrieval(const RetrievalKernels& variant) {
   }
 }
 
+// The rehydration kernels, bit for bit: rows (f16 and f32 sources, f32 and f16 outputs, in
+// place too) rotated NORMAL and NEOX over all or part of awkward head dims, into a strided
+// layout at a misaligned start; and the f64 rotation algebra at every tail width.
+void check_rehydrate(const RehydrateKernels& variant) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<double> ang(-3.0, 3.0);
+  for (uint32_t hd : {2u, 6u, 8u, 16u, 18u, 34u, 64u, 66u}) {
+    for (const bool neox : {false, true}) {
+      for (uint32_t n_rot : {hd, hd - 2}) {
+        if (n_rot == 0) continue;
+        const uint32_t n_heads = 3;
+        const size_t n = 5, row = size_t{n_heads} * hd;
+        std::vector<double> cd(n_rot / 2), sd(n_rot / 2);
+        for (size_t i = 0; i < cd.size(); ++i) {
+          const double a = ang(rng);
+          cd[i] = std::cos(a);
+          sd[i] = std::sin(a);
+        }
+        std::vector<float> c(n_rot), s(n_rot), c2(n_rot), s2(n_rot);
+        variant.expand_rotation(neox, n_rot, cd.data(), sd.data(), c.data(), s.data());
+        expand_rotation_ref(neox, n_rot, cd.data(), sd.data(), c2.data(), s2.data());
+        ASSERT_EQ(c, c2) << variant.isa << " expand hd " << hd;
+        ASSERT_EQ(s, s2) << variant.isa << " expand hd " << hd;
+        const HeadRotation rot{neox, n_rot, c.data(), s.data()};
+        const std::vector<float> xf = random_floats(n * row + 1, rng, -4.0f, 4.0f);
+        std::vector<uint16_t> xh(n * row + 1);
+        for (size_t i = 0; i < xh.size(); ++i) xh[i] = fp32_to_fp16(xf[i]);
+        const RowLayout out{n_heads, hd, row + 7, size_t{hd} + 2, false};
+        for (const HeadRotation* r : {&rot, static_cast<const HeadRotation*>(nullptr)}) {
+          std::vector<float> a(n * out.token_stride + 1), b(a.size());
+          variant.f16_rows_to_f32(r, xh.data() + 1, n, out, a.data() + 1);
+          f16_rows_to_f32_ref(r, xh.data() + 1, n, out, b.data() + 1);
+          ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+              << variant.isa << " f16 rows hd " << hd << " n_rot " << n_rot << " neox " << neox;
+          variant.f32_rows_to_f32(r, xf.data() + 1, n, out, a.data() + 1);
+          f32_rows_to_f32_ref(r, xf.data() + 1, n, out, b.data() + 1);
+          ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+              << variant.isa << " f32 rows hd " << hd << " n_rot " << n_rot << " neox " << neox;
+          std::vector<uint16_t> h1(xh), h2(n * row + 1);
+          variant.f16_rows_to_f16(r, h1.data() + 1, n, n_heads, hd, h1.data() + 1);  // in place
+          f16_rows_to_f16_ref(r, xh.data() + 1, n, n_heads, hd, h2.data() + 1);
+          h2[0] = xh[0];
+          ASSERT_EQ(h1, h2) << variant.isa << " f16 -> f16 hd " << hd << " n_rot " << n_rot;
+        }
+      }
+    }
+  }
+  for (size_t n : {1, 3, 7, 8, 9, 16, 17, 33}) {
+    std::vector<double> c(n), s(n), C(n), S(n), C2(n), S2(n);
+    for (size_t i = 0; i < n; ++i) {
+      c[i] = std::cos(ang(rng)), s[i] = std::sin(ang(rng));
+      C[i] = std::cos(ang(rng)), S[i] = std::sin(ang(rng));
+      C2[i] = std::cos(ang(rng)), S2[i] = std::sin(ang(rng));
+    }
+    std::vector<double> c1(c), s1(s), cr(c), sr(s);
+    variant.compose_rotations(c1.data(), s1.data(), C.data(), S.data(), n);
+    compose_rotations_ref(cr.data(), sr.data(), C.data(), S.data(), n);
+    ASSERT_EQ(c1, cr) << variant.isa << " compose n " << n;
+    ASSERT_EQ(s1, sr) << variant.isa << " compose n " << n;
+    const double* Cs[] = {c.data(), C.data(), C2.data()};
+    const double* Ss[] = {s.data(), S.data(), S2.data()};
+    std::vector<double> oc(n), os(n), rc(n), rs(n);
+    variant.chain_rotations(Cs, Ss, 3, n, oc.data(), os.data());
+    chain_rotations_ref(Cs, Ss, 3, n, rc.data(), rs.data());
+    ASSERT_EQ(oc, rc) << variant.isa << " chain n " << n;
+    ASSERT_EQ(os, rs) << variant.isa << " chain n " << n;
+  }
+}
+
 TEST_P(SimdVariant, MatchesTheScalarReference) {
   const Variant& p = GetParam();
   if (p.family == "slot_attention") {
     check_slot_attention(slot_attention_variants()[p.index]);
   } else if (p.family == "centroid") {
     check_centroid(centroid_kernel_variants()[p.index]);
+  } else if (p.family == "rehydrate") {
+    check_rehydrate(rehydrate_kernel_variants()[p.index]);
   } else if (p.family == "retrieval") {
     check_retrieval(retrieval_kernel_variants()[p.index]);
   } else if (p.family == "int8_dots") {
@@ -227,6 +302,8 @@ TEST(SimdVariants, TheBestVariantIsDispatchedAndAvx2IsThere) {
   EXPECT_STREQ(slot_attention_variants().back().isa, "scalar");
   EXPECT_STREQ(retrieval_kernels_isa(), retrieval_kernel_variants().front().isa);
   EXPECT_STREQ(retrieval_kernel_variants().back().isa, "scalar");
+  EXPECT_STREQ(rehydrate_kernels_isa(), rehydrate_kernel_variants().front().isa);
+  EXPECT_STREQ(rehydrate_kernel_variants().back().isa, "scalar");
 #if defined(CHANNEL_SIMD_AVX2)
   if (simd::cpu_runs_avx2()) {
     bool has_avx2 = false;
