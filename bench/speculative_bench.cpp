@@ -85,8 +85,8 @@ Result generate(Kind kind, int draft_max, On on) {
     const int32_t bos = prompt()[0];
     s.append(SpanType::system, {&bos, 1});
     s.seal();
-    RingTarget t(s, SpanType::user);
-    r.out = generate_greedy_speculative(t, std::span<const int32_t>(prompt()).subspan(1), kGenerate,
+    s.begin_span(SpanType::user);
+    r.out = generate_greedy_speculative(s, std::span<const int32_t>(prompt()).subspan(1), kGenerate,
                                         drafter.get(), draft_max, {}, &r.stats);
   }
   return r;

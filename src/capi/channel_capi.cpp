@@ -22,6 +22,7 @@
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "model/token_check.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
 #include "tokenizer/tokenizer.h"
@@ -100,11 +101,11 @@ std::span<const int32_t> token_span(const channel_session* s, const int32_t* tok
   if (n == 0) fail(CHANNEL_ERR_ARGUMENT, "no tokens given");
   require(tokens, "tokens");
   const std::span<const int32_t> span(tokens, n);
-  const int32_t n_vocab = s->model->hparams().n_vocab;
-  for (size_t i = 0; i < n; ++i)
-    if (span[i] < 0 || span[i] >= n_vocab)
-      fail(CHANNEL_ERR_ARGUMENT, "token id {} at index {} is outside the vocabulary (n_vocab {})",
-           span[i], i, n_vocab);
+  try {
+    check_token_ids(span, s->model->hparams().n_vocab);
+  } catch (const Error& e) {
+    fail(CHANNEL_ERR_ARGUMENT, "{}", e.what());
+  }
   return span;
 }
 

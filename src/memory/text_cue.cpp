@@ -8,7 +8,7 @@
 #include "memory/consolidation.h"
 #include "memory/memory_attachment.h"
 #include "model/forward.h"
-#include "model/kv_cache.h"
+#include "model/layer_attention.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -27,23 +27,22 @@ EncodedText encode_text(const Model& model, std::string_view text, int threads) 
   const int n = static_cast<int>(all.size());
   const int skip = (n > 0 && all[0] == tok.bos_id()) ? 1 : 0;
   if (n - skip <= 0) throw Error("mem: the text has no tokens");
-  KvCache cache(hp, n);
-  ForwardScratch scratch(hp, n, n, threads);
+  ContiguousAttention attention(model, n, n, threads);
+  BoundedAttention bounded(model);
+  const std::vector<LayerAttention*> layers = layer_attention(hp, bounded, attention);
+  ForwardScratch scratch(hp, n);
   ThreadPool pool(threads);
   std::vector<int32_t> pos(static_cast<size_t>(n));  // [n] position == slot
   std::iota(pos.begin(), pos.end(), 0);
-  ForwardBatch batch;
-  batch.tokens = all;
-  batch.positions = pos;
-  batch.slots = pos;
-  batch.visible_slots = [&](int il, int t) {
+  attention.set_batch(pos, pos, [&](int il, int t) {
     const int w = hp.window_of(il);
     const int begin = w > 0 ? std::max(0, t - w + 1) : 0;
     return std::span<const int32_t>(pos).subspan(static_cast<size_t>(begin),
                                                  static_cast<size_t>(t + 1 - begin));
-  };
+  });
   std::vector<float> logits(static_cast<size_t>(n) * hp.n_vocab);  // [n][n_vocab]
-  forward(model, cache, batch, LogitsFor::all, scratch, pool, logits.data());
+  forward(model, ForwardBatch{all, layers}, LogitsFor::all, scratch, pool, logits.data());
+  const KvCache& cache = attention.kv();
   EncodedText e;
   const size_t kept = static_cast<size_t>(n - skip), E = static_cast<size_t>(hp.n_embd);
   e.tokens.assign(all.begin() + skip, all.end());

@@ -1,75 +1,81 @@
-// forward(): one batch of tokens through a llama or gemma3 model, top to bottom. The batch
-// is processed at once (every matmul sees all n rows, attention runs over the whole chunk),
-// keys/values are written to the slots the caller names, and each query attends to the
-// slots the caller says it sees.
+// forward(): one batch of tokens through a llama, gemma3, qwen3 or bounded model, top to
+// bottom, as a stack of transformer layers: norm -> Q/K/V -> attention -> W_o -> residual ->
+// norm -> FFN -> residual. The batch is processed at once (every matmul sees all n rows).
+// Attention is the one part a layer's KV storage decides: forward() hands the layer's
+// projected, normed Q/K/V to the LayerAttention the caller names for that layer
+// (model/layer_attention.h: the contiguous context and bounded layers; the slot ring's in
+// runtime/ring_session.cpp), which rotates, stores and attends.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <span>
 #include <vector>
 
-#include "bounded/bounded_attention.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace channel {
 
 class ThreadPool;
 
-// Storage and attention supplied by the session instead of a KvCache (the KV slot
-// geometry of kv/, and the test oracle). forward() then leaves q and k unrotated, hands
-// each token's k/v to store() in batch order, and asks attend() for each (token, KV head).
-class AttentionBackend {
+// The attention of one layer over the KV storage its implementation owns.
+class LayerAttention {
  public:
-  virtual ~AttentionBackend() = default;
-  // k: [n_head_kv][head_dim], v: [n_head_kv][head_dim_v] of batch token t (after q/k norms).
+  virtual ~LayerAttention() = default;
+  // Batch tokens 0..n-1 of layer il. q: [n][n_head][head_dim], k: [n][n_head_kv][head_dim]
+  // (after the per-head q/k norms, unrotated: an implementation may rotate them in place),
+  // v: [n][n_head_kv][head_dim_v]. Stores the tokens' keys and values, then writes each
+  // query head's output to out: [n][n_head][head_dim_v]. Token t sees itself and what its
+  // storage holds before it, tokens t+1.. of the batch not.
+  virtual void attend(int il, int n, float* q, float* k, const float* v, float* out,
+                      ThreadPool& pool) = 0;
+};
+
+// A LayerAttention that takes the batch token by token and head by head: store() gets each
+// token's k/v in batch order, then attend_head() each (token, KV head), concurrently. The
+// shape of the slot ring's attention and the test oracle's.
+class PerHeadAttention : public LayerAttention {
+ public:
+  explicit PerHeadAttention(const ModelHparams& hp) : hp_(hp) {}
+  void attend(int il, int n, float* q, float* k, const float* v, float* out,
+              ThreadPool& pool) final;
+
+ protected:
+  // k: [n_head_kv][head_dim], v: [n_head_kv][head_dim_v] of batch token t (normed, unrotated).
   virtual void store(int il, int t, const float* k, const float* v) = 0;
   // q: [group][head_dim], the unrotated query heads hk*group .. hk*group+group-1 of token t;
   // out: [group][head_dim_v]. Called concurrently; thread < the pool's size.
-  virtual void attend(int il, int t, int hk, const float* q, float* out, int thread) = 0;
+  virtual void attend_head(int il, int t, int hk, const float* q, float* out, int thread) = 0;
+
+ private:
+  const ModelHparams& hp_;
 };
 
 struct ForwardBatch {
-  std::span<const int32_t> tokens;     // [n] token ids, each < n_vocab
-  std::span<const int32_t> positions;  // [n] rope positions
-  std::span<const int32_t> slots;      // [n] KV slot that receives each token's keys/values
-  // Slots query t (0 <= t < n) attends to on layer il; it includes the query's own slot.
-  // Called concurrently from several threads.
-  std::function<std::span<const int32_t>(int il, int t)> visible_slots;
-  // When set, positions, slots and visible_slots are unused (see AttentionBackend).
-  AttentionBackend* attention = nullptr;
+  std::span<const int32_t> tokens;         // [n] token ids, each < n_vocab
+  std::span<LayerAttention* const> layers;  // [n_layer] the attention of each layer
 };
 
 enum class LogitsFor { last, all };
 
 // Activations of one batch, allocated once per session for up to max_batch tokens.
 struct ForwardScratch {
-  ForwardScratch(const ModelHparams& hp, int max_batch, int n_slots, int n_threads);
+  ForwardScratch(const ModelHparams& hp, int max_batch);
 
   int max_batch;
-  std::vector<float> x;             // [max_batch][n_embd]              residual stream
-  std::vector<float> xn;            // [max_batch][n_embd]              normed input of a sub-block
-  std::vector<float> q;             // [max_batch][n_head][head_dim]
-  std::vector<float> k;             // [max_batch][n_head_kv][head_dim]
-  std::vector<float> v;             // [max_batch][n_head_kv][head_dim_v]
-  std::vector<float> attn;          // [max_batch][n_head][head_dim_v]  attention output per head
-  std::vector<float> proj;          // [max_batch][n_embd]              attention / FFN output
-  std::vector<float> gate;          // [max_batch][n_ff]                gate, then activated product
-  std::vector<float> up;            // [max_batch][n_ff]
-  std::vector<float> rope_global;   // [max_batch][n_rot] cos/sin, global layers
-  std::vector<float> rope_sliding;  // [max_batch][n_rot] cos/sin, sliding layers
-  std::vector<float> scores;        // [n_threads][n_slots]             softmax row per thread
-  std::unique_ptr<BoundedScratch> bounded;  // bounded architecture: q/k/v/attn of its layers
+  std::vector<float> x;     // [max_batch][n_embd]              residual stream
+  std::vector<float> xn;    // [max_batch][n_embd]              normed input of a sub-block
+  std::vector<float> q;     // [max_batch][n_head][head_dim]
+  std::vector<float> k;     // [max_batch][n_head_kv][head_dim]
+  std::vector<float> v;     // [max_batch][n_head_kv][head_dim_v]
+  std::vector<float> attn;  // [max_batch][n_head][head_dim_v]  attention output per head
+  std::vector<float> proj;  // [max_batch][n_embd]              attention / FFN output
+  std::vector<float> gate;  // [max_batch][n_ff]                gate, then activated product
+  std::vector<float> up;    // [max_batch][n_ff]
 };
 
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,
-// or [n][n_vocab] for every token. With batch.attention set, kv only supplies the states of
-// bounded layers (its K/V slots are unused, so it may have none).
-void forward(const Model& model, KvCache& kv, const ForwardBatch& batch, LogitsFor which,
-             ForwardScratch& scratch, ThreadPool& pool, float* logits);
-// The same with batch.attention set and no KvCache (not for bounded layers).
+// or [n][n_vocab] for every token. Leaves every token's last residual in scratch.x, and with
+// LogitsFor::all every token's final-norm row in scratch.xn.
 void forward(const Model& model, const ForwardBatch& batch, LogitsFor which,
              ForwardScratch& scratch, ThreadPool& pool, float* logits);
 

@@ -8,23 +8,10 @@ KvCache::KvCache(const ModelHparams& hp, int n_slots)
       head_dim_k_(hp.head_dim),
       head_dim_v_(hp.head_dim_v),
       k_(static_cast<size_t>(hp.n_layer) * hp.n_head_kv * n_slots * hp.head_dim),
-      v_(static_cast<size_t>(hp.n_layer) * hp.n_head_kv * n_slots * hp.head_dim_v),
-      bounded_(static_cast<size_t>(hp.n_layer)) {
-  for (int il = 0; il < hp.n_layer; ++il) {
-    if (hp.is_bounded(il)) bounded(il) = BoundedState(hp.n_head_kv, hp.bounded.window, hp.head_dim);
-  }
-}
+      v_(static_cast<size_t>(hp.n_layer) * hp.n_head_kv * n_slots * hp.head_dim_v) {}
 
 size_t KvCache::bytes() const {
-  size_t n = (k_.size() + v_.size()) * sizeof(float);
-  for (const BoundedState& b : bounded_) n += b.bytes();
-  return n;
-}
-
-void KvCache::clear_bounded() {
-  for (BoundedState& b : bounded_) {
-    if (b.window() > 0) b.clear();
-  }
+  return (k_.size() + v_.size()) * sizeof(float);
 }
 
 }  // namespace channel

@@ -1,14 +1,12 @@
-// KvCache: the keys and values of one session, per layer and KV head, stored by slot.
-// It is only storage: which slots a query sees, and at which positions the keys were
-// rotated, is decided by the session (ForwardBatch::visible_slots), so a ring or an
-// active-slot table can sit on top without moving any K/V bytes.
+// KvCache: the keys and values of the contiguous context, per layer and KV head, stored by
+// slot. It is only storage: which slots a query sees, and at which positions the keys were
+// rotated, is decided by its user (model/layer_attention.h ContiguousAttention).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "bounded/bounded_state.h"
 #include "model/hparams.h"
 
 namespace channel {
@@ -19,11 +17,6 @@ class KvCache {
 
   int n_slots() const { return n_slots_; }
   size_t bytes() const;
-
-  // Ring state of bounded layer il (bounded architecture); fixed size, see bounded_state.h.
-  BoundedState& bounded(int layer) { return bounded_[static_cast<size_t>(layer)]; }
-  const BoundedState& bounded(int layer) const { return bounded_[static_cast<size_t>(layer)]; }
-  void clear_bounded();
 
   // [n_slots][head_dim] keys of one KV head of one layer (already normed and rotated).
   float* k(int layer, int kv_head) { return k_.data() + offset(layer, kv_head, head_dim_k_); }
@@ -44,7 +37,6 @@ class KvCache {
   int n_slots_, n_head_kv_, head_dim_k_, head_dim_v_;
   std::vector<float> k_;               // [n_layer][n_head_kv][n_slots][head_dim_k]
   std::vector<float> v_;               // [n_layer][n_head_kv][n_slots][head_dim_v]
-  std::vector<BoundedState> bounded_;  // [n_layer]; empty states on non-bounded layers
 };
 
 }  // namespace channel

@@ -1,7 +1,9 @@
 // The generation loop: prompt tokens -> one batched prefill -> sample / decode one
 // token at a time, handing each new token to a callback, until an end-of-generation
-// token, the token budget, the end of the context, or the callback says stop. It
-// times the prefill and the decode steps separately (the CLI, bench and C API print them).
+// token, the token budget, the end of the context, or the callback says stop. It runs on
+// any session (runtime/session_base.h) and times the prefill and the decode steps
+// separately (the CLI and bench print them). sample_token is the sampling step of every
+// generation (this loop and StreamSession::next).
 #pragma once
 
 #include <cstdint>
@@ -9,37 +11,14 @@
 #include <span>
 #include <string_view>
 
+#include <vector>
+
 #include "runtime/sampler.h"
-#include "runtime/session.h"
+#include "runtime/session_base.h"
 
 namespace channel {
 
 class Tokenizer;
-
-// What generation needs from a model: append tokens, get the last position's logits.
-class LogitSource {
- public:
-  virtual ~LogitSource() = default;
-  // Appends tokens at positions n_past().. and returns the logits ([n_vocab]) of the
-  // last one; the span stays valid until the next call.
-  virtual std::span<const float> decode(std::span<const int32_t> tokens) = 0;
-  virtual int32_t n_past() const = 0;
-  virtual int32_t n_ctx() const = 0;
-};
-
-// The LogitSource of a Session.
-class SessionLogits final : public LogitSource {
- public:
-  explicit SessionLogits(Session& session) : session_(session) {}
-  std::span<const float> decode(std::span<const int32_t> tokens) override {
-    return session_.decode(tokens);
-  }
-  int32_t n_past() const override { return session_.n_past(); }
-  int32_t n_ctx() const override { return session_.n_ctx(); }
-
- private:
-  Session& session_;
-};
 
 enum class StopReason { end_of_generation, max_tokens, context_full, cancelled };
 std::string_view stop_reason_name(StopReason reason);
@@ -62,22 +41,36 @@ struct GenerateCallbacks {
   std::function<bool(int32_t token)> is_end_of_generation;
   // Receives each generated token in order; return false to stop.
   std::function<bool(int32_t token)> on_token;
+  // With prefill_chunk > 0, a prompt longer than that is decoded in chunks of prefill_chunk
+  // tokens (bit-identical to one decode), and on_prefill gets the tokens done after each.
+  size_t prefill_chunk = 0;
+  std::function<void(size_t done, size_t total)> on_prefill;
 };
 
-// Prefills `prompt` (which must be non-empty and fit in the context after n_past()),
-// then samples at most n_predict tokens (n_predict < 0: no limit but the context).
+// Samples a token from `logits` (without accepting it). With `allowed`, only among the
+// tokens it accepts (constrained output such as JSON): a refused sample is masked out and
+// sampling repeats; after 32 refusals the allowed token of highest logit is taken. Throws
+// channel::Error when none is allowed. `masked`: scratch for the masked logits.
+int32_t sample_token(Sampler& sampler, std::span<const float> logits,
+                     const std::function<bool(int32_t)>& allowed, std::vector<float>& masked);
+
+// Prefills `prompt` (which must be non-empty and fit in the session's room()), then samples
+// at most n_predict tokens (n_predict < 0: no limit but the session's room).
 // Every prompt and generated token is accepted into the sampler's history. The last
-// generated token is not decoded, so model.n_past() ends at prompt + generated - 1;
-// feed it back to continue. Throws channel::Error when the prompt does not fit.
-GenerateStats generate_tokens(LogitSource& model, Sampler& sampler, std::span<const int32_t> prompt,
+// generated token is not decoded, so the session ends holding prompt + generated - 1 more
+// tokens; feed it back to continue. Throws channel::Error when the prompt does not fit.
+GenerateStats generate_tokens(SessionBase& session, Sampler& sampler, std::span<const int32_t> prompt,
                               int32_t n_predict, const GenerateCallbacks& callbacks);
 
 // generate_tokens with the tokenizer's end-of-generation tokens, streaming text: each
 // call of on_text gets the complete UTF-8 that the newest token finished (bytes of a
 // character split across tokens wait for the rest); return false to stop. Control
-// tokens print nothing. The prompt is not echoed.
-GenerateStats generate_text(LogitSource& model, const Tokenizer& tokenizer, Sampler& sampler,
+// tokens print nothing. The prompt is not echoed. prefill_chunk, on_prefill: as in
+// GenerateCallbacks.
+GenerateStats generate_text(SessionBase& session, const Tokenizer& tokenizer, Sampler& sampler,
                             std::span<const int32_t> prompt, int32_t n_predict,
-                            const std::function<bool(std::string_view text)>& on_text);
+                            const std::function<bool(std::string_view text)>& on_text,
+                            size_t prefill_chunk = 0,
+                            const std::function<void(size_t done, size_t total)>& on_prefill = {});
 
 }  // namespace channel

@@ -1,10 +1,9 @@
-// RingSession: the KV slot geometry driving forward() through an AttentionBackend.
+// RingSession: the KV slot geometry behind forward()'s LayerAttention.
 #include "runtime/ring_session.h"
 #include "runtime/session_memory.h"
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "ops/fp16.h"
 #include "ops/norm.h"
@@ -12,20 +11,13 @@
 
 namespace channel {
 
-namespace {
-
-int resolve_threads(int n) {
-  if (n < 0) throw_error("session: n_threads must be >= 0, got {}", n);
-  return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-}  // namespace
-
 // Stores each token's K (rotated at its clock, f64 angles) and V into its layer's slot, and
 // attends through the runs of the query (kv/slot_attention.h).
-class RingSession::Backend : public AttentionBackend {
+class RingSession::Backend final : public PerHeadAttention {
  public:
-  explicit Backend(RingSession& s) : s_(s) {}
+  explicit Backend(RingSession& s) : PerHeadAttention(s.model_->hparams()), s_(s) {}
+
+ protected:
 
   void store(int il, int t, const float* k, const float* v) override {
     const ModelHparams& hp = s_.model_->hparams();
@@ -41,7 +33,7 @@ class RingSession::Backend : public AttentionBackend {
     }
   }
 
-  void attend(int il, int t, int hk, const float* q, float* out, int thread) override {
+  void attend_head(int il, int t, int hk, const float* q, float* out, int thread) override {
     const ModelHparams& hp = s_.model_->hparams();
     const Layer& L = s_.layers_[il];
     const auto group = static_cast<uint32_t>(hp.n_head / hp.n_head_kv);
@@ -71,13 +63,12 @@ class RingSession::Backend : public AttentionBackend {
 };
 
 RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionConfig& config)
-    : model_(std::move(model)),
+    : SessionBase(model, model->hparams().n_vocab, config.n_threads),
       config_(config),
-      pool_(resolve_threads(config.n_threads)),
       // A geometry larger than the machine is refused before anything is allocated.
       ring_((check_session_fits_memory(model_->hparams(), config), config.ring)),
-      bounded_(model_->hparams(), 0),
-      scratch_(model_->hparams(), std::max(1, config.n_batch), 1, pool_.size()) {
+      bounded_(*model_),
+      scratch_(model_->hparams(), std::max(1, config.n_batch)) {
   const ModelHparams& hp = model_->hparams();
   if (config.n_batch < 1)
     throw_error("session: n_batch must be at least 1, got {}", config.n_batch);
@@ -129,7 +120,6 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   cs_sliding_.resize(nb * hp.n_rot);
   attn_scratch_.resize(pool_.size());
   distances_.resize(nb);
-  logits_.resize(hp.n_vocab);
   saved_logits_.resize(hp.n_vocab);
   tentative_distances_.resize(config.ring.probe_reserve);
   tentative_tokens_.resize(config.ring.probe_reserve);
@@ -137,6 +127,7 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   tentative_slots_.resize(config.ring.probe_reserve);
   saved_ring_ = SlotRing(config.ring);
   backend_ = std::make_unique<Backend>(*this);
+  layer_attention_ = layer_attention(hp, bounded_, *backend_);
   // The ring calls the session's hook, which a tentative decode_all holds back.
   ring_.set_eviction_hook([this](const EvictionEvent& e) {
     if (hook_live_ && hook_) hook_(e);
@@ -195,21 +186,15 @@ void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const
   }
 }
 
-void RingSession::check_tokens(std::span<const int32_t> tokens) const {
-  if (tokens.empty()) throw_error("session: no tokens given");
-  const int n_vocab = model_->hparams().n_vocab;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= n_vocab)
-      throw_error("session: token id {} at index {} is outside the vocabulary (n_vocab {})",
-                  tokens[i], i, n_vocab);
+void RingSession::check_room(size_t n) const {
   if (!ring_.sealed()) {
     const uint32_t limit = SlotGeometry::max_anchors(config_.ring.n_slots, config_.ring.n_recall,
                                                      1 + config_.ring.probe_reserve);
-    if (ring_.clock() + tokens.size() > limit)
+    if (ring_.clock() + n > limit)
       throw_error("session: anchors too long for the geometry: {} + {} tokens, at most {} fit",
-                  ring_.clock(), tokens.size(), limit);
+                  ring_.clock(), n, limit);
   }
-  if (ring_.clock() + tokens.size() > uint64_t{INT32_MAX})
+  if (ring_.clock() + n > uint64_t{INT32_MAX})
     throw_error("session: clock would pass 2^31 tokens");
 }
 
@@ -217,7 +202,7 @@ void RingSession::check_tokens(std::span<const int32_t> tokens) const {
 // as plain one-token decoding would. A later token of the chunk writes the slot of the clock
 // window_size before it, which no earlier query of the chunk sees while the chunk spans at
 // most probe_reserve + 1 tokens, or no eviction (the free room of the window).
-void RingSession::run(std::span<const int32_t> tokens, float* all) {
+void RingSession::run_chunks(std::span<const int32_t> tokens, float* all) {
   const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
   size_t done = 0;
   while (done < tokens.size()) {
@@ -255,11 +240,8 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
     }
     rope_cos_sin(rope_global_, static_cast<double>(clocks_[t]), &cs_global_[t * n_rot]);
   }
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.attention = backend_.get();
-  forward(*model_, bounded_, batch, all ? LogitsFor::all : LogitsFor::last, scratch_, pool_,
-          all ? all : logits_.data());
+  forward(*model_, ForwardBatch{tokens, layer_attention_}, all ? LogitsFor::all : LogitsFor::last,
+          scratch_, pool_, all ? all : logits_.data());
   if (tap_) {
     const size_t QD = capture_q_ ? global_layers_.size() * query_dim() : 0;
     // forward() leaves every token's last residual in scratch.x; the final norm of each
@@ -333,25 +315,24 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
 }
 
 std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {
-  settle(0);
-  check_tokens(tokens);
-  ring_.begin_span(type);
-  run(tokens);
-  return logits_;
+  begin_span(type);
+  try {
+    return decode(tokens);
+  } catch (...) {
+    pending_span_.reset();  // refused tokens open no span
+    throw;
+  }
 }
 
-std::span<const float> RingSession::decode(std::span<const int32_t> tokens) {
-  settle(0);
-  check_tokens(tokens);
-  run(tokens);
-  return logits_;
-}
-
-std::span<const float> RingSession::decode_all(std::span<const int32_t> tokens) {
-  settle(0);
-  check_tokens(tokens);
-  const size_t n_vocab = logits_.size();
-  if (all_logits_.size() < tokens.size() * n_vocab) all_logits_.resize(tokens.size() * n_vocab);
+void RingSession::run(std::span<const int32_t> tokens, float* all) {
+  if (pending_span_) {
+    ring_.begin_span(*pending_span_);
+    pending_span_.reset();
+  }
+  if (!all) {
+    run_chunks(tokens);
+    return;
+  }
   const bool tentative = tokens.size() <= max_truncate();
   if (tentative) {  // what truncate_last goes back to; the hook waits for it
     saved_ring_.copy_state_from(ring_);
@@ -359,17 +340,9 @@ std::span<const float> RingSession::decode_all(std::span<const int32_t> tokens) 
     std::copy(logits_.begin(), logits_.end(), saved_logits_.begin());
     hook_live_ = false;
   }
-  run(tokens, all_logits_.data());
+  run_chunks(tokens, all);
   hook_live_ = true;
   tentative_ = tentative ? static_cast<uint32_t>(tokens.size()) : 0;
-  const auto last =
-      all_logits_.begin() + static_cast<std::ptrdiff_t>((tokens.size() - 1) * n_vocab);
-  std::copy(last, last + static_cast<std::ptrdiff_t>(n_vocab), logits_.begin());
-  return {all_logits_.data(), tokens.size() * n_vocab};
-}
-
-void RingSession::truncate_last(int k) {
-  settle(k);
 }
 
 // Ends the tentative decode_all (if any), keeping all but its last k tokens.
@@ -382,9 +355,9 @@ void RingSession::settle(int k) {
   if (tentative_ == 0) return;
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il)  // check every layer before changing any
-    if (hp.is_bounded(il) && bounded_.bounded(il).undo_available() < k)
+    if (hp.is_bounded(il) && bounded_.state(il).undo_available() < k)
       throw_error("session: cannot drop {} tokens: bounded layer {} keeps undo history for {}", k,
-                  il, bounded_.bounded(il).undo_available());
+                  il, bounded_.state(il).undo_available());
   const uint32_t keep = tentative_ - static_cast<uint32_t>(k);
   tentative_ = 0;
   // append_token() is deterministic: from the saved state the kept tokens get their slots
@@ -396,7 +369,7 @@ void RingSession::settle(int k) {
     max_distance_ = std::max(max_distance_, tentative_distances_[i]);
   }
   for (int il = 0; il < hp.n_layer; ++il)
-    if (hp.is_bounded(il)) bounded_.bounded(il).truncate_last(k);
+    if (hp.is_bounded(il)) bounded_.state(il).truncate_last(k);
   if (tap_ && keep > 0) {
     const size_t E = static_cast<size_t>(hp.n_embd);
     tap_(TokenBatch{std::span<const int32_t>(tentative_tokens_.data(), keep),
@@ -427,13 +400,13 @@ void RingSession::save_bounded() {
   const ModelHparams& hp = model_->hparams();
   probe_saved_.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il)
-    if (hp.is_bounded(il)) probe_saved_[il].state = bounded_.bounded(il);
+    if (hp.is_bounded(il)) probe_saved_[il].state = bounded_.state(il);
 }
 
 void RingSession::restore_bounded() {
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il)
-    if (hp.is_bounded(il)) bounded_.bounded(il).restore(probe_saved_[il]);
+    if (hp.is_bounded(il)) bounded_.state(il).restore(probe_saved_[il]);
 }
 
 uint32_t RingSession::max_probe() const {
@@ -455,7 +428,7 @@ std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType 
   std::vector<float> out;
   try {
     ring_.begin_span(type);
-    run(tokens);
+    run_chunks(tokens);
     out = logits_;
   } catch (...) {
     ring_.rollback_clock(mark);

@@ -9,18 +9,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
 #include "kv/kv_rows.h"
 #include "ops/rope.h"
 #include "kv/slot_attention.h"
 #include "kv/slot_ring.h"
 #include "kv/virtual_positions.h"
 #include "model/forward.h"
-#include "model/kv_cache.h"
+#include "model/layer_attention.h"
 #include "model/model.h"
+#include "runtime/session_base.h"
 #include "util/aligned_vector.h"
 
 namespace channel {
@@ -47,35 +48,40 @@ struct RingSessionConfig {
   int n_batch = 64;   // most tokens per forward() chunk
 };
 
-class RingSession {
+class RingSession final : public SessionBase {
  public:
   // Allocates every K/V arena and scratch buffer now. Throws channel::Error for a geometry
   // that cannot hold a window, or whose n_slots cannot hold a sliding layer's window.
   RingSession(std::shared_ptr<const Model> model, const RingSessionConfig& config);
-  ~RingSession();
+  ~RingSession() override;
 
   // Starts a span of `type` and appends `tokens` to it; returns the last token's logits
   // [n_vocab] (valid until the next call). Before seal() the tokens are anchors (cold boot).
   // Throws channel::Error, with the state unchanged, for an empty list, an id outside the
   // vocabulary, or anchors too long for the geometry.
   std::span<const float> append(SpanType type, std::span<const int32_t> tokens);
-  // Appends to the current span (e.g. one generated token); an error when none was begun.
-  std::span<const float> decode(std::span<const int32_t> tokens);
-  // decode() returning the logits of every token: [n_tokens][n_vocab], valid until the next
-  // call. A call of at most max_truncate() tokens is tentative: truncate_last() may follow and
-  // drop its last tokens (a rejected speculative draft). Its evictions reach the eviction hook
-  // when it is settled: by truncate_last(), or first thing in the next call that changes the
-  // session; ring() already shows them.
-  std::span<const float> decode_all(std::span<const int32_t> tokens);
-  // Drops the last k tokens of the tentative decode_all just made (k = 0 keeps all): the ring
-  // goes back to its state before that call and appends the kept tokens again, so they get the
-  // same slots (where their K/V already is) and evictions and hook events are those of plain
-  // decoding; bounded layers undo k insertions. Throws channel::Error, state unchanged, when
-  // k < 0, k exceeds that call's tokens, or k > 0 with no tentative call to cut.
-  void truncate_last(int k);
+  // The tokens of the next decode or decode_all open a span of `type` (append in two steps:
+  // a speculative run opens its prompt's span so).
+  void begin_span(SpanType type) { pending_span_ = type; }
+  // decode (SessionBase) appends to the current span (e.g. one generated token); an error
+  // when none was begun.
+  // decode_all (SessionBase): a call of at most max_truncate() tokens is tentative:
+  // truncate_last() may follow and drop its last tokens (a rejected speculative draft). Its
+  // evictions reach the eviction hook when it is settled: by truncate_last(), or first thing
+  // in the next call that changes the session; ring() already shows them.
+  // truncate_last(k) drops the last k tokens of the tentative decode_all just made (k = 0
+  // keeps all): the ring goes back to its state before that call and appends the kept tokens
+  // again, so they get the same slots (where their K/V already is) and evictions and hook
+  // events are those of plain decoding; bounded layers undo k insertions. Throws
+  // channel::Error, state unchanged, when k < 0, k exceeds that call's tokens, or k > 0 with
+  // no tentative call to cut.
+  //
   // The longest tentative decode_all: probe_reserve. Its tokens then write only slots whose
   // tokens were evicted before it, so every span it evicts keeps its K/V until the hook runs.
   uint32_t max_truncate() const { return config_.ring.probe_reserve; }
+  int64_t room() const override { return int64_t{INT32_MAX} - int64_t(ring_.clock()); }
+  int verify_capacity() const override { return static_cast<int>(max_truncate()); }
+  const char* verify_capacity_hint() const override { return "the ring's probe_reserve"; }
   // Ends the cold boot: the tokens so far become the immutable anchors.
   void seal();
 
@@ -104,17 +110,13 @@ class RingSession {
   size_t query_dim() const;  // n_head * head_dim: one token's queries of one global layer
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
-  const Model& model() const { return *model_; }
-  int n_threads() const { return pool_.size(); }  // compute threads, the caller included
-  // The logits of the last token appended or decoded ([n_vocab]; zeros before the first).
-  std::span<const float> logits() const { return logits_; }
 
   // The f32 K/V arenas of layer il, [n_head_kv][layer_slots(il)][head_dim], keys stored
   // rotated; empty on a bounded layer, whose state is bounded_state(il). A global layer's
   // arena holds anchors and window (slots below recall_begin()); its recall slots are f16.
   std::span<const float> layer_k(int il) const { return layers_[il].k; }
   std::span<const float> layer_v(int il) const { return layers_[il].v; }
-  const BoundedState& bounded_state(int il) const { return bounded_.bounded(il); }
+  const BoundedState& bounded_state(int il) const { return bounded_.state(il); }
   uint32_t layer_slots(int il) const { return layers_[il].n_slots; }
   // The recall tier of global layer il as f16 bits, token-major: [n_recall][n_head_kv *
   // head_dim], row r holding slot recall_begin() + r. Half the bytes of f32, and the layout
@@ -163,27 +165,30 @@ class RingSession {
     AlignedVector<float> k, v;       // [n_head_kv][n_slots][head_dim]
     AlignedVector<uint16_t> rk, rv;  // global layers: [n_recall][n_head_kv * head_dim] f16
   };
-  void check_tokens(std::span<const int32_t> tokens) const;
+  void check_room(size_t n) const override;
+  void run(std::span<const int32_t> tokens, float* all) override;
+  void truncate(int k) override { settle(k); }
+  void before_decode() override { settle(0); }
   // Offset of head h of recall `slot` in layer il's rk/rv; throws for any other slot.
   size_t recall_row_at(int il, uint32_t slot, int h) const;
   // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].
-  void run(std::span<const int32_t> tokens, float* all = nullptr);
+  void run_chunks(std::span<const int32_t> tokens, float* all = nullptr);
   void run_chunk(std::span<const int32_t> tokens, float* all, size_t offset);
   void settle(int k);
   void save_bounded();
   void restore_bounded();
 
-  std::shared_ptr<const Model> model_;
   RingSessionConfig config_;
-  ThreadPool pool_;
   SlotRing ring_;
+  std::optional<SpanType> pending_span_;  // begin_span: the span the next tokens open
   std::unique_ptr<LocalRing> local_;  // null without sliding layers
   RopeFreqs rope_global_, rope_sliding_;
   std::vector<Layer> layers_;
-  KvCache bounded_;  // no K/V slots: only the BoundedState of each bounded layer
+  BoundedAttention bounded_;  // bounded layers' rings
   std::vector<BoundedSnapshot> probe_saved_;  // [n_layer] bounded states before a probe
   ForwardScratch scratch_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> backend_;  // the slot geometry's attention: global, sliding layers
+  std::vector<LayerAttention*> layer_attention_;  // [n_layer] backend_ or bounded_
   // Per chunk token, allocated for n_batch tokens once:
   std::vector<uint64_t> clocks_;                // [n_batch]
   std::vector<uint32_t> global_slots_;          // [n_batch]
@@ -193,7 +198,6 @@ class RingSession {
   std::vector<float> cs_global_, cs_sliding_;   // [n_batch][n_rot] key rotation cos/sin
   std::vector<SlotAttnScratch> attn_scratch_;   // [n_threads]
   std::vector<uint64_t> distances_;             // [n_batch] max distance of each query
-  std::vector<float> logits_;                   // [n_vocab]
   std::vector<int> global_layers_;              // layer indices
   std::vector<uint16_t*> recall_k_, recall_v_;  // [n_global] an episode's rows, set per recall
   TokenTap tap_;
@@ -216,7 +220,6 @@ class RingSession {
   std::vector<uint32_t> tentative_slots_;
   std::vector<float> tentative_hidden_;
   std::vector<float> saved_logits_;  // [n_vocab]
-  std::vector<float> all_logits_;    // [n_tokens][n_vocab] of decode_all
 };
 
 }  // namespace channel

@@ -2,18 +2,12 @@
 
 #include <algorithm>
 #include <numeric>
-#include <thread>
 
 #include "util/error.h"
 
 namespace channel {
 
 namespace {
-
-int resolve_threads(int n) {
-  if (n > 0) return n;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 const SessionConfig& checked(const SessionConfig& c) {
   if (c.n_ctx < 1) throw_error("session: n_ctx must be at least 1, got {}", c.n_ctx);
@@ -25,84 +19,59 @@ const SessionConfig& checked(const SessionConfig& c) {
 }  // namespace
 
 Session::Session(std::shared_ptr<const Model> model, SessionConfig config)
-    : model_(std::move(model)),
-      config_(checked(config)),
-      pool_(resolve_threads(config.n_threads)),
-      kv_(model_->hparams(), config.n_ctx),
-      scratch_(model_->hparams(), std::min(config.n_batch, config.n_ctx), config.n_ctx,
-               pool_.size()),
-      slot_ids_(static_cast<size_t>(config.n_ctx)),
-      logits_(static_cast<size_t>(model_->hparams().n_vocab)) {
+    : SessionBase(model, model->hparams().n_vocab, checked(config).n_threads),
+      config_(config),
+      attention_(*model_, config.n_ctx, std::min(config.n_batch, config.n_ctx), pool_.size()),
+      bounded_(*model_),
+      layers_(layer_attention(model_->hparams(), bounded_, attention_)),
+      scratch_(model_->hparams(), std::min(config.n_batch, config.n_ctx)),
+      slot_ids_(static_cast<size_t>(config.n_ctx)) {
   std::iota(slot_ids_.begin(), slot_ids_.end(), 0);
 }
 
-void Session::check(std::span<const int32_t> tokens) const {
-  if (tokens.empty()) throw_error("decode: no tokens given");
-  const int n_vocab = model_->hparams().n_vocab;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab)
-      throw_error("token id {} at index {} is outside the vocabulary (n_vocab {})", tokens[i], i,
-                  n_vocab);
-  }
-  if (tokens.size() > static_cast<size_t>(config_.n_ctx - n_past_))
-    throw_error("context full: {} tokens already held + {} new exceed n_ctx {}", n_past_,
-                tokens.size(), config_.n_ctx);
+void Session::check_room(size_t n) const {
+  if (n > static_cast<size_t>(config_.n_ctx - n_past_))
+    throw_error("context full: {} tokens already held + {} new exceed n_ctx {}", n_past_, n,
+                config_.n_ctx);
 }
 
 void Session::run_chunk(std::span<const int32_t> tokens, LogitsFor which, float* logits) {
   const int n = static_cast<int>(tokens.size());
   const std::span<const int32_t> positions(slot_ids_.data() + n_past_, static_cast<size_t>(n));
   const ModelHparams& hp = model_->hparams();
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.positions = positions;
-  batch.slots = positions;  // slot == position
-  batch.visible_slots = [&](int il, int t) {
+  attention_.set_batch(positions, positions /* slot == position */, [&](int il, int t) {
     const int p = positions[static_cast<size_t>(t)];
     const int window = hp.window_of(il);
     const int first = window > 0 ? std::max(0, p - window + 1) : 0;
     return std::span<const int32_t>(slot_ids_.data() + first, static_cast<size_t>(p - first + 1));
-  };
-  forward(*model_, kv_, batch, which, scratch_, pool_, logits);
+  });
+  forward(*model_, ForwardBatch{tokens, layers_}, which, scratch_, pool_, logits);
   n_past_ += n;
 }
 
-std::span<const float> Session::decode(std::span<const int32_t> tokens) {
-  check(tokens);
+void Session::run(std::span<const int32_t> tokens, float* all) {
+  const size_t n_vocab = logits_.size();
   const size_t step = static_cast<size_t>(scratch_.max_batch);
   for (size_t i = 0; i < tokens.size(); i += step)
-    run_chunk(tokens.subspan(i, std::min(step, tokens.size() - i)), LogitsFor::last,
-              logits_.data());
-  return logits_;
+    run_chunk(tokens.subspan(i, std::min(step, tokens.size() - i)),
+              all ? LogitsFor::all : LogitsFor::last, all ? all + i * n_vocab : logits_.data());
 }
 
-void Session::truncate_last(int k) {
+void Session::truncate(int k) {
   if (k < 0 || k > n_past_)
     throw_error("truncate: cannot drop {} tokens of the {} held", k, n_past_);
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il) {  // check every layer before changing any
-    if (hp.is_bounded(il) && kv_.bounded(il).undo_available() < k)
+    if (hp.is_bounded(il) && bounded_.state(il).undo_available() < k)
       throw_error(
           "truncate: cannot drop {} tokens: bounded layer {} keeps undo history for {} "
           "(UNDO_DEPTH {})",
-          k, il, kv_.bounded(il).undo_available(), UNDO_DEPTH);
+          k, il, bounded_.state(il).undo_available(), UNDO_DEPTH);
   }
   for (int il = 0; il < hp.n_layer; ++il) {
-    if (hp.is_bounded(il)) kv_.bounded(il).truncate_last(k);
+    if (hp.is_bounded(il)) bounded_.state(il).truncate_last(k);
   }
   n_past_ -= k;
-}
-
-std::vector<float> Session::decode_all(std::span<const int32_t> tokens) {
-  check(tokens);
-  const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
-  std::vector<float> all(tokens.size() * n_vocab);  // [n_tokens][n_vocab]
-  const size_t step = static_cast<size_t>(scratch_.max_batch);
-  for (size_t i = 0; i < tokens.size(); i += step)
-    run_chunk(tokens.subspan(i, std::min(step, tokens.size() - i)), LogitsFor::all,
-              all.data() + i * n_vocab);
-  std::copy(all.end() - static_cast<std::ptrdiff_t>(n_vocab), all.end(), logits_.begin());
-  return all;
 }
 
 }  // namespace channel

@@ -72,7 +72,7 @@ struct RingSessionFile {
     std::vector<uint32_t> slots;
     for (int il = 0; il < hp.n_layer; ++il) {
       if (hp.is_bounded(il)) {  // the whole ring of the last W raw keys/values
-        const BoundedState& b = s.bounded_.bounded(il);
+        const BoundedState& b = s.bounded_.state(il);
         w.put(static_cast<uint32_t>(b.window())), w.put<uint32_t>(kBoundedLayer);
         w.put(b.seen());
         w.bytes(b.ring_k().data(), b.ring_k().size() * sizeof(float));
@@ -109,7 +109,7 @@ struct RingSessionFile {
         const auto n = r.get<uint32_t>("layer row count");
         const auto kind = r.get<uint32_t>("layer kind");
         if (hp.is_bounded(il)) {
-          BoundedState& b = s.bounded_.bounded(il);
+          BoundedState& b = s.bounded_.state(il);
           if (kind != kBoundedLayer || n != static_cast<uint32_t>(b.window()))
             r.fail(at, fmt::format("layer {} is not a bounded ring of {} rows", il, b.window()));
           const auto seen = r.get<uint64_t>("bounded seen");

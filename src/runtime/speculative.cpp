@@ -75,20 +75,17 @@ std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tok
   return out;
 }
 
-std::span<const float> SessionTarget::prefill(std::span<const int32_t> prompt) {
-  return s_.decode(prompt);
+// The most tokens the next verify may take: the current token plus drafts, within the room
+// left and what truncate_last can cut back (at least the current token alone).
+namespace {
+
+int max_verify(const SessionBase& s) {
+  return static_cast<int>(std::min<int64_t>(s.room(), std::max(1, s.verify_capacity())));
 }
 
-std::span<const float> SessionTarget::decode_all(std::span<const int32_t> tokens) {
-  all_ = s_.decode_all(tokens);
-  return all_;
-}
+}  // namespace
 
-int SessionTarget::max_verify() const {
-  return std::min(s_.n_ctx() - s_.n_past(), UNDO_DEPTH + 1);
-}
-
-std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
+std::vector<int32_t> generate_greedy_speculative(SessionBase& s,
                                                  std::span<const int32_t> prompt, int n_predict,
                                                  Drafter* drafter, int draft_max,
                                                  const std::function<bool(int32_t)>& is_end,
@@ -101,15 +98,15 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
     throw_error(
         "speculative: --draft-max {} needs {} tokens per verify, this session takes at most {} "
         "({})",
-        draft_max, draft_max + 1, s.verify_capacity(), s.capacity_hint());
+        draft_max, draft_max + 1, s.verify_capacity(), s.verify_capacity_hint());
   if (n_predict < 0) n_predict = std::numeric_limits<int>::max();
   SpeculativeStats local;
   SpeculativeStats& st = stats ? *stats : local;
-  const size_t n_vocab = static_cast<size_t>(s.model().hparams().n_vocab);
+  const size_t n_vocab = static_cast<size_t>(s.n_vocab());
   std::vector<int32_t> history(prompt.begin(), prompt.end());
   std::vector<int32_t> out;
   const auto t0 = Clock::now();
-  const std::span<const float> first = s.prefill(prompt);
+  const std::span<const float> first = s.decode(prompt);
   const auto t1 = Clock::now();
   st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   st.stop = StopReason::max_tokens;
@@ -129,7 +126,7 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
   };
   int32_t next = argmax(first.data(), n_vocab);  // predicted, not yet decoded
   while (n_predict > 0 && emit(next)) {
-    const int capacity = s.max_verify();  // `next` plus the draft must fit
+    const int capacity = max_verify(s);  // `next` plus the draft must fit
     if (capacity <= 0) {
       st.stop = StopReason::context_full;
       break;
@@ -161,16 +158,6 @@ std::vector<int32_t> generate_greedy_speculative(SpeculativeTarget& s,
   st.generated = static_cast<int>(out.size());
   st.generate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return out;
-}
-
-std::vector<int32_t> generate_greedy_speculative(Session& session, std::span<const int32_t> prompt,
-                                                 int n_predict, Drafter* drafter, int draft_max,
-                                                 const std::function<bool(int32_t)>& is_end,
-                                                 SpeculativeStats* stats,
-                                                 const std::function<bool(int32_t)>& on_token) {
-  SessionTarget target(session);
-  return generate_greedy_speculative(target, prompt, n_predict, drafter, draft_max, is_end, stats,
-                                     on_token);
 }
 
 }  // namespace channel

@@ -1,8 +1,8 @@
 // StreamSession: spans cut at sentence ends, and sampling with every token fed back.
 #include "runtime/stream_session.h"
 
-#include <limits>
 
+#include "runtime/generate.h"
 #include "util/error.h"
 
 namespace channel {
@@ -13,31 +13,12 @@ StreamSession::StreamSession(std::shared_ptr<const Model> model, const RingSessi
       sampler_(sampling),
       text_(model->tokenizer()) {}
 
-// The checks RingSession makes per call, made once for the whole input, so that a feed cut
-// into several calls fails before the first one (state unchanged).
-void StreamSession::check_tokens(std::span<const int32_t> tokens) const {
-  if (tokens.empty()) throw_error("session: no tokens given");
-  const int n_vocab = ring_->model().hparams().n_vocab;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= n_vocab)
-      throw_error("session: token id {} at index {} is outside the vocabulary (n_vocab {})",
-                  tokens[i], i, n_vocab);
-  const SlotRing& ring = ring_->ring();
-  if (!ring.sealed()) {
-    const RingConfig& c = ring.config();
-    const uint32_t limit = SlotGeometry::max_anchors(c.n_slots, c.n_recall, 1 + c.probe_reserve);
-    if (ring.clock() + tokens.size() > limit)
-      throw_error("session: anchors too long for the geometry: {} + {} tokens, at most {} fit",
-                  ring.clock(), tokens.size(), limit);
-  }
-}
-
 void StreamSession::accept_all(std::span<const int32_t> tokens) {
   for (int32_t t : tokens) sampler_.accept(t);
 }
 
 std::span<const float> StreamSession::append(SpanType type, std::span<const int32_t> tokens) {
-  check_tokens(tokens);
+  ring_->check_tokens(tokens);  // the whole input, before the first call
   const std::span<const float> logits = ring_->append(type, tokens);
   accept_all(tokens);
   open_.reset();
@@ -45,7 +26,7 @@ std::span<const float> StreamSession::append(SpanType type, std::span<const int3
 }
 
 std::span<const float> StreamSession::decode(std::span<const int32_t> tokens) {
-  check_tokens(tokens);
+  ring_->check_tokens(tokens);  // the whole input, before the first call
   const std::span<const float> logits = ring_->decode(tokens);
   accept_all(tokens);
   open_.reset();
@@ -53,7 +34,7 @@ std::span<const float> StreamSession::decode(std::span<const int32_t> tokens) {
 }
 
 std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_t> tokens) {
-  check_tokens(tokens);
+  ring_->check_tokens(tokens);  // the whole input, before the first call
   const Tokenizer& tok = tokenizer();
   SentenceSplitter splitter = splitter_;  // committed once the tokens are in
   bool continues = open_ == type;
@@ -79,28 +60,13 @@ std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_
 }
 
 GeneratedToken StreamSession::next(EogPolicy eog, SpanType type) {
-  if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
-  return take(sampler_.sample(ring_->logits()), eog, type);
+  return next(eog, {}, type);
 }
 
 GeneratedToken StreamSession::next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
                                    SpanType type) {
   if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
-  const std::span<const float> logits = ring_->logits();
-  masked_.assign(logits.begin(), logits.end());
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  for (int attempt = 0; attempt < 32; ++attempt) {
-    const int32_t t = sampler_.sample(masked_);
-    if (allowed(t)) return take(t, eog, type);
-    masked_[static_cast<size_t>(t)] = kMasked;
-  }
-  int32_t best = -1;
-  for (size_t t = 0; t < masked_.size(); ++t) {
-    if (masked_[t] == kMasked || (best >= 0 && masked_[t] <= masked_[static_cast<size_t>(best)])) continue;
-    if (allowed(static_cast<int32_t>(t))) best = static_cast<int32_t>(t);
-  }
-  if (best < 0) throw Error("generate: the constraint allows no token");
-  return take(best, eog, type);
+  return take(sample_token(sampler_, ring_->logits(), allowed, masked_), eog, type);
 }
 
 GeneratedToken StreamSession::take(int32_t token, EogPolicy eog, SpanType type) {

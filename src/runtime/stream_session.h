@@ -89,7 +89,6 @@ class StreamSession {
   void restore_span_state(const StreamSpanState& state);
 
  private:
-  void check_tokens(std::span<const int32_t> tokens) const;
   void accept_all(std::span<const int32_t> tokens);
 
   std::unique_ptr<RingSession> ring_;

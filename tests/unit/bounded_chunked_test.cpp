@@ -73,7 +73,7 @@ TEST_P(BoundedChunked, SessionChunksEqualTokenByToken) {
     Session s(model, config);
     for (size_t at = 0; at < tokens.size(); at += chunk) {
       const size_t n = std::min<size_t>(chunk, tokens.size() - at);
-      const std::vector<float> got = s.decode_all(std::span<const int32_t>(tokens).subspan(at, n));
+      const std::span<const float> got = s.decode_all(std::span<const int32_t>(tokens).subspan(at, n));
       ASSERT_TRUE(same_bits(got, std::span<const float>(want).subspan(at * n_vocab, n * n_vocab)))
           << "chunk " << chunk << " at token " << at;
     }

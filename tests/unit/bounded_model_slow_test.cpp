@@ -43,7 +43,7 @@ TEST(BoundedModelSlow, HeldOutPerplexityMatchesTheTrainer) {
     std::vector<int32_t> row(ids.begin() + chunk * n_ctx, ids.begin() + (chunk + 1) * n_ctx);
     row[0] = 2;  // <bos>
     s.reset();
-    const std::vector<float> logits = s.decode_all(row);  // [n_ctx][n_vocab]
+    const std::span<const float> logits = s.decode_all(row);  // [n_ctx][n_vocab]
     for (int t = n_ctx / 2; t < n_ctx - 1; ++t) {         // score the second half
       const float* l = logits.data() + static_cast<size_t>(t) * n_vocab;
       double mx = l[0];

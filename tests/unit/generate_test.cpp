@@ -16,28 +16,33 @@
 namespace channel {
 namespace {
 
-// A stand-in model whose next token is always (last token + 1) mod n_vocab.
-class CountingModel : public LogitSource {
+// A stand-in session whose next token is always (last token + 1) mod n_vocab.
+class CountingModel final : public SessionBase {
  public:
-  CountingModel(int32_t n_vocab, int32_t n_ctx) : n_ctx_(n_ctx), logits_(n_vocab) {}
+  CountingModel(int32_t n_vocab, int32_t n_ctx) : SessionBase(nullptr, n_vocab, 1), n_ctx_(n_ctx) {}
 
-  std::span<const float> decode(std::span<const int32_t> tokens) override {
-    EXPECT_LE(n_past_ + static_cast<int32_t>(tokens.size()), n_ctx_) << "decoded past the context";
-    n_past_ += static_cast<int32_t>(tokens.size());
-    batches.push_back(static_cast<int32_t>(tokens.size()));
-    std::fill(logits_.begin(), logits_.end(), 0.0f);
-    logits_[static_cast<size_t>((tokens.back() + 1) % static_cast<int32_t>(logits_.size()))] = 10;
-    return logits_;
-  }
-  int32_t n_past() const override { return n_past_; }
-  int32_t n_ctx() const override { return n_ctx_; }
+  int64_t room() const override { return n_ctx_ - n_past_; }
+  int verify_capacity() const override { return 1; }
+  const char* verify_capacity_hint() const override { return "no truncation"; }
+  int32_t n_past() const { return n_past_; }
 
   std::vector<int32_t> batches;  // size of every decode call
 
  private:
+  void check_room(size_t n) const override {
+    EXPECT_LE(n_past_ + static_cast<int32_t>(n), n_ctx_) << "decoded past the context";
+  }
+  void run(std::span<const int32_t> tokens, float* all) override {
+    ASSERT_EQ(all, nullptr);
+    n_past_ += static_cast<int32_t>(tokens.size());
+    batches.push_back(static_cast<int32_t>(tokens.size()));
+    std::fill(logits_.begin(), logits_.end(), 0.0f);
+    logits_[static_cast<size_t>((tokens.back() + 1) % static_cast<int32_t>(logits_.size()))] = 10;
+  }
+  void truncate(int) override { FAIL() << "not used"; }
+
   int32_t n_ctx_;
   int32_t n_past_ = 0;
-  std::vector<float> logits_;  // [n_vocab]
 };
 
 SamplerConfig greedy() {
@@ -192,7 +197,6 @@ TEST(GenerateStories260K, GreedyIdsMatchTheReference) {
     ASSERT_EQ(prompt, expected_prompt) << "prompt '" << prompt_text << "'";
 
     Session session(model, SessionConfig{.n_ctx = 512, .n_threads = 1});
-    SessionLogits source(session);
     Sampler sampler(greedy());
     std::vector<int32_t> got;
     GenerateCallbacks cb;
@@ -202,7 +206,7 @@ TEST(GenerateStories260K, GreedyIdsMatchTheReference) {
       return true;
     };
     const auto stats =
-        generate_tokens(source, sampler, prompt, static_cast<int32_t>(expected_gen.size()), cb);
+        generate_tokens(session, sampler, prompt, static_cast<int32_t>(expected_gen.size()), cb);
     EXPECT_EQ(got, expected_gen) << "prompt '" << prompt_text << "'";
     EXPECT_EQ(stats.stop, StopReason::max_tokens);
   }
@@ -223,11 +227,11 @@ TEST(GenerateStories260K, StreamedTextMatchesReferenceText) {
   const Tokenizer& tok = model->tokenizer();
   const auto prompt = tok.encode("Once upon a time", true, true);
   Session session(model, SessionConfig{.n_ctx = 256, .n_threads = 2});
-  SessionLogits source(session);
+
   Sampler sampler(greedy());
   std::string streamed;
   size_t calls = 0;
-  const auto stats = generate_text(source, tok, sampler, prompt, 100, [&](std::string_view piece) {
+  const auto stats = generate_text(session, tok, sampler, prompt, 100, [&](std::string_view piece) {
     streamed += piece;
     ++calls;
     return true;
@@ -243,13 +247,12 @@ TEST(GenerateStories260K, SameSeedSameTextAcrossThreadCounts) {
   const auto model = Model::load(test::testdata_path("stories260K/stories260K.gguf"));
   auto run = [&](uint64_t seed, int threads) {
     Session session(model, SessionConfig{.n_ctx = 256, .n_threads = threads});
-    SessionLogits source(session);
     SamplerConfig cfg;
     cfg.seed = seed;
     Sampler sampler(cfg);
     std::string text;
     const auto prompt = model->tokenizer().encode("Lily and Tom went", true, true);
-    generate_text(source, model->tokenizer(), sampler, prompt, 80, [&](std::string_view p) {
+    generate_text(session, model->tokenizer(), sampler, prompt, 80, [&](std::string_view p) {
       text += p;
       return true;
     });

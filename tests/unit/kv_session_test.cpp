@@ -36,17 +36,19 @@ RingSessionConfig small_geometry() {
   return c;
 }
 
-// The oracle engine: forward() with a backend that keeps every token's unrotated K/V and
+// The oracle engine: forward() with an attention that keeps every token's unrotated K/V and
 // attends over the explicit views of an OracleTimeline, in double precision. Bounded layers
 // run their own operator on states of its own, snapshotted around probes.
-class OracleEngine : public AttentionBackend {
+class OracleEngine final : public PerHeadAttention {
  public:
   OracleEngine(std::shared_ptr<const Model> model, const RingConfig& ring)
-      : model_(std::move(model)),
+      : PerHeadAttention(model->hparams()),
+        model_(std::move(model)),
         timeline_(ring),
         pool_(1),
-        scratch_(model_->hparams(), 1, 1, 1),
-        bounded_(model_->hparams(), 0),
+        scratch_(model_->hparams(), 1),
+        bounded_(*model_),
+        layers_(layer_attention(model_->hparams(), bounded_, *this)),
         logits_(model_->hparams().n_vocab) {
     const ModelHparams& hp = model_->hparams();
     const RopeStyle layout = hp.rope_style;
@@ -61,12 +63,12 @@ class OracleEngine : public AttentionBackend {
     timeline_.begin_probe();
     saved_.clear();
     for (int il = 0; il < model_->hparams().n_layer; ++il)
-      saved_.push_back(bounded_.bounded(il).snapshot());
+      saved_.push_back(bounded_.state(il).snapshot());
   }
   void rollback() {
     timeline_.rollback();
     for (int il = 0; il < model_->hparams().n_layer; ++il)
-      if (model_->hparams().is_bounded(il)) bounded_.bounded(il).restore(saved_[il]);
+      if (model_->hparams().is_bounded(il)) bounded_.state(il).restore(saved_[il]);
   }
 
   const std::vector<float>& step(int32_t token) {
@@ -75,13 +77,12 @@ class OracleEngine : public AttentionBackend {
     timeline_.append_token();
     global_ = timeline_.global_view(clock_);
     local_ = timeline_.local_view(clock_, static_cast<uint32_t>(hp.sliding_window));
-    ForwardBatch batch;
-    batch.tokens = {&token, 1};
-    batch.attention = this;
-    forward(*model_, bounded_, batch, LogitsFor::last, scratch_, pool_, logits_.data());
+    forward(*model_, ForwardBatch{{&token, 1}, layers_}, LogitsFor::last, scratch_, pool_,
+            logits_.data());
     return logits_;
   }
 
+ protected:
   void store(int il, int, const float* k, const float* v) override {
     const size_t row = size_t(model_->hparams().n_head_kv) * model_->hparams().head_dim;
     k_[il].resize((clock_ + 1) * row);  // forgets rolled-back tokens
@@ -90,7 +91,7 @@ class OracleEngine : public AttentionBackend {
     std::memcpy(&v_[il][clock_ * row], v, row * sizeof(float));
   }
 
-  void attend(int il, int, int hk, const float* q, float* out, int) override {
+  void attend_head(int il, int, int hk, const float* q, float* out, int) override {
     const ModelHparams& hp = model_->hparams();
     const bool sliding = hp.is_sliding(il);
     const OracleView& view = sliding ? local_ : global_;
@@ -110,7 +111,8 @@ class OracleEngine : public AttentionBackend {
   OracleTimeline timeline_;
   ThreadPool pool_;
   ForwardScratch scratch_;
-  KvCache bounded_;  // bounded layers' states only
+  BoundedAttention bounded_;  // bounded layers' states
+  std::vector<LayerAttention*> layers_;
   std::vector<BoundedSnapshot> saved_;
   RopeFreqs rope_global_, rope_sliding_;
   std::vector<std::vector<float>> k_, v_;  // [n_layer][clock][n_head_kv][head_dim] unrotated

@@ -157,7 +157,7 @@ TEST_P(Goldens, DecodeAllLastRowMatchesDecode) {
   const std::vector<int32_t> ids =
       read_json("goldens/sequences.json")["sequences"]["seq7"].get<std::vector<int32_t>>();
   Session session(model, SessionConfig{.n_ctx = 16, .n_threads = 1});
-  const std::vector<float> all = session.decode_all(ids);
+  const std::span<const float> all = session.decode_all(ids);
   const size_t n_vocab = static_cast<size_t>(model->hparams().n_vocab);
   ASSERT_EQ(all.size(), ids.size() * n_vocab);
   const std::vector<float> want = read_f32("goldens/" + name + "/seq7.logits.f32");

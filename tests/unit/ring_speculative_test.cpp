@@ -128,9 +128,9 @@ Outcome plain(const Built& b, int n) {
 Outcome speculative(const Built& b, int n, Drafter* drafter, int draft_max) {
   Outcome r;
   RingSession& s = start(r, b);
-  RingTarget target(s, SpanType::user);
+  s.begin_span(SpanType::user);
   r.out =
-      generate_greedy_speculative(target, repetitive_prompt(), n, drafter, draft_max, {}, &r.stats);
+      generate_greedy_speculative(s, repetitive_prompt(), n, drafter, draft_max, {}, &r.stats);
   // Hold the last output token too (it is decoded only when it was an accepted draft).
   const uint64_t held = 5 + repetitive_prompt().size() + r.out.size();
   if (s.ring().clock() + 1 == held) s.decode({&r.out.back(), 1});
@@ -189,9 +189,9 @@ TEST_P(RingSpeculative, DraftMaxNeedsTheProbeReserve) {
   const Built b = micro(GetParam());
   Outcome r;
   RingSession& s = start(r, b);
-  RingTarget target(s, SpanType::user);
+  s.begin_span(SpanType::user);
   NgramDrafter ngram;
-  EXPECT_THROW(generate_greedy_speculative(target, repetitive_prompt(), 5, &ngram, 17), Error);
+  EXPECT_THROW(generate_greedy_speculative(s, repetitive_prompt(), 5, &ngram, 17), Error);
 }
 
 // decode_all + truncate_last(k) leaves the ring as decoding only the kept tokens would, and

@@ -134,7 +134,6 @@ TEST(StreamSession, NextFeedsEveryTokenSoGreedyEqualsPlainGeneration) {
   for (int i = 0; i < 20; ++i) ring_tokens.push_back(ring->next(EogPolicy::turn_end).token);
 
   Session plain(session_fuzz_model(), SessionConfig{.n_ctx = 64, .n_threads = 1});
-  SessionLogits source(plain);
   Sampler sampler(greedy);
   std::vector<int32_t> plain_tokens;
   GenerateCallbacks cb;
@@ -142,7 +141,7 @@ TEST(StreamSession, NextFeedsEveryTokenSoGreedyEqualsPlainGeneration) {
     plain_tokens.push_back(t);
     return true;
   };
-  generate_tokens(source, sampler, prompt, 20, cb);
+  generate_tokens(plain, sampler, prompt, 20, cb);
   EXPECT_EQ(ring_tokens, plain_tokens);
 }
 

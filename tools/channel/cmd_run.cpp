@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "chat/system_prompt.h"
 #include "cli_common.h"
@@ -73,31 +74,6 @@ constexpr size_t kPromptChunk = 256;
 std::string signal_stop_name() {
   return std::string("interrupted (") + stop_signal_name() + ")";
 }
-
-// The prefill of a plain run, cut into chunks with a progress line when it is long.
-class ProgressLogits final : public LogitSource {
- public:
-  explicit ProgressLogits(Session& session) : session_(session) {}
-  std::span<const float> decode(std::span<const int32_t> tokens) override {
-    if (tokens.size() <= kPromptChunk) return session_.decode(tokens);
-    Progress progress("prompt");
-    std::span<const float> logits;
-    for (size_t done = 0; done < tokens.size();) {
-      const size_t n = std::min(kPromptChunk, tokens.size() - done);
-      logits = session_.decode(tokens.subspan(done, n));
-      done += n;
-      progress.update(static_cast<double>(done) / static_cast<double>(tokens.size()),
-                      fmt::format("{}/{} prompt tokens, {:.0f} tok/s", done, tokens.size(),
-                                  static_cast<double>(done) / std::max(progress.seconds(), 1e-9)));
-    }
-    return logits;
-  }
-  int32_t n_past() const override { return session_.n_past(); }
-  int32_t n_ctx() const override { return session_.n_ctx(); }
-
- private:
-  Session& session_;
-};
 
 // Feeds a prompt into a session in chunks, with a progress line when it is long. Returns
 // false when a stop signal came first (what was fed stays fed).
@@ -399,14 +375,22 @@ int run_run(RunArgs args) {
   }
 
   Session session(model, SessionConfig{.n_ctx = n_ctx, .n_threads = args.threads});
-  ProgressLogits source(session);
   Sampler sampler(args.sampling.config);
   print_loaded(loaded);
 
   bool output_ok = args.no_echo || write_out(args.prompt);
-  const GenerateStats stats =
-      generate_text(source, tokenizer, sampler, prompt, args.n_predict,
-                    [&](std::string_view piece) { return output_ok = write_out(piece); });
+  // A long prompt is fed in chunks with a progress line.
+  std::optional<Progress> progress;
+  if (prompt.size() > kPromptChunk) progress.emplace("prompt");
+  const GenerateStats stats = generate_text(
+      session, tokenizer, sampler, prompt, args.n_predict,
+      [&](std::string_view piece) { return output_ok = write_out(piece); },
+      kPromptChunk, [&](size_t done, size_t total) {
+        progress->update(static_cast<double>(done) / static_cast<double>(total),
+                         fmt::format("{}/{} prompt tokens, {:.0f} tok/s", done, total,
+                                     static_cast<double>(done) / std::max(progress->seconds(), 1e-9)));
+        if (done == total) progress.reset();
+      });
   if (output_ok) write_out("\n");
 
   std::fprintf(stderr,

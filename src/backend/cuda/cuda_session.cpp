@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_weights_impl.h"
+#include "model/token_check.h"
 #include "util/error.h"
 
 namespace channel::cuda {
@@ -107,13 +108,7 @@ CudaSession::~CudaSession() = default;
 size_t CudaSession::device_bytes() const { return st_->bytes; }
 
 void CudaSession::check(std::span<const int32_t> tokens) const {
-  if (tokens.empty()) throw_error("decode: no tokens given");
-  const int n_vocab = model().hparams().n_vocab;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab)
-      throw_error("token id {} at index {} is outside the vocabulary (n_vocab {})", tokens[i], i,
-                  n_vocab);
-  }
+  check_token_ids(tokens, model().hparams().n_vocab);
   if (tokens.size() > static_cast<size_t>(config_.n_ctx - n_past_))
     throw_error("context full: {} tokens already held + {} new exceed n_ctx {}", n_past_,
                 tokens.size(), config_.n_ctx);
