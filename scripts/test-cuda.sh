@@ -38,6 +38,16 @@ for arch in llama gemma3; do
     echo "test-cuda: SKIPPED the CLI check: $(grep -v '^channel: loaded' "$tmp/err")"
   fi
 done
+# run on a contiguous context on the device: the one generation loop over the CUDA session.
+if out=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 64 -p "hello there" -n 12 --temp 0 --no-echo \
+    --device cuda 2>"$tmp/err"); then
+  echo "run --device cuda: $(printf '%s' "$out" | head -c 120 | tr '\n' ' ')"
+  grep -E "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: run did not say its device"; rc=1; }
+  echo "run --device cpu:  $("$ch" run -m "$tmp/gemma3.gguf" --ctx 64 -p "hello there" -n 12 \
+    --temp 0 --no-echo 2>/dev/null | head -c 120 | tr '\n' ' ')"
+else
+  echo "test-cuda: run --ctx 64 --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
 # A device that does not exist: one line, exit 1.
 if "$ch" logits -m "$tmp/llama.gguf" --ids 1,2 --device cuda:99 2>"$tmp/err"; then
   echo "test-cuda: --device cuda:99 did not fail"; rc=1

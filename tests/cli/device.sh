@@ -2,16 +2,18 @@
 # --device: a bad name is a usage mistake (exit 2, one line); `cuda` either fails while working
 # with one "cuda: ..." line (a CUDA build: no driver, no device, or a head size the kernels do not
 # take, as this micro model's 8) or, in a build without the backend, is a usage mistake that
-# says so. Never a crash, never a hang.
+# says so. Never a crash, never a hang. `run` takes it on a contiguous context (--ctx); on the
+# slot ring it is a usage mistake that says why.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 require_command bench
 model="$TMP/micro.gguf"
 make_micro_model "$model"
 
-for cmd in bench logits; do
+for cmd in bench logits run; do
   extra=()
   [[ $cmd == logits ]] && extra=(--ids 1,2,3)
   [[ $cmd == bench ]] && extra=(-p 4 -n 2 -r 1)
+  [[ $cmd == run ]] && extra=(--ctx 32 -p "hello" -n 2)
   for bad in gpu cuda: cuda:x cuda:-1 CPU; do
     expect_exit "$cmd --device $bad" 2 "$CHANNEL" "$cmd" -m "$model" --device "$bad" "${extra[@]}"
     grep -q "^channel: error: --device: " "$TMP/err" || fail "$cmd --device $bad: not in the '--device: ...' style: $(cat "$TMP/err")"
@@ -29,4 +31,9 @@ for cmd in bench logits; do
   [[ $(grep -c '^channel: error: ' "$TMP/err") == 1 ]] || fail "$cmd --device cuda: not one error line"
   expect_ok "$cmd --device cpu" "$CHANNEL" "$cmd" -m "$model" --device cpu "${extra[@]}"
 done
+
+# run on the slot ring: cuda is refused before the model loads, saying what runs on a device.
+expect_exit "run --device cuda on the ring" 2 "$CHANNEL" run -m "$model" --device cuda -p hello -n 2
+grep -q -- "--ctx N" "$TMP/err" || grep -q "no CUDA backend" "$TMP/err" ||
+  fail "run --device cuda on the ring: $(cat "$TMP/err")"
 finish

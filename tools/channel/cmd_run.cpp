@@ -2,7 +2,8 @@
 // load progress and the prompt / generation speed go to stderr. It runs on the KV slot
 // ring (the 4096-slot geometry) by default, so no prompt or generation hits a context
 // limit; --system FILE is prefilled as the anchors; --ctx N runs on a contiguous context of
-// N tokens instead (as perplexity, logits and bench do). With --session FILE the
+// N tokens instead (as perplexity, logits and bench do), on the CPU or, with --device cuda,
+// on a CUDA device. With --session FILE the
 // conversation is resumed from / saved to FILE. With
 // --memory FILE an episodic store is attached: the episodes closest to the prompt are
 // recalled before it is fed, and what leaves the window is consolidated into FILE. A run on
@@ -12,14 +13,17 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
+#include "backend/device.h"
 #include "chat/system_prompt.h"
 #include "cli_common.h"
 #include "cli_errors.h"
 #include "cli_files.h"
 #include "cli_progress.h"
 #include "cli_signals.h"
+#include "cuda_context_session.h"
 #include "command.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
@@ -44,6 +48,7 @@ struct RunArgs {
   std::string prompt_file;  // -f FILE, "-" for stdin
   int n_predict = 256;
   int n_ctx = 0;  // 0: the model's training context, at most kDefaultMaxCtx
+  std::string device = "cpu";  // cpu | cuda[:N]: cuda runs the contiguous context (--ctx)
   int threads = 1;
   bool no_echo = false;
   SamplingFlags sampling;
@@ -353,6 +358,10 @@ int run_run(RunArgs args) {
                            args.n_predict, args.n_ctx, kDefaultMaxCtx, args.threads,
                            args.no_echo});
   }
+  const DeviceSpec device = parse_device(args.device);
+  if (device.is_cuda() && (args.n_ctx == 0 || !args.draft.empty()))
+    throw_usage("--device {}: the slot ring and speculative decoding run on the CPU; a CUDA "
+                "device runs a contiguous context (add --ctx N)", args.device);
   // The slot ring is the engine: --ctx N asks for a contiguous context instead.
   if (args.n_ctx == 0) return run_session(args);
   if (!args.session.empty() || !args.memory.empty() || !args.system.empty())
@@ -374,7 +383,17 @@ int run_run(RunArgs args) {
                 prompt.size(), n_ctx);
   }
 
-  Session session(model, SessionConfig{.n_ctx = n_ctx, .n_threads = args.threads});
+  std::unique_ptr<SessionBase> session;
+  if (device.is_cuda()) {
+#if defined(CHANNEL_HAS_CUDA)
+    auto gpu = std::make_unique<CudaContextSession>(model, device.index, n_ctx, args.threads);
+    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
+                 gpu->device_name().c_str());
+    session = std::move(gpu);
+#endif
+  } else {
+    session = std::make_unique<Session>(model, SessionConfig{.n_ctx = n_ctx, .n_threads = args.threads});
+  }
   Sampler sampler(args.sampling.config);
   print_loaded(loaded);
 
@@ -383,7 +402,7 @@ int run_run(RunArgs args) {
   std::optional<Progress> progress;
   if (prompt.size() > kPromptChunk) progress.emplace("prompt");
   const GenerateStats stats = generate_text(
-      session, tokenizer, sampler, prompt, args.n_predict,
+      *session, tokenizer, sampler, prompt, args.n_predict,
       [&](std::string_view piece) { return output_ok = write_out(piece); },
       kPromptChunk, [&](size_t done, size_t total) {
         progress->update(static_cast<double>(done) / static_cast<double>(total),
@@ -421,6 +440,7 @@ const CommandRegistrar registrar{
                      "Run on a contiguous context of N tokens instead of the slot ring (which "
                      "has no context limit)")
           ->check(integer_in(1, 1 << 24));
+      add_device_option(sub, args->device);
       sub.add_flag("--no-echo", args->no_echo, "Print only the generated text, not the prompt");
       sub.add_option("--system", args->system,
                      "System prompt FILE, prefilled into the anchors (tier 1) of a new session, "

@@ -1,0 +1,35 @@
+#include "cuda_context_session.h"
+
+#if defined(CHANNEL_HAS_CUDA)
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace channel::cli {
+
+CudaContextSession::CudaContextSession(std::shared_ptr<const Model> model, int device, int n_ctx,
+                                       int n_threads)
+    : SessionBase(model, model->hparams().n_vocab, n_threads),
+      weights_(cuda::CudaWeights::upload(model, device)),
+      gpu_(weights_, cuda::CudaSessionConfig{.n_ctx = n_ctx}) {}
+
+void CudaContextSession::check_room(size_t n) const {
+  if (n > static_cast<size_t>(room()))
+    throw_error("context full: {} tokens already held + {} new exceed n_ctx {}", gpu_.n_past(), n,
+                gpu_.n_ctx());
+}
+
+void CudaContextSession::run(std::span<const int32_t> tokens, float* all) {
+  if (all == nullptr) {
+    const std::span<const float> l = gpu_.decode(tokens);
+    std::copy(l.begin(), l.end(), logits_.begin());
+  } else {
+    const std::vector<float> l = gpu_.decode_all(tokens);
+    std::copy(l.begin(), l.end(), all);
+  }
+}
+
+}  // namespace channel::cli
+
+#endif  // CHANNEL_HAS_CUDA

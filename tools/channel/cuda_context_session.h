@@ -1,0 +1,40 @@
+// CudaContextSession: the contiguous context on a CUDA device (backend/cuda/cuda_session.h) as a
+// SessionBase, so `channel run --ctx N --device cuda` goes through the one generation loop
+// (runtime/generate.h). It lives with the CLI because runtime/ is built the same with and
+// without CUDA; compiled with CHANNEL_HAS_CUDA (cmake/cuda.cmake, channel_link_cuda).
+#pragma once
+
+#if defined(CHANNEL_HAS_CUDA)
+
+#include <memory>
+#include <span>
+
+#include "backend/cuda/cuda_session.h"
+#include "runtime/session_base.h"
+
+namespace channel::cli {
+
+class CudaContextSession final : public SessionBase {
+ public:
+  // Uploads the model to device `device` (one-line channel::Error when it cannot) and
+  // allocates the session's device memory once. n_threads: the host threads of sampling.
+  CudaContextSession(std::shared_ptr<const Model> model, int device, int n_ctx, int n_threads);
+
+  int64_t room() const override { return gpu_.n_ctx() - gpu_.n_past(); }
+  // decode_all's tokens can all be forgotten again: the device cache is plain slots.
+  int verify_capacity() const override { return gpu_.n_ctx(); }
+  const char* verify_capacity_hint() const override { return "--ctx"; }
+  std::string device_name() const { return weights_->device_name(); }
+
+ private:
+  void check_room(size_t n) const override;
+  void run(std::span<const int32_t> tokens, float* all) override;
+  void truncate(int k) override { gpu_.truncate_last(k); }
+
+  std::shared_ptr<const cuda::CudaWeights> weights_;
+  cuda::CudaSession gpu_;
+};
+
+}  // namespace channel::cli
+
+#endif  // CHANNEL_HAS_CUDA
