@@ -3,7 +3,7 @@
 # (RUNS, default: two learning rates from the bounded model).
 #   train/device_memory_run.sh MINUTES [extra finetune_memory.py args for every run...]
 # Expects train/data/pack/ (pack_data.sh with the memory banks). Writes to $OUT:
-# {gemma3,bounded}.log, .results.json and .gguf.part-* (join with cat).
+# NAME.log, NAME.results.json and NAME.gguf.part-* (join with cat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=${1:?minutes}; shift
@@ -28,14 +28,13 @@ for m in $RUNS; do
   names+=("$name")
   # a hard stop well inside the call's limit, so that what was made still comes back
   timeout "${LIMIT_S:-540}" python3 train/finetune_memory.py --init "$init" --minutes "$minutes" \
-    --out "/tmp/mem_$name" ${extra//,/ } "$@" > "$OUT/$name.log" 2>&1 &
+    --out "/tmp/mem_$name" --copy-to "$OUT" --copy-name "$name" ${extra//,/ } "$@" > "$OUT/$name.log" 2>&1 &
   pids+=($!)
 done
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done
 for name in "${names[@]}"; do
-  [ -f "/tmp/mem_$name/results.json" ] && cp "/tmp/mem_$name/results.json" "$OUT/$name.results.json"
-  [ -f "/tmp/mem_$name/model.gguf" ] && split -b 16000000 "/tmp/mem_$name/model.gguf" "$OUT/$name.gguf.part-"
+  # finetune_memory.py --copy-to wrote NAME.gguf.part-* and NAME.results.json as they were made
   tail -5 "$OUT/$name.log"
 done
 ls -la "$OUT"

@@ -60,9 +60,19 @@ class Bank:
         self.parts = {k: (z[k], z[k + "_off"]) for k in ("stmt", "q", "ans")}
         self.attr = z["attr"]
         self.n = len(self.attr)
-        self.by_attr = {}
+        # entity hash and cluster (facts about one entity and its look-alikes); banks made
+        # before these existed have one cluster per fact
+        self.ent = z["ent"] if "ent" in z.files else np.arange(self.n, dtype=np.int64)
+        self.clu = z["clu"] if "clu" in z.files else np.arange(self.n, dtype=np.int32)
+        self.by_attr, self.by_clu = {}, {}
         for i, a in enumerate(self.attr):
             self.by_attr.setdefault(int(a), []).append(i)
+        for i, c in enumerate(self.clu):
+            self.by_clu.setdefault(int(c), []).append(i)
+
+    def conflicts(self, i, j):
+        """j states another value for what i states (same entity, same attribute)."""
+        return i != j and self.ent[i] == self.ent[j] and self.attr[i] == self.attr[j]
 
     def get(self, kind, i):
         a, off = self.parts[kind]
@@ -110,12 +120,39 @@ class MemoryBatcher:
     Tier 3 is filled up to 8 episodes with distractors: other facts (same attribute first)
     and plain text."""
 
-    def __init__(self, corpus, bank, T, B, p_mem, p_qa, seed, max_q=4):
+    def __init__(self, corpus, bank, T, B, p_mem, p_qa, seed, max_q=4, hard=0.0, p_win=0.0):
         self.corpus, self.bank, self.T, self.B = corpus, bank, T, B
         self.p_mem, self.p_qa, self.max_q = p_mem, p_qa, max_q
+        self.hard, self.p_win = hard, p_win   # share of look-alike distractors; rows with facts in the window
         self.qa_weight = 3.0
         self.rng = random.Random(seed)
         self.nprng = np.random.default_rng(seed)
+
+    def hard_distractors(self, anchors, n, avoid):
+        """Training: a share `hard` of the distractors come from an anchor fact's cluster (the same
+        entity with another attribute, a look-alike entity), the rest as distractors() makes them.
+        Never a fact that contradicts one in `avoid` (same entity and attribute)."""
+        out, bank = [], self.bank
+        for _ in range(n):
+            a = self.rng.choice(anchors)
+            r = self.rng.random()
+            if r < self.hard:
+                pool = bank.by_clu[int(bank.clu[a])]
+            elif r < self.hard + (1 - self.hard) * 0.35:
+                pool = bank.by_attr[int(bank.attr[a])]
+            elif r < self.hard + (1 - self.hard) * 0.7:
+                pool = None
+                j = self.rng.randrange(bank.n)
+            else:
+                out.append(filler_episode(self.corpus, self.rng, self.nprng))
+                continue
+            if pool is not None:
+                j = self.rng.choice(pool)
+            if j in avoid or any(bank.conflicts(f, j) for f in avoid):
+                out.append(filler_episode(self.corpus, self.rng, self.nprng))
+                continue
+            out.append(fact_episode(bank, j, self.corpus, self.rng, self.nprng))
+        return out
 
     def distractors(self, fact, n):
         out = []
@@ -163,12 +200,18 @@ class MemoryBatcher:
             p = plan[r]
             room = MAX_EPISODES - len(p["eps"])
             if room > 0:
-                for ep in self.distractors(p["facts"][0], rng.randint(0, room)):
+                held = [plan[o[0]]["facts"][o[1]] for o in p["own"] if o is not None]
+                if self.hard > 0:
+                    eps = self.hard_distractors(held or p["facts"], rng.randint(0, room), set(held + p["facts"]))
+                else:
+                    eps = self.distractors(p["facts"][0], rng.randint(0, room))
+                for ep in eps:
                     at = rng.randint(0, len(p["eps"]))
                     p["eps"].insert(at, ep)
                     p["own"].insert(at, None)
         x = np.empty((B, T + 1), dtype=np.int64)
         w = np.ones((B, T), dtype=np.float32)          # loss weight of target t+1 at input t
+        am = np.zeros((B, T), dtype=np.float32)        # 1 where the target is a trained answer token
         meta = []
         for r in range(B):
             p = plan[r]
@@ -189,6 +232,25 @@ class MemoryBatcher:
             if rng.random() < 0.5:
                 cuts[-1] = max(cuts[-1], room - rng.randint(1, 64))
             fill = self.corpus[s:s + room].astype(np.int64)
+            if self.p_win > 0 and rng.random() < self.p_win:
+                # other facts stated in the window itself (look-alikes first): the answer must
+                # come from the fact asked about, not from the nearest value
+                sts = []
+                for _ in range(rng.randint(1, 3)):
+                    a = rng.choice(p["facts"])
+                    j = rng.choice(self.bank.by_clu[int(self.bank.clu[a])]) if rng.random() < 0.6 \
+                        else rng.randrange(self.bank.n)
+                    if j in p["facts"] or any(self.bank.conflicts(f, j) for f in p["facts"]):
+                        continue
+                    sts.append(self.bank.get("stmt", j))
+                if sts:
+                    body = fill[:room - sum(len(t) for t in sts)]
+                    at = sorted(rng.randint(0, len(body)) for _ in sts)
+                    pieces, prev = [], 0
+                    for c, t in zip(at, sts):
+                        pieces += [body[prev:c], t]
+                        prev = c
+                    fill = np.concatenate(pieces + [body[prev:]])
             parts, prev, qs = [np.array([BOS])] + p["eps"], 0, []
             pos = R
             for (q, a), c in zip(qas, cuts):
@@ -210,10 +272,12 @@ class MemoryBatcher:
                     m = "none"
                 if m == "qa":
                     w[r, pa - 1:pa - 1 + la] = self.qa_weight
+                    am[r, pa - 1:pa - 1 + la] = 1.0
                 elif pa - 1 < T:
                     w[r, pa - 1:min(T, pa - 1 + la)] = 0.0   # the answer is not in this row's context
                 questions.append(dict(mode=m, pq=pq, pa=pa, la=la, cue=pa - 1))
             meta.append(dict(spans=spans, R=R, questions=questions))
+        self.last_answer_mask = torch.from_numpy(am)
         return torch.from_numpy(x), torch.from_numpy(w), meta
 
 
@@ -405,6 +469,16 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-q", type=int, default=4, help="questions per memory row")
     ap.add_argument("--qa-weight", type=float, default=3.0, help="loss weight of answer tokens")
+    ap.add_argument("--ans-loss", type=float, default=0.0,
+                    help="weight of a separate term: the mean loss over trained answer tokens")
+    ap.add_argument("--hard", type=float, default=0.0,
+                    help="share of tier-3 distractors from a recalled fact's cluster (same entity, look-alikes)")
+    ap.add_argument("--p-win", type=float, default=0.0,
+                    help="share of memory rows with 1-3 other facts stated in the window")
+    ap.add_argument("--copy-to", default="",
+                    help="also write NAME.gguf.part-* (16 MB pieces) and NAME.results.json here as soon as "
+                         "they exist, so that a call cut short still returns the model")
+    ap.add_argument("--copy-name", default="model")
     ap.add_argument("--ppl-before", type=float, default=0.0,
                     help="the init's held-out ppl, known: skip the evaluations before training")
     args = ap.parse_args()
@@ -466,12 +540,13 @@ def main():
                              {"params": nodecay, "weight_decay": 0.0, "lr": args.lr, "base": args.lr},
                              {"params": list(head.parameters()), "weight_decay": 0.0,
                               "lr": args.head_lr, "base": args.head_lr}], **kw)
-    batcher = MemoryBatcher(tr, btrain, T, args.batch, args.p_mem, args.p_qa, args.seed, args.max_q)
+    batcher = MemoryBatcher(tr, btrain, T, args.batch, args.p_mem, args.p_qa, args.seed, args.max_q,
+                            args.hard, args.p_win)
     batcher.qa_weight = args.qa_weight
     import model as model_mod
     fwd, masks = model, {}
 
-    def step_fn(x, w, meta):
+    def step_fn(x, w, meta, am=None):
         x, w = x.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
         with autocast(dev):
             logits, hidden = fwd(x[:, :-1], masks, return_hidden=True)
@@ -479,6 +554,9 @@ def main():
         lm = (ce * w.reshape(-1)).sum() / w.sum()
         rl, racc = retrieval_loss(head, hidden.float(), meta, args.tau)
         loss = lm + (args.ret_weight * rl if rl is not None else 0.0)
+        if args.ans_loss > 0 and am is not None:
+            am = am.to(dev, non_blocking=True).reshape(-1)
+            loss = loss + args.ans_loss * (ce * am).sum() / am.sum().clamp(min=1.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(head.parameters()), 1.0)
@@ -487,7 +565,7 @@ def main():
 
     # flex attention (block-sparse windows) under torch.compile when it works, else SDPA
     modes = [("flex", True), ("sdpa", True), ("sdpa", False)] if dev.type == "cuda" else [("ref", False)]
-    first = batcher.next()
+    first = batcher.next() + (batcher.last_answer_mask,)
     init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     for i, (impl, comp) in enumerate(modes):
         model_mod.IMPL["cuda"] = "flex" if impl == "flex" else "sdpa"
@@ -514,7 +592,7 @@ def main():
             break
         for g in opt.param_groups:
             g["lr"] = g["base"] * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
-        lm, rl, racc = step_fn(*batcher.next())
+        lm, rl, racc = step_fn(*batcher.next(), batcher.last_answer_mask)
         step += 1
         if step % 25 == 0 or step == 1:
             log("step %d %.0fs lm %.4f ret %.4f ret-acc %.2f" % (step, time.time() - t0, lm, rl, racc))
@@ -531,10 +609,19 @@ def main():
     res["gguf_bytes"] = export_gguf.export(cfg, state, gg, args.gguf_type, args.tokenizer,
                                            name="channel-" + cfg.arch + "-memory", extra=extra)
     log("exported %s" % gg)
+    if args.copy_to:
+        os.makedirs(args.copy_to, exist_ok=True)
+        with open(gg, "rb") as f:
+            for i, piece in enumerate(iter(lambda: f.read(16_000_000), b"")):
+                with open(os.path.join(args.copy_to, "%s.gguf.part-a%s" % (args.copy_name, "abcdefghij"[i])), "wb") as g:
+                    g.write(piece)
+        log("copied to %s" % args.copy_to)
 
     def save():
-        with open(os.path.join(args.out, "results.json"), "w") as f:
-            json.dump(res, f, indent=1)
+        for d, name in ((args.out, "results.json"), (args.copy_to, args.copy_name + ".results.json")):
+            if d:
+                with open(os.path.join(d, name), "w") as f:
+                    json.dump(res, f, indent=1)
     save()
     ppl1, _, _ = ppl_llama_protocol(model, vppl, args.ppl_ctx, dev, args.ppl_chunks)
     res["ppl_after"] = ppl1

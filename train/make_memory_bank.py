@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Tokenize the memory-task fact banks (memory_facts.py) for finetune_memory.py.
 
-Usage: python3 train/make_memory_bank.py [--data train/data] [--n-train 60000] [--n-eval 2000]
+Usage: python3 train/make_memory_bank.py [--data train/data] [--n-train 120000] [--n-eval 2000]
 
 Writes DATA/tokens/memory_{train,eval}.npz: for each fact the ids of its statement (as it is
 written into an episode: on a line of its own or inside a paragraph), of its question (in a
-scaffold, ending where the answer starts) and of its answer (" VALUE."), plus an attribute id.
+scaffold, ending where the answer starts) and of its answer (" VALUE."), plus an attribute id, an entity hash and a cluster id (train: facts about one entity and its
+look-alikes share a cluster; eval: one fact per cluster).
 """
 import argparse
+import hashlib
 import os
 import sys
 
@@ -15,22 +17,44 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from memory_facts import ATTRS, FactMaker  # noqa: E402
+from memory_facts import ATTRS, EXTRA_ATTRS, FactMaker, TrainFactMaker  # noqa: E402
+
+
+def _h(s):
+    return int.from_bytes(hashlib.sha1(s.encode()).digest()[:7], "little")
 
 
 def make_bank(sp, split, n, seed):
-    fm = FactMaker(split, seed)
-    attrs = sorted(ATTRS)
+    """The eval split is made exactly as before (FactMaker); the train split in clusters of
+    related facts (TrainFactMaker), each fact tagged with its cluster for hard distractors."""
+    attrs = sorted(ATTRS) + sorted(EXTRA_ATTRS)
     parts = {"stmt": [], "q": [], "ans": []}
-    attr = []
-    for _ in range(n):
-        f = fm.make()
-        stmt = ("\n" + f["statement"] + "\n") if fm.rng.random() < 0.5 else (" " + f["statement"] + " ")
+    attr, ent, clu = [], [], []
+    if split == "eval":
+        fm = FactMaker(split, seed)
+        facts = []
+        for i in range(n):    # the same draws in the same order as the banks of runs 4-7
+            f = fm.make()
+            f["nl"] = fm.rng.random() < 0.5
+            facts.append((f, i))
+    else:
+        fm = TrainFactMaker(seed)
+        facts, c = [], 0
+        while len(facts) < n:
+            for f in fm.cluster():
+                f["nl"] = fm.rng.random() < 0.5
+                facts.append((f, c))
+            c += 1
+        facts = facts[:n]
+    for f, c in facts:
+        stmt = ("\n" + f["statement"] + "\n") if f["nl"] else (" " + f["statement"] + " ")
         parts["stmt"].append(sp.encode(stmt))
         parts["q"].append(sp.encode("\n" + f["question"]))
         parts["ans"].append(sp.encode(f["answer"]))
         attr.append(attrs.index(f["attribute"]))
-    out = {"attr": np.asarray(attr, np.int16)}
+        ent.append(_h(f["entity"]))
+        clu.append(c)
+    out = {"attr": np.asarray(attr, np.int16), "ent": np.asarray(ent, np.int64), "clu": np.asarray(clu, np.int32)}
     for k, lists in parts.items():
         off = np.zeros(len(lists) + 1, dtype=np.int64)
         off[1:] = np.cumsum([len(x) for x in lists])
@@ -42,7 +66,7 @@ def make_bank(sp, split, n, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
-    ap.add_argument("--n-train", type=int, default=60000)
+    ap.add_argument("--n-train", type=int, default=120000)
     ap.add_argument("--n-eval", type=int, default=2000)
     args = ap.parse_args()
     import sentencepiece as spm
