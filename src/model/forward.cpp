@@ -146,17 +146,23 @@ void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& bat
       });
 
       if (backend) {
-        for (int t = 0; t < n; ++t)
-          backend->store(il, t, s.k.data() + t * kv_dim, s.v.data() + t * v_dim);
-        pool.parallel_for(
-            static_cast<int64_t>(n) * hp.n_head_kv, [&](int64_t begin, int64_t end, int thread) {
-              for (int64_t task = begin; task < end; ++task) {
-                const int t = static_cast<int>(task / hp.n_head_kv);
-                const int hk = static_cast<int>(task % hp.n_head_kv);
-                backend->attend(il, t, hk, s.q.data() + t * q_dim + hk * group * hd,
-                                s.attn.data() + t * hp.n_head * hdv + hk * group * hdv, thread);
-              }
-            });
+        for (int a = 0; a < n;) {
+          const int b = std::clamp(backend->segment_end(a, n), a + 1, n);
+          for (int t = a; t < b; ++t)
+            backend->store(il, t, s.k.data() + t * kv_dim, s.v.data() + t * v_dim);
+          pool.parallel_for(static_cast<int64_t>(b - a) * hp.n_head_kv,
+                            [&](int64_t begin, int64_t end, int thread) {
+                              for (int64_t task = begin; task < end; ++task) {
+                                const int t = a + static_cast<int>(task / hp.n_head_kv);
+                                const int hk = static_cast<int>(task % hp.n_head_kv);
+                                backend->attend(
+                                    il, t, hk, s.q.data() + t * q_dim + hk * group * hd,
+                                    s.attn.data() + t * hp.n_head * hdv + hk * group * hdv,
+                                    thread);
+                              }
+                            });
+          a = b;
+        }
         matmul(L.wo, s.attn.data(), n, s.proj.data(), pool);  // [n][n_embd]
       } else {
         KvCache& kv = *kv_cache;
@@ -216,6 +222,7 @@ void forward_impl(const Model& model, KvCache* kv_cache, const ForwardBatch& bat
   }
 
   // Final norm and LM head, for the last token or all of them.
+  if (which == LogitsFor::none) return;
   const int first = which == LogitsFor::last ? n - 1 : 0;
   const int n_out = n - first;
   rms_norm_rows(pool, s.x.data() + first * n_embd, w.output_norm, n_out, n_embd, hp.rms_eps,

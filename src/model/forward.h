@@ -29,6 +29,14 @@ class AttentionBackend {
   // q: [group][head_dim], the unrotated query heads hk*group .. hk*group+group-1 of token t;
   // out: [group][head_dim_v]. Called concurrently; thread < the pool's size.
   virtual void attend(int il, int t, int hk, const float* q, float* out, int thread) = 0;
+  // The end of the attention segment that begins at batch token a (a < end <= n): forward()
+  // stores the K/V of tokens [a, end), then attends queries [a, end), segment after segment.
+  // A backend whose later tokens overwrite slots that earlier queries of the batch still see
+  // (a ring that evicts) cuts the batch there; query results do not depend on the cuts.
+  virtual int segment_end(int a, int n) {
+    (void)a;
+    return n;
+  }
 };
 
 struct ForwardBatch {
@@ -42,7 +50,9 @@ struct ForwardBatch {
   AttentionBackend* attention = nullptr;
 };
 
-enum class LogitsFor { last, all };
+// none: no final norm and LM head (a chunk before the last of a prompt, whose K/V and
+// residual stream are all the caller needs).
+enum class LogitsFor { last, all, none };
 
 // Activations of one batch, allocated once per session for up to max_batch tokens.
 struct ForwardScratch {
