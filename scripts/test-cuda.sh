@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Channel with the CUDA backend and runs the CUDA tests: every kernel against its CPU
-# reference (cuda_ops_test), whole models against the CPU engine and llama.cpp's goldens
-# (cuda_model_test), and the CLI on the device against the CPU. Needs nvcc; on a machine
+# reference (tests/unit/cuda_ops_test.cpp), whole models against the CPU engine and llama.cpp's
+# goldens (cuda_model_test.cpp), both in the unit_cuda_tests executable, and the CLI on the device against the CPU. Needs nvcc; on a machine
 # without a GPU the GPU tests skip with a loud message and the rest still runs.
 #   BUILD_DIR (build-cuda), CUDA_ARCH (90), SKIP_BUILD=1 to reuse an existing build,
 #   CMAKE_ARGS for more configure flags.
@@ -11,15 +11,13 @@ build=${BUILD_DIR:-build-cuda}
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DCHANNEL_BUILD_BENCH=OFF ${CMAKE_ARGS:-} >/dev/null
-  cmake --build "$build" -j"$(nproc)" --target cuda_ops_test cuda_model_test channel
+  cmake --build "$build" -j"$(nproc)" --target unit_cuda_tests channel
 fi
 nvidia-smi -L 2>/dev/null || echo "test-cuda: nvidia-smi lists no GPU"
 
 rc=0
-echo "== cuda_ops_test =="
-"$build"/tests/cuda_ops_test || rc=1
-echo "== cuda_model_test =="
-"$build"/tests/cuda_model_test || rc=1
+echo "== unit_cuda_tests (cuda_ops_test.cpp, cuda_model_test.cpp) =="
+"$build"/tests/unit_cuda_tests || rc=1
 
 echo "== CLI: channel logits on cuda vs cpu =="
 tmp=$(mktemp -d)

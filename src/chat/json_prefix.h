@@ -5,6 +5,7 @@
 // idle on blanks.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -47,6 +47,7 @@ TEST(CudaDevice, ParsesDeviceNames) {
 #if defined(CHANNEL_HAS_CUDA)
 
 #include "backend/cuda/cuda_session.h"
+#include "backend/cuda/kquant_group.h"
 
 namespace channel {
 namespace {
@@ -57,12 +58,14 @@ std::shared_ptr<const Model> random_model(Arch arch, GgmlType type) {
   RandomModelSpec s;
   s.arch = arch;
   s.type = type;
-  s.hidden = 128;
+  // K-quant rows are whole 256-element super-blocks: every input width a multiple of 256.
+  const bool kquant = cuda::is_kquant(type);
+  s.hidden = kquant ? 256 : 128;
   s.layers = 4;
   s.heads = 4;
   s.kv_heads = 2;
   s.head_dim = 64;
-  s.ffn = 320;
+  s.ffn = kquant ? 512 : 320;
   s.window = 16;
   s.window_pattern = 3;
   s.vocab = 500;
@@ -174,7 +177,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ModelCase{Arch::llama, GgmlType::F32}, ModelCase{Arch::llama, GgmlType::Q8_0},
                       ModelCase{Arch::llama, GgmlType::Q4_0}, ModelCase{Arch::gemma3, GgmlType::F16},
                       ModelCase{Arch::gemma3, GgmlType::BF16}, ModelCase{Arch::gemma3, GgmlType::Q8_0},
-                      ModelCase{Arch::gemma3, GgmlType::Q4_0}, ModelCase{Arch::qwen3, GgmlType::Q8_0}),
+                      ModelCase{Arch::gemma3, GgmlType::Q4_0}, ModelCase{Arch::qwen3, GgmlType::Q8_0},
+                      ModelCase{Arch::llama, GgmlType::Q4_K}, ModelCase{Arch::gemma3, GgmlType::Q6_K},
+                      ModelCase{Arch::qwen3, GgmlType::Q5_K}, ModelCase{Arch::llama, GgmlType::Q3_K},
+                      ModelCase{Arch::gemma3, GgmlType::Q2_K}),
     [](const auto& info) {
       const char* arch = info.param.arch == Arch::llama ? "llama" : info.param.arch == Arch::gemma3 ? "gemma3" : "qwen3";
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));

@@ -23,6 +23,7 @@ TEST(CudaOps, BuiltWithoutCuda) {
 #else
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/kquant_group.h"
 #include "gguf/ggml_type.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -101,8 +102,11 @@ TEST_P(CudaMatmul, MatchesCpuReference) {
   const double e = nmse(got, want);
   // One token: the CPU's own arithmetic (integer block dots, rounded activations), summed in
   // another order. Several tokens: f16 / bf16 tensor-core inputs, llama.cpp's mul_mat bound.
+  // K-quants: f32 activations (one token) or f16 (several) against the reference's Q8_K
+  // activations, so the bound is the activation quantization's, at any n.
   const bool quant = c.type == GgmlType::Q8_0 || c.type == GgmlType::Q4_0;
-  const double bound = c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
+  const bool kquant = cuda::is_kquant(c.type);
+  const double bound = kquant ? 5e-4 : c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
   std::printf("[ cuda ] matmul %s nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(), e, bound);
   EXPECT_LE(e, bound);
 }
@@ -120,19 +124,28 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{GgmlType::Q8_0, 67, 96, 2}, MatmulCase{GgmlType::Q8_0, 300, 2080, 70},
         MatmulCase{GgmlType::Q8_0, 129, 256, 130}, MatmulCase{GgmlType::Q4_0, 67, 96, 1},
         MatmulCase{GgmlType::Q4_0, 300, 2080, 1}, MatmulCase{GgmlType::Q4_0, 300, 4160, 1},
-        MatmulCase{GgmlType::Q4_0, 300, 2080, 70}, MatmulCase{GgmlType::Q4_0, 129, 256, 130}),
+        MatmulCase{GgmlType::Q4_0, 300, 2080, 70}, MatmulCase{GgmlType::Q4_0, 129, 256, 130},
+        MatmulCase{GgmlType::Q2_K, 67, 256, 1}, MatmulCase{GgmlType::Q3_K, 67, 512, 1},
+        MatmulCase{GgmlType::Q4_K, 67, 256, 1}, MatmulCase{GgmlType::Q4_K, 300, 2560, 1},
+        MatmulCase{GgmlType::Q4_K, 300, 2560, 70}, MatmulCase{GgmlType::Q4_K, 129, 256, 130},
+        MatmulCase{GgmlType::Q5_K, 67, 768, 1}, MatmulCase{GgmlType::Q5_K, 129, 512, 33},
+        MatmulCase{GgmlType::Q6_K, 67, 256, 1}, MatmulCase{GgmlType::Q6_K, 300, 2560, 1},
+        MatmulCase{GgmlType::Q6_K, 300, 2560, 70}, MatmulCase{GgmlType::Q3_K, 129, 512, 5},
+        MatmulCase{GgmlType::Q2_K, 129, 512, 70}),
     case_name);
 
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
   CHANNEL_REQUIRE_CUDA();
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
-    TestMatrix w(type, 50, 160, 3);
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                        GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const int64_t cols = cuda::is_kquant(type) ? 512 : 160;
+    TestMatrix w(type, 50, cols, 3);
     const std::vector<int32_t> tokens = {0, 7, 49, 7};
     const float scale = 1.7f;
-    std::vector<float> want(tokens.size() * 160);
+    std::vector<float> want(tokens.size() * cols);
     for (size_t t = 0; t < tokens.size(); ++t) {
-      dequantize_row(w.host, tokens[t], want.data() + t * 160);
-      for (size_t i = 0; i < 160; ++i) want[t * 160 + i] *= scale;
+      dequantize_row(w.host, tokens[t], want.data() + t * cols);
+      for (int64_t i = 0; i < cols; ++i) want[t * cols + i] *= scale;
     }
     cuda::DeviceBuffer dt = to_device(tokens);
     cuda::DeviceBuffer dx(want.size() * 4, "x");

@@ -1,13 +1,15 @@
 // Weight repacking, activation input forms, and the products y = x . W^T for F32, F16, BF16,
-// Q8_0 and Q4_0 weights (see cuda_kernels.h for the layouts). One token: a warp per output row
-// streams the row with 16-byte loads, four in flight, integer dp4a dots for the quantized
-// types. Several tokens: 128 x 64 tiles on the tensor cores (wmma, f16 or bf16 inputs, f32
-// accumulation), weights dequantized into shared memory.
+// Q8_0, Q4_0 and the K-quants Q2_K..Q6_K (see cuda_kernels.h for the layouts). One token: a
+// warp per output row streams the row with 16-byte loads, four in flight, integer dp4a dots
+// for Q8_0/Q4_0; K-quant rows are dequantized 16 elements at a time (kquant_group.h) against
+// f32 activations. Several tokens: 128 x 64 tiles on the tensor cores (wmma, f16 or bf16
+// inputs, f32 accumulation), weights dequantized into shared memory.
 #include <mma.h>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/kquant_group.h"
 
 namespace channel::cuda {
 
@@ -72,7 +74,7 @@ __global__ void quantize_q8_kernel(const float* x, int64_t n, int64_t cols, int6
 
 // ---- one token per block row: the matvec ------------------------------------------------------
 
-enum Kind { kF32, kF16, kBF16, kQ8, kQ4, kF32s, kF16s, kBF16s };
+enum Kind { kF32, kF16, kBF16, kQ8, kQ4, kF32s, kF16s, kBF16s, kKq };
 
 __device__ __forceinline__ int dot16_i8(int4 a, int4 b, int acc) {
   acc = __dp4a(a.x, b.x, acc);
@@ -207,6 +209,18 @@ __device__ __forceinline__ float row_dot(const DevMatrix& w, const void* act, in
     for (int64_t e = lane * 4; e < cols; e += 32 * 4)
       sum += dot4_f(__ldg(reinterpret_cast<const float4*>(wr + e)),
                     *reinterpret_cast<const float4*>(xr + e));
+  } else if constexpr (K == kKq) {  // the file's super-blocks, a 16-element group per step
+    const int bb = kq_block_bytes(w.type);
+    const uint8_t* wr = static_cast<const uint8_t*>(w.q) + r * (cols / kKqElements) * bb;
+    const float* xr = static_cast<const float*>(act) + t * cols;
+    float v[16];
+    for (int64_t g = lane; g < cols / 16; g += 32) {
+      kq_group16(w.type, wr + (g / 16) * bb, static_cast<int>(g % 16), v);
+      const float4* xg = reinterpret_cast<const float4*>(xr + g * 16);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        sum += dot4_f(make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]), xg[i]);
+    }
   } else if constexpr (K == kF32s) {
     const float* wr = static_cast<const float*>(w.q) + r * cols;
     const float* xr = static_cast<const float*>(act) + t * cols;
@@ -262,6 +276,14 @@ __device__ __forceinline__ void load_a16(const DevMatrix& w, int64_t r, int64_t 
     const int8_t* qs = reinterpret_cast<const int8_t*>(&v);
 #pragma unroll
     for (int i = 0; i < 16; ++i) dst[i] = from_float<T>(d * static_cast<float>(qs[i]));
+  } else if constexpr (K == kKq) {
+    const int bb = kq_block_bytes(w.type);
+    float v[16];
+    kq_group16(w.type,
+               static_cast<const uint8_t*>(w.q) + (r * (cols / kKqElements) + k / kKqElements) * bb,
+               static_cast<int>((k % kKqElements) / 16), v);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) dst[i] = from_float<T>(v[i]);
   } else {  // kQ4: elements 0..15 are the low nibbles of the block's 16 bytes, 16..31 the high
     const int64_t b = r * (cols / kQ) + k / kQ;
     const int4 v = __ldg(reinterpret_cast<const int4*>(static_cast<const uint8_t*>(w.q) + b * 16));
@@ -347,12 +369,20 @@ __device__ __forceinline__ float weight_at(const DevMatrix& w, int64_t r, int64_
     case GgmlType::Q8_0:
       return __half2float(static_cast<const __half*>(w.d)[r * (cols / kQ) + i / kQ]) *
              static_cast<float>(static_cast<const int8_t*>(w.q)[r * cols + i]);
-    default: {  // Q4_0
+    case GgmlType::Q4_0: {
       const int64_t b = r * (cols / kQ) + i / kQ;
       const int j = static_cast<int>(i % kQ);
       const uint8_t byte = static_cast<const uint8_t*>(w.q)[b * 16 + j % 16];
       const int nib = j < 16 ? (byte & 0x0f) : (byte >> 4);
       return __half2float(static_cast<const __half*>(w.d)[b]) * static_cast<float>(nib - 8);
+    }
+    default: {  // a K-quant: the element's group, dequantized
+      const int bb = kq_block_bytes(w.type);
+      float v[16];
+      kq_group16(w.type,
+                 static_cast<const uint8_t*>(w.q) + (r * (cols / kKqElements) + i / kKqElements) * bb,
+                 static_cast<int>((i % kKqElements) / 16), v);
+      return v[i % 16];
     }
   }
 }
@@ -383,7 +413,7 @@ bool type_supported(GgmlType type) {
     case GgmlType::Q4_0:
       return true;
     default:
-      return false;
+      return is_kquant(type);
   }
 }
 
@@ -397,8 +427,10 @@ size_t repacked_q_bytes(GgmlType type, int64_t rows, int64_t cols) {
       return n * 2;
     case GgmlType::Q8_0:
       return n;
-    default:
+    case GgmlType::Q4_0:
       return n / 2;
+    default:  // K-quants: the file's super-blocks
+      return static_cast<size_t>(rows * (cols / kKqElements)) * static_cast<size_t>(kq_block_bytes(type));
   }
 }
 
@@ -430,8 +462,11 @@ size_t act_bytes(GgmlType type, int64_t n, int64_t cols) {
     case GgmlType::F16:
     case GgmlType::BF16:
       return e * 2;
-    default:  // Q8_0 / Q4_0: Q8_0 blocks for one token, f16 for several
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:  // Q8_0 blocks for one token, f16 for several
       return n == 1 ? e + static_cast<size_t>(n * (cols / kQ)) * 4 : e * 2;
+    default:  // K-quants: f32 for one token, f16 for several
+      return n == 1 ? e * 4 : e * 2;
   }
 }
 
@@ -443,7 +478,7 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
     quantize_q8_kernel<<<grid_for(blocks * 32, 256), 256, 0, s>>>(
         x, n, cols, ldx, static_cast<int8_t*>(out),
         reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * cols));
-  } else if (type == GgmlType::F32) {
+  } else if (type == GgmlType::F32 || (is_kquant(type) && n == 1)) {
     convert_kernel<float><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<float*>(out));
   } else if (type == GgmlType::BF16) {
     convert_kernel<__nv_bfloat16><<<grid, 256, 0, s>>>(x, cols, ldx,
@@ -469,8 +504,11 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
       case GgmlType::Q8_0:
         gemm_kernel<kQ8, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
         break;
-      default:
+      case GgmlType::Q4_0:
         gemm_kernel<kQ4, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        break;
+      default:
+        gemm_kernel<kKq, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
         break;
     }
     check_launch("gemm");
@@ -499,8 +537,11 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
     case GgmlType::Q8_0:
       matvec_kernel<kQ8><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
       break;
-    default:
+    case GgmlType::Q4_0:
       matvec_kernel<kQ4><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      break;
+    default:
+      matvec_kernel<kKq><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
       break;
   }
   check_launch("matvec");
