@@ -133,6 +133,25 @@ uint32_t SlotRing::append_token() {
   return slot;
 }
 
+// evict_front()'s choices replayed without changing anything. Past a cut that leaves part of
+// the span (the loop then ends: one slot was enough) it answers true, which only costs a
+// caller a shorter run.
+bool SlotRing::next_append_evicts_from(uint64_t from) const {
+  if (!sealed_ || probing_) return false;
+  uint32_t live = window_live();
+  const uint32_t cap = window_capacity();
+  for (size_t i = 0; live >= cap; ++i) {
+    if (i >= span_count_) return true;
+    const SemanticSpan& s = window_span(i);
+    const bool cut = !pending_ && open_ && span_count_ - i == 1;
+    const uint32_t n = cut ? std::min(cut_chunk(), s.slot_count) : s.slot_count;
+    if (s.start_clock + n > from) return true;
+    if (n < s.slot_count) return live - n >= cap;
+    live -= n;
+  }
+  return false;
+}
+
 void SlotRing::seal() {
   if (sealed_) throw_error("kv: anchors already sealed");
   if (probing_) throw_error("kv: cannot seal during a probe");

@@ -84,6 +84,10 @@ class SlotRing {
   // the window starts at slot N_sys. Throws if already sealed.
   void seal();
   bool sealed() const { return sealed_; }
+  // Whether the next append_token() would evict a token at clock `from` or later (never
+  // before seal() or in a probe). A caller that writes the K/V of a run of tokens after
+  // appending all of them stops the run before such a token: its K/V is not written yet.
+  bool next_append_evicts_from(uint64_t from) const;
 
   // Evicts the oldest whole window span now (hook called). Throws when the window is empty
   // or during a probe.

@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/matmul.h"
@@ -28,16 +29,20 @@ void PerHeadAttention::attend(int il, int n, float* q, float* k, const float* v,
   const int64_t hd = hp_.head_dim, hdv = hp_.head_dim_v;
   const int64_t q_dim = hp_.n_head * hd, kv_dim = hp_.n_head_kv * hd, v_dim = hp_.n_head_kv * hdv;
   const int group = hp_.n_head / hp_.n_head_kv;
-  for (int t = 0; t < n; ++t) store(il, t, k + t * kv_dim, v + t * v_dim);
-  pool.parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv,
-                    [&](int64_t begin, int64_t end, int thread) {
-                      for (int64_t task = begin; task < end; ++task) {
-                        const int t = static_cast<int>(task / hp_.n_head_kv);
-                        const int hk = static_cast<int>(task % hp_.n_head_kv);
-                        attend_head(il, t, hk, q + t * q_dim + hk * group * hd,
-                                    out + t * hp_.n_head * hdv + hk * group * hdv, thread);
-                      }
-                    });
+  for (int a = 0; a < n;) {  // segment [a, b): store its K/V, then attend its queries
+    const int b = std::clamp(segment_end(a, n), a + 1, n);
+    for (int t = a; t < b; ++t) store(il, t, k + t * kv_dim, v + t * v_dim);
+    pool.parallel_for(static_cast<int64_t>(b - a) * hp_.n_head_kv,
+                      [&](int64_t begin, int64_t end, int thread) {
+                        for (int64_t task = begin; task < end; ++task) {
+                          const int t = a + static_cast<int>(task / hp_.n_head_kv);
+                          const int hk = static_cast<int>(task % hp_.n_head_kv);
+                          attend_head(il, t, hk, q + t * q_dim + hk * group * hd,
+                                      out + t * hp_.n_head * hdv + hk * group * hdv, thread);
+                        }
+                      });
+    a = b;
+  }
 }
 
 namespace {
@@ -168,7 +173,8 @@ void forward(const Model& model, const ForwardBatch& batch, LogitsFor which, For
     check_finite(s.x.data(), n * n_embd, "", il);
   }
 
-  // Final norm and LM head, for the last token or all of them.
+  // Final norm and LM head, for the last token, all of them or none.
+  if (which == LogitsFor::none) return;
   const int first = which == LogitsFor::last ? n - 1 : 0;
   const int n_out = n - first;
   rms_norm_rows(pool, s.x.data() + first * n_embd, w.output_norm, n_out, n_embd, hp.rms_eps,

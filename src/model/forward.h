@@ -30,9 +30,10 @@ class LayerAttention {
                       ThreadPool& pool) = 0;
 };
 
-// A LayerAttention that takes the batch token by token and head by head: store() gets each
-// token's k/v in batch order, then attend_head() each (token, KV head), concurrently. The
-// shape of the slot ring's attention and the test oracle's.
+// A LayerAttention that takes the batch token by token and head by head, in the segments
+// segment_end() names (the whole batch unless overridden): store() gets each token's k/v of
+// a segment in batch order, then attend_head() each (token, KV head) of it, concurrently.
+// The shape of the slot ring's attention and the test oracle's.
 class PerHeadAttention : public LayerAttention {
  public:
   explicit PerHeadAttention(const ModelHparams& hp) : hp_(hp) {}
@@ -45,6 +46,14 @@ class PerHeadAttention : public LayerAttention {
   // q: [group][head_dim], the unrotated query heads hk*group .. hk*group+group-1 of token t;
   // out: [group][head_dim_v]. Called concurrently; thread < the pool's size.
   virtual void attend_head(int il, int t, int hk, const float* q, float* out, int thread) = 0;
+  // The end of the segment that begins at batch token a (a < end <= n): attend() stores the
+  // K/V of tokens [a, end), then attends queries [a, end), segment after segment. A storage
+  // whose later tokens overwrite slots that earlier queries of the batch still see (a ring
+  // that evicts) cuts the batch there; query results do not depend on the cuts.
+  virtual int segment_end(int a, int n) {
+    (void)a;
+    return n;
+  }
 
  private:
   const ModelHparams& hp_;
@@ -55,7 +64,9 @@ struct ForwardBatch {
   std::span<LayerAttention* const> layers;  // [n_layer] the attention of each layer
 };
 
-enum class LogitsFor { last, all };
+// none: no final norm and LM head (a chunk before the last of a prompt, whose K/V and
+// residual stream are all the caller needs).
+enum class LogitsFor { last, all, none };
 
 // Activations of one batch, allocated once per session for up to max_batch tokens.
 struct ForwardScratch {
@@ -74,8 +85,8 @@ struct ForwardScratch {
 };
 
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,
-// or [n][n_vocab] for every token. Leaves every token's last residual in scratch.x, and with
-// LogitsFor::all every token's final-norm row in scratch.xn.
+// [n][n_vocab] for every token, or none (logits unused). Leaves every token's last residual
+// in scratch.x, and with LogitsFor::all every token's final-norm row in scratch.xn.
 void forward(const Model& model, const ForwardBatch& batch, LogitsFor which,
              ForwardScratch& scratch, ThreadPool& pool, float* logits);
 

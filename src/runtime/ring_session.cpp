@@ -58,6 +58,9 @@ class RingSession::Backend final : public PerHeadAttention {
                    L.v.data() + head, runs, hp.attn_scale, out, s_.attn_scratch_[thread], recall);
   }
 
+  // Where a later token of the chunk writes a slot that query a still sees (run_chunk).
+  int segment_end(int a, int n) override { return std::min(s_.segment_end_[a], n); }
+
  private:
   RingSession& s_;
 };
@@ -120,6 +123,8 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   cs_sliding_.resize(nb * hp.n_rot);
   attn_scratch_.resize(pool_.size());
   distances_.resize(nb);
+  segment_end_.resize(nb);
+  oldest_.resize(nb);
   saved_logits_.resize(hp.n_vocab);
   tentative_distances_.resize(config.ring.probe_reserve);
   tentative_tokens_.resize(config.ring.probe_reserve);
@@ -199,19 +204,21 @@ void RingSession::check_room(size_t n) const {
 }
 
 // Each query's runs are taken right after its own token is appended, so it sees the window
-// as plain one-token decoding would. A later token of the chunk writes the slot of the clock
-// window_size before it, which no earlier query of the chunk sees while the chunk spans at
-// most probe_reserve + 1 tokens, or no eviction (the free room of the window).
-void RingSession::run_chunks(std::span<const int32_t> tokens, float* all) {
+// as plain one-token decoding would. A chunk runs up to n_batch tokens, across span starts
+// and evictions: only a token that would evict a token of its own chunk (whose K/V is not
+// written yet: a window smaller than the chunk) starts the next chunk. The evicted slots are
+// written again by later tokens of the chunk while earlier queries of it still see them, so
+// the ring's attention stores and attends in segments (Backend::segment_end): token c writes
+// the slot of clock c - window_size, which query a sees iff c - window_size >= oldest(a).
+void RingSession::run_chunks(std::span<const int32_t> tokens, float* all, const uint8_t* starts,
+                             SpanType type) {
   const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
   size_t done = 0;
   while (done < tokens.size()) {
-    size_t n = std::min<size_t>(tokens.size() - done, config_.n_batch);
-    if (ring_.sealed() && !ring_.probing()) {
-      const uint32_t room = ring_.window_capacity() - ring_.window_live();
-      n = std::min<size_t>(n, std::max<uint32_t>(room, config_.ring.probe_reserve + 1));
-    }
-    run_chunk(tokens.subspan(done, n), all ? all + done * n_vocab : nullptr, done);
+    const size_t rest = tokens.size() - done;
+    const size_t n_max = std::min<size_t>(rest, config_.n_batch);
+    const size_t n = run_chunk(tokens.subspan(done, n_max), all ? all + done * n_vocab : nullptr,
+                               done, starts ? starts + done : nullptr, type, n_max == rest);
     if (!hook_live_)  // a tentative decode_all keeps each query's distance for truncate_last
       std::copy_n(distances_.begin(), n, tentative_distances_.begin() + done);
     done += n;
@@ -222,14 +229,20 @@ size_t RingSession::query_dim() const {
   return size_t(model_->hparams().n_head) * model_->hparams().head_dim;
 }
 
-void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t offset) {
-  const int n = static_cast<int>(tokens.size());
+size_t RingSession::run_chunk(std::span<const int32_t> chunk, float* all, size_t offset,
+                              const uint8_t* starts, SpanType type, bool last) {
   if (capture_q_)
     queries_.resize(static_cast<size_t>(config_.n_batch) * global_layers_.size() * query_dim());
   const uint32_t n_rot = rope_global_.n_rot;
-  for (int t = 0; t < n; ++t) {
+  const uint64_t first_clock = ring_.clock();
+  size_t count = 0;
+  for (; count < chunk.size(); ++count) {
+    const size_t t = count;
+    if (starts && starts[t]) ring_.begin_span(type);
+    if (t > 0 && ring_.next_append_evicts_from(first_clock)) break;
     clocks_[t] = ring_.clock();
     global_slots_[t] = ring_.append_token();
+    oldest_[t] = ring_.oldest();
     const QueryView view = global_runs(ring_, clocks_[t], runs_[t]);
     distances_[t] = view.max_distance;
     max_distance_ = std::max(max_distance_, view.max_distance);
@@ -240,8 +253,20 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
     }
     rope_cos_sin(rope_global_, static_cast<double>(clocks_[t]), &cs_global_[t * n_rot]);
   }
-  forward(*model_, ForwardBatch{tokens, layer_attention_}, all ? LogitsFor::all : LogitsFor::last,
-          scratch_, pool_, all ? all : logits_.data());
+  const int n = static_cast<int>(count);
+  const std::span<const int32_t> tokens = chunk.first(count);
+  // Before seal() every token is an anchor in a slot of its own: one segment.
+  const uint64_t window = ring_.sealed() ? ring_.geometry().window_size() : 0;
+  for (int a = 0, e = 0; a < n; ++a) {
+    e = std::max(e, a + 1);
+    while (e < n && (window == 0 || clocks_[e] < oldest_[a] + window)) ++e;
+    segment_end_[a] = e;
+  }
+  const LogitsFor which = all                           ? LogitsFor::all
+                          : last && count == chunk.size() ? LogitsFor::last
+                                                          : LogitsFor::none;
+  forward(*model_, ForwardBatch{tokens, layer_attention_}, which, scratch_, pool_,
+          all ? all : logits_.data());
   if (tap_) {
     const size_t QD = capture_q_ ? global_layers_.size() * query_dim() : 0;
     // forward() leaves every token's last residual in scratch.x; the final norm of each
@@ -261,7 +286,7 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
         tentative_queries_.resize(tentative_tokens_.size() * QD);
         std::copy_n(queries_.begin(), n * QD, tentative_queries_.begin() + offset * QD);
       }
-      return;
+      return count;
     }
     tap_(TokenBatch{tokens, std::span<const uint64_t>(clocks_.data(), tokens.size()),
                     std::span<const uint32_t>(global_slots_.data(), tokens.size()),
@@ -269,6 +294,7 @@ void RingSession::run_chunk(std::span<const int32_t> tokens, float* all, size_t 
                     std::span<const float>(queries_.data(), QD > 0 ? tokens.size() * QD : 0),
                     ring_.probing()});
   }
+  return count;
 }
 
 uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
@@ -324,11 +350,29 @@ std::span<const float> RingSession::append(SpanType type, std::span<const int32_
   }
 }
 
-void RingSession::run(std::span<const int32_t> tokens, float* all) {
+std::span<const float> RingSession::feed(SpanType type, std::span<const int32_t> tokens,
+                                         std::span<const uint8_t> starts) {
+  before_decode();
+  check_tokens(tokens);
+  if (starts.size() != tokens.size())
+    throw_error("session: feed of {} tokens with {} span-start marks", tokens.size(),
+                starts.size());
+  if (static_cast<unsigned>(type) >= kSpanTypeCount)
+    throw_error("session: span type {} out of range", static_cast<unsigned>(type));
+  open_pending_span();
+  run_chunks(tokens, nullptr, starts.data(), type);
+  return logits_;
+}
+
+void RingSession::open_pending_span() {
   if (pending_span_) {
     ring_.begin_span(*pending_span_);
     pending_span_.reset();
   }
+}
+
+void RingSession::run(std::span<const int32_t> tokens, float* all) {
+  open_pending_span();
   if (!all) {
     run_chunks(tokens);
     return;

@@ -63,6 +63,14 @@ class RingSession final : public SessionBase {
   // The tokens of the next decode or decode_all open a span of `type` (append in two steps:
   // a speculative run opens its prompt's span so).
   void begin_span(SpanType type) { pending_span_ = type; }
+  // Text cut into spans: a span of `type` begins at every token i with starts[i] != 0, and
+  // tokens[0] continues the current span (or the one begin_span named) when starts[0] == 0
+  // (an error when none was begun). The K/V, spans, evictions, hook and tap events, the
+  // logits and the state are those of append() for each span start and decode() for what
+  // follows it, call after call; but the forward chunks (n_batch tokens) run across span
+  // boundaries. Returns the last token's logits. starts.size() must equal tokens.size().
+  std::span<const float> feed(SpanType type, std::span<const int32_t> tokens,
+                              std::span<const uint8_t> starts);
   // decode (SessionBase) appends to the current span (e.g. one generated token); an error
   // when none was begun.
   // decode_all (SessionBase): a call of at most max_truncate() tokens is tentative:
@@ -172,8 +180,14 @@ class RingSession final : public SessionBase {
   // Offset of head h of recall `slot` in layer il's rk/rv; throws for any other slot.
   size_t recall_row_at(int il, uint32_t slot, int h) const;
   // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].
-  void run_chunks(std::span<const int32_t> tokens, float* all = nullptr);
-  void run_chunk(std::span<const int32_t> tokens, float* all, size_t offset);
+  // starts: null, or [n] where a span of `type` begins (feed()).
+  void run_chunks(std::span<const int32_t> tokens, float* all = nullptr,
+                  const uint8_t* starts = nullptr, SpanType type = SpanType::user);
+  // Runs a prefix of `tokens` (at least one token) as one forward chunk; returns its length.
+  // last: `tokens` ends the run, so a chunk of all of them computes the last logits.
+  size_t run_chunk(std::span<const int32_t> tokens, float* all, size_t offset,
+                   const uint8_t* starts, SpanType type, bool last);
+  void open_pending_span();  // begin_span's span, if any, begins now
   void settle(int k);
   void save_bounded();
   void restore_bounded();
@@ -198,6 +212,8 @@ class RingSession final : public SessionBase {
   std::vector<float> cs_global_, cs_sliding_;   // [n_batch][n_rot] key rotation cos/sin
   std::vector<SlotAttnScratch> attn_scratch_;   // [n_threads]
   std::vector<uint64_t> distances_;             // [n_batch] max distance of each query
+  std::vector<int> segment_end_;                // [n_batch] Backend::segment_end of each token
+  std::vector<uint64_t> oldest_;                // [n_batch] oldest window clock each query sees
   std::vector<int> global_layers_;              // layer indices
   std::vector<uint16_t*> recall_k_, recall_v_;  // [n_global] an episode's rows, set per recall
   TokenTap tap_;

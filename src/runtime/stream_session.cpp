@@ -44,15 +44,8 @@ std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_
     const bool starts = splitter.feed(tok.token_to_piece(tokens[i], /*render_special=*/false));
     starts_[i] = (i == 0 && !continues) || starts;
   }
-  std::span<const float> logits;
-  size_t begin = 0;
-  while (begin < tokens.size()) {
-    size_t end = begin + 1;
-    while (end < tokens.size() && !starts_[end]) ++end;
-    const auto run = tokens.subspan(begin, end - begin);
-    logits = starts_[begin] ? ring_->append(type, run) : ring_->decode(run);
-    begin = end;
-  }
+  // One call for all the spans: the forward chunks run across sentence ends.
+  const std::span<const float> logits = ring_->feed(type, tokens, starts_);
   accept_all(tokens);
   splitter_ = std::move(splitter);
   open_ = type;

@@ -56,7 +56,12 @@ sock="$TMP/tmux2.sock"
 start "$CHANNEL" chat --temp 0.8 -t 1 -n 100000 --chat-template chatml
 wait_for '^>$' || finish
 tm send-keys -t chat 'Tell me everything about the history of the harbour.' Enter
-sleep 2
+# Interrupt as soon as the reply streams: a fixed sleep can outlast a fast reply.
+for ((i = 0; i < 1200; i++)); do
+  last=$(screen | grep -v '^[[:space:]]*$' | tail -1)
+  [[ $last != *"history of the harbour."* && $last != ">" ]] && break
+  sleep 0.05
+done
 tm send-keys -t chat C-c
 wait_for '\[interrupted\]'
 tm send-keys -t chat '/stats' Enter

@@ -5,6 +5,7 @@
 // clock, table, spans, every non-transient K/V byte and the next logits bit-identical.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -274,6 +275,104 @@ TEST_P(KvSession, ProbesLeaveStateKvAndNextLogitsBitIdentical) {
   }
   EXPECT_GT(probes, 30);
   EXPECT_GT(with.ring().evicted_spans(), 10u);
+}
+
+// What the eviction hook and the token tap saw, in order.
+struct Events {
+  std::vector<uint64_t> evicted;  // per event: type, start, end, cut, then its slots
+  std::vector<int32_t> tokens;
+  std::vector<uint64_t> clocks;
+  std::vector<uint32_t> slots;
+  std::vector<float> hidden;
+  void watch(RingSession& s) {
+    s.set_eviction_hook([this](const EvictionEvent& e) {
+      evicted.insert(evicted.end(), {uint64_t(e.span.span_type), e.span.start_clock,
+                                     e.span.end_clock, uint64_t(e.cut)});
+      evicted.insert(evicted.end(), e.slots.begin(), e.slots.end());
+    });
+    s.set_token_tap([this](const TokenBatch& b) {
+      tokens.insert(tokens.end(), b.tokens.begin(), b.tokens.end());
+      clocks.insert(clocks.end(), b.clocks.begin(), b.clocks.end());
+      slots.insert(slots.end(), b.slots.begin(), b.slots.end());
+      hidden.insert(hidden.end(), b.hidden.begin(), b.hidden.end());
+    });
+  }
+};
+
+// feed() runs chunks of n_batch tokens across span starts and evictions (the window is full
+// from the first few calls on; spans longer than the window are cut): logits after every
+// call, the tap's hidden states, the hook's events, the ring state and every K/V byte equal
+// those of the same tokens appended one by one, bit for bit.
+TEST_P(KvSession, FeedAcrossSpansEqualsTokenByTokenBitForBit) {
+  const Built b = micro(GetParam());
+  const ModelHparams& hp = b.model->hparams();
+  for (const uint32_t reserve : {0u, 4u}) {
+    RingSessionConfig config = small_geometry();
+    config.ring.probe_reserve = reserve;
+    RingSession fed(b.model, config), ref(b.model, config);
+    Events fed_events, ref_events;
+    fed_events.watch(fed);
+    ref_events.watch(ref);
+    const int32_t anchors[5] = {1, 2, 3, 4, 5};
+    fed.append(SpanType::system, anchors);
+    ref.append(SpanType::system, anchors);
+    fed.seal();
+    ref.seal();
+    uint64_t rng = 29 + reserve;
+    const auto next = [&] {
+      return (rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 33;
+    };
+    for (int call = 0; call < 120; ++call) {
+      const auto type = static_cast<SpanType>(1 + next() % 6);
+      const size_t n = 1 + next() % 50;
+      std::vector<int32_t> tokens(n);
+      std::vector<uint8_t> starts(n);
+      for (size_t i = 0; i < n; ++i) {
+        tokens[i] = static_cast<int32_t>(next() % 300);
+        // Spans of about 12 tokens, some calls continuing the previous span, a few long runs.
+        starts[i] = (i == 0 && (call == 0 || next() % 3 == 0)) || (i > 0 && next() % 12 == 0);
+      }
+      if (call % 10 == 9) std::fill(starts.begin() + 1, starts.end(), 0);
+      const std::span<const float> got = fed.feed(type, tokens, starts);
+      std::span<const float> want;
+      for (size_t i = 0; i < n; ++i)
+        want = starts[i] ? ref.append(type, {&tokens[i], 1}) : ref.decode({&tokens[i], 1});
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size_bytes()), 0) << "call " << call;
+    }
+    EXPECT_GT(ref.ring().evicted_spans(), 100u);
+    EXPECT_EQ(state_diff(fed.ring(), ref.ring()), "");
+    EXPECT_EQ(fed_events.evicted, ref_events.evicted);
+    EXPECT_EQ(fed_events.tokens, ref_events.tokens);
+    EXPECT_EQ(fed_events.clocks, ref_events.clocks);
+    EXPECT_EQ(fed_events.slots, ref_events.slots);
+    ASSERT_EQ(fed_events.hidden.size(), ref_events.hidden.size());
+    EXPECT_EQ(std::memcmp(fed_events.hidden.data(), ref_events.hidden.data(),
+                          fed_events.hidden.size() * sizeof(float)),
+              0);
+    for (int il = 0; il < hp.n_layer; ++il) {
+      if (hp.is_bounded(il)) {
+        EXPECT_TRUE(fed.bounded_state(il).bit_equal(ref.bounded_state(il))) << "layer " << il;
+        continue;
+      }
+      ASSERT_EQ(fed.layer_k(il).size(), ref.layer_k(il).size());
+      EXPECT_EQ(std::memcmp(fed.layer_k(il).data(), ref.layer_k(il).data(),
+                            fed.layer_k(il).size_bytes()),
+                0)
+          << "layer " << il;
+      EXPECT_EQ(std::memcmp(fed.layer_v(il).data(), ref.layer_v(il).data(),
+                            fed.layer_v(il).size_bytes()),
+                0)
+          << "layer " << il;
+    }
+    // A mark list of the wrong length and a bad span type change nothing.
+    const uint64_t before = fed.ring().state_checksum();
+    const int32_t two[2] = {1, 2};
+    const uint8_t one_mark[1] = {1};
+    EXPECT_THROW(fed.feed(SpanType::user, two, one_mark), Error);
+    const uint8_t marks[2] = {1, 0};
+    EXPECT_THROW(fed.feed(static_cast<SpanType>(99), two, marks), Error);
+    EXPECT_EQ(fed.ring().state_checksum(), before);
+  }
 }
 
 TEST_P(KvSession, BadInputIsAClearErrorWithTheStateUnchanged) {

@@ -153,8 +153,20 @@ __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, const int32_t
   return acc;
 }
 
+// The sum of the 16 lanes in GCC's _mm512_reduce_add_ps order (the upper 256 bits onto the
+// lower, the upper 128 onto the lower, elements 2-3 onto 0-1, element 1 onto 0), written
+// out so that every compiler keeps it: the float GEMM's reduce8 (float_gemm_avx512.cpp)
+// takes 8 such sums at once with the same additions.
+inline float reduce_add_fixed(__m512 a) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+  const __m256 t3 = _mm256_add_ps(hi, _mm512_castps512_ps256(a));
+  const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+  const __m128 t8 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+  return _mm_cvtss_f32(_mm_add_ss(t8, _mm_movehdup_ps(t8)));
+}
+
 // Rows rows[0..3] (pointers may repeat) times one token x [n]: out[r] = the 16-lane FMA
-// chain over the columns (masked tail) then _mm512_reduce_add_ps. float_tile does exactly
+// chain over the columns (masked tail) then reduce_add_fixed. float_gemm_rows does exactly
 // this per (row, token), so float outputs do not depend on the batch either.
 template <typename W, typename Load, typename LoadMasked>
 void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, Load load,
@@ -175,7 +187,7 @@ void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, L
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
     for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load_masked(rows[r] + i, m), xv, acc[r]);
   }
-  for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+  for (int r = 0; r < 4; ++r) out[r] = reduce_add_fixed(acc[r]);
 }
 
 __m512 load_f16(const uint16_t* p) {
