@@ -49,8 +49,7 @@ void f32_to_f16_row(const float* x, uint16_t* y, size_t k) {
 
 // --- int8 rows . int8 query ------------------------------------------------------------------
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-#define CHANNEL_MEM_INT8_VNNI 1
+#if defined(CHANNEL_SIMD_VNNI)
 // vpdpbusd multiplies unsigned by signed bytes: each row byte is shifted to unsigned
 // (c ^ 0x80 == c + 128) and 128 * sum(q) is subtracted at the end. The lanes wrap modulo 2^32,
 // but the true sum fits in int32, so the wrapped result is exact.
@@ -89,18 +88,14 @@ static void int8_dots_avx512vnni(const int8_t* rows, size_t stride, size_t n, co
     // Reduced with vector adds, which wrap (the header's reduce_add adds scalar ints, which
     // must not overflow).
     const __m512i a = _mm512_add_epi32(a0, a1);
-    __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-    const uint32_t sum = static_cast<uint32_t>(_mm_cvtsi128_si32(x));
+    const uint32_t sum = static_cast<uint32_t>(simd::hsum_i32(
+        _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))));
     dots[r] = static_cast<int32_t>(sum - correction);
   }
 }
 #endif
 
-#if defined(__AVX2__)
-#define CHANNEL_MEM_INT8_AVX2 1
+#if defined(CHANNEL_SIMD_AVX2)
 // vpmaddubsw also takes unsigned x signed bytes: |c| times q with c's sign. Pairs of products
 // are summed in int16, at most 2 * 128 * 127 in magnitude (no saturation since |q| <= 127).
 static void int8_dots_avx2(const int8_t* rows, size_t stride, size_t n, const int8_t* q, size_t dim,
@@ -116,10 +111,7 @@ static void int8_dots_avx2(const int8_t* rows, size_t stride, size_t n, const in
       const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(x, c));
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
     }
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    int32_t sum = _mm_cvtsi128_si32(s);
+    int32_t sum = simd::hsum_i32(acc);
     if (i < dim) {
       int32_t t = 0;
       int8_dots_ref(row + i, 0, 1, q + i, dim - i, &t);
@@ -131,10 +123,10 @@ static void int8_dots_avx2(const int8_t* rows, size_t stride, size_t n, const in
 #endif
 
 static const Int8DotsVariant kInt8Variants[] = {
-#if defined(CHANNEL_MEM_INT8_VNNI)
+#if defined(CHANNEL_SIMD_VNNI)
     {"avx512vnni", int8_dots_avx512vnni},
 #endif
-#if defined(CHANNEL_MEM_INT8_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
     {"avx2", int8_dots_avx2},
 #endif
     {"scalar", int8_dots_ref},
@@ -147,9 +139,9 @@ size_t int8_dots_variants(const Int8DotsVariant** out) {
 
 void int8_dots(const int8_t* rows, size_t stride, size_t n, const int8_t* q, size_t dim,
                int32_t* dots) {
-#if defined(CHANNEL_MEM_INT8_VNNI)
+#if defined(CHANNEL_SIMD_VNNI)
   int8_dots_avx512vnni(rows, stride, n, q, dim, dots);
-#elif defined(CHANNEL_MEM_INT8_AVX2)
+#elif defined(CHANNEL_SIMD_AVX2)
   int8_dots_avx2(rows, stride, n, q, dim, dots);
 #else
   int8_dots_ref(rows, stride, n, q, dim, dots);

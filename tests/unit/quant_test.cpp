@@ -15,7 +15,7 @@
 #include "ops/quant.h"
 
 #if defined(__F16C__)
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
 #endif
 
 namespace channel {
@@ -49,10 +49,10 @@ struct Kernels {
 
 std::vector<Kernels> all_kernels() {
   std::vector<Kernels> k = {CHANNEL_KERNELS(cpu, "dispatch")};
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
   k.push_back(CHANNEL_KERNELS(cpu::avx2, "avx2"));
 #endif
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
   k.push_back(CHANNEL_KERNELS(cpu::avx512, "avx512"));
 #endif
   return k;

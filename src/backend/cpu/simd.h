@@ -63,6 +63,13 @@ inline float hmax(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// The f16 value at p (any alignment) widened to float: a quant block's scale.
+inline float f16_at(const void* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
 inline int32_t hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -107,6 +114,11 @@ inline float hsum(__m512 v) {
 
 inline __mmask16 tail_mask16(size_t n) {  // the low n < 16 lanes
   return static_cast<__mmask16>((1u << n) - 1u);
+}
+
+inline __mmask16 lane_mask16(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
+  if (n <= 0) return 0;
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
 // e^x for 16 lanes: the 8-lane exp_ps (the same clamp and polynomial), with 2^n by scalef.
