@@ -8,8 +8,8 @@
 // take the reference (no model in sight has a head or retrieval dim above it).
 constexpr size_t kMaxDim = 1024;
 
-float key_match_score(const float* q, const uint16_t* keys, size_t n_blocks, size_t group,
-                      size_t R, size_t dim) {
+float key_match_score(const float* q, const uint16_t* keys, size_t n_blocks, size_t group, size_t R,
+                      size_t dim) {
   if (dim > kMaxDim || group > 64) return key_match_score_ref(q, keys, n_blocks, group, R, dim);
   alignas(64) float k[kMaxDim + 16];
   float best[64];

@@ -30,29 +30,34 @@ double sum_squares(const float* x, int64_t n) {
   return sum;
 }
 
-void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
-  const float mean = static_cast<float>(sum_squares(x, n) / static_cast<double>(n));
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  int64_t i = 0;
-  const __m256 vs = _mm256_set1_ps(scale);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(v, _mm256_loadu_ps(w + i)));
-  }
-  for (; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+using Vec = __m256;
+constexpr int64_t kLanes = 8;
+Vec load(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+void store(float* p, Vec v) {
+  _mm256_storeu_ps(p, v);
+}
+Vec splat(float x) {
+  return _mm256_set1_ps(x);
+}
+Vec add(Vec a, Vec b) {
+  return _mm256_add_ps(a, b);
+}
+Vec mul(Vec a, Vec b) {
+  return _mm256_mul_ps(a, b);
+}
+Vec div(Vec a, Vec b) {
+  return _mm256_div_ps(a, b);
+}
+Vec neg(Vec a) {
+  return _mm256_sub_ps(_mm256_setzero_ps(), a);
+}
+Vec exp(Vec a) {
+  return simd::exp_ps(a);
 }
 
-void silu_glu(const float* gate, const float* up, int64_t n, float* out) {
-  int64_t i = 0;
-  const __m256 one = _mm256_set1_ps(1.0f);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 e = simd::exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g));
-    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
-  }
-  silu_glu_ref(gate + i, up + i, n - i, out + i);
-}
+#include "backend/cpu/layer_kernels_driver.h"
 
 // As the reference: x rounded to f16 indexes the table, x >= 10 passes x, x <= -10 gives 0.
 void gelu_tanh_glu(const float* gate, const float* up, int64_t n, float* out) {

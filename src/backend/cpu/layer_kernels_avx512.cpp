@@ -32,29 +32,34 @@ double sum_squares(const float* x, int64_t n) {
   return sum;
 }
 
-void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
-  const float mean = static_cast<float>(sum_squares(x, n) / static_cast<double>(n));
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  int64_t i = 0;
-  const __m512 vs = _mm512_set1_ps(scale);
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vs);
-    _mm512_storeu_ps(y + i, _mm512_mul_ps(v, _mm512_loadu_ps(w + i)));
-  }
-  for (; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+using Vec = __m512;
+constexpr int64_t kLanes = 16;
+Vec load(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+void store(float* p, Vec v) {
+  _mm512_storeu_ps(p, v);
+}
+Vec splat(float x) {
+  return _mm512_set1_ps(x);
+}
+Vec add(Vec a, Vec b) {
+  return _mm512_add_ps(a, b);
+}
+Vec mul(Vec a, Vec b) {
+  return _mm512_mul_ps(a, b);
+}
+Vec div(Vec a, Vec b) {
+  return _mm512_div_ps(a, b);
+}
+Vec neg(Vec a) {
+  return _mm512_sub_ps(_mm512_setzero_ps(), a);
+}
+Vec exp(Vec a) {
+  return simd::exp_ps(a);
 }
 
-void silu_glu(const float* gate, const float* up, int64_t n, float* out) {
-  int64_t i = 0;
-  const __m512 one = _mm512_set1_ps(1.0f);
-  for (; i + 16 <= n; i += 16) {
-    const __m512 g = _mm512_loadu_ps(gate + i);
-    const __m512 e = simd::exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g));
-    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
-    _mm512_storeu_ps(out + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
-  }
-  silu_glu_ref(gate + i, up + i, n - i, out + i);
-}
+#include "backend/cpu/layer_kernels_driver.h"
 
 void gelu_tanh_glu(const float* gate, const float* up, int64_t n, float* out) {
   int64_t i = 0;
