@@ -15,6 +15,9 @@ namespace channel {
 namespace rh_avx512 {
 namespace {
 
+inline __mmask16 mask16(uint32_t left) {  // left > 0: the first min(left, 16) lanes
+  return left >= 16 ? __mmask16(0xFFFF) : simd::tail_mask16(left);
+}
 inline __m512 load16(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
@@ -39,7 +42,7 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
     const float *c = rot->c, *s = rot->s;
     if (rot->neox) {  // lanes d.. of the first half pair with lanes half + d..
       for (uint32_t i = 0; i < half; i += 16) {
-        const __mmask16 m = simd::lane_mask16(half - i);
+        const __mmask16 m = mask16(half - i);
         const __m512 a = load16(x + i, m), b = load16(x + half + i, m);
         const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
                                           _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, s + i)));
@@ -50,7 +53,7 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
       }
     } else {  // partners are neighbours: swap each pair of lanes (n_rot is even)
       for (uint32_t i = 0; i < n_rot; i += 16) {
-        const __mmask16 m = simd::lane_mask16(n_rot - i);
+        const __mmask16 m = mask16(n_rot - i);
         const __m512 a = load16(x + i, m);
         const __m512 b = _mm512_permute_ps(a, 0xB1);
         const __m512 ya = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m, c + i),
@@ -61,7 +64,7 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
     d = n_rot;
   }
   for (; d < head_dim; d += 16) {
-    const __mmask16 m = simd::lane_mask16(head_dim - d);
+    const __mmask16 m = mask16(head_dim - d);
     put16(y + d, m, load16(x + d, m));
   }
 }

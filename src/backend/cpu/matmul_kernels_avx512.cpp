@@ -163,7 +163,7 @@ void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, L
     }
   }
   if (i < n) {
-    const __mmask16 m = simd::lane_mask16(n - i);
+    const __mmask16 m = simd::lane_mask16<int64_t>(n - i);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
     for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load_masked(rows[r] + i, m), xv, acc[r]);
   }
@@ -312,7 +312,7 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
                          _mm512_set1_epi32(static_cast<int>(w.row_bytes)));
   for (int h = 0; h < 2; ++h) {
     const int rows_here = std::clamp(valid - 16 * h, 0, 16);
-    const __mmask16 m = simd::lane_mask16(rows_here);
+    const __mmask16 m = simd::lane_mask16<int64_t>(rows_here);
     const uint8_t* base =
         rows_here > 0 ? w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes : nullptr;
     for (int64_t b = 0; b < nb; ++b) {
@@ -380,7 +380,7 @@ void quant_tile(const uint8_t* packed, const float* scales, int64_t nb, const Ma
     }
   }
   for (int h = 0; h < 2; ++h) {
-    const __mmask16 m = simd::lane_mask16(valid - 16 * h);
+    const __mmask16 m = simd::lane_mask16<int64_t>(valid - 16 * h);
     if (m == 0) continue;
     for (int t = 0; t < T; ++t) {
       _mm512_mask_storeu_ps(y + (t0 + t) * y_stride + row0 + 16 * h, m, accf[h][t]);

@@ -116,7 +116,8 @@ inline __mmask16 tail_mask16(size_t n) {  // the low n < 16 lanes
   return static_cast<__mmask16>((1u << n) - 1u);
 }
 
-inline __mmask16 lane_mask16(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
+template <typename Int>  // int or int64_t: the caller's own type, no widening in its loop
+inline __mmask16 lane_mask16(Int n) {  // the first min(n, 16) lanes (none for n <= 0)
   if (n <= 0) return 0;
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
