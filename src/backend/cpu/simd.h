@@ -45,6 +45,7 @@ namespace channel::simd {
 // Whether the running CPU executes a variant (checked once).
 bool cpu_runs_avx2();
 bool cpu_runs_avx512();
+bool cpu_runs_avx512vnni();  // CHANNEL_SIMD_VNNI's instructions
 
 #if defined(CHANNEL_SIMD_AVX2)
 
