@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "model/token_check.h"
+#include "runtime/generate_stream.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
 #include "tokenizer/tokenizer.h"
@@ -519,20 +520,19 @@ channel_status channel_session_generate(channel_session* session, int64_t max_to
     if (session->stream->clock() == 0)
       fail(CHANNEL_ERR_STATE, "generate: no tokens appended yet, so there are no logits");
     const EogPolicy policy = eog == CHANNEL_EOG_STOP ? EogPolicy::stop : EogPolicy::turn_end;
-    while (n < max_tokens) {
+    StreamGenerateCallbacks on;
+    on.before_token = [&] {
       // A condition-C recall whose query finished lands here, between two tokens.
       if (session->auto_recall) (void)session->auto_recall->poll();
-      const GeneratedToken g = session->stream->next(policy);
-      if (g.end_of_generation && policy == EogPolicy::stop) {
-        why = CHANNEL_STOP_EOG;
-        break;
-      }
+      return true;
+    };
+    on.on_token = [&](const GeneratedToken& g) {
       ++n;
-      if (callback && callback(g.token, g.text.data(), g.text.size(), user_data) != 0) {
-        why = CHANNEL_STOP_CALLBACK;
-        break;
-      }
-    }
+      return !callback || callback(g.token, g.text.data(), g.text.size(), user_data) == 0;
+    };
+    const StreamGenerateResult r = generate_stream(*session->stream, max_tokens, policy, on);
+    if (r.stop == StopReason::end_of_generation) why = CHANNEL_STOP_EOG;
+    if (r.stop == StopReason::cancelled) why = CHANNEL_STOP_CALLBACK;
   });
   if (n_generated) *n_generated = n;
   if (stop) *stop = why;

@@ -1,10 +1,12 @@
-// The shared generation loop (generation_loop.h).
+// A reply on a stream (generation_loop.h): stop strings, tool markers and JSON on top of
+// generate_stream.
 #include "chat/generation_loop.h"
 
 #include <algorithm>
 
 #include "chat/chat_formatter.h"
 #include "chat/json_prefix.h"
+#include "runtime/generate_stream.h"
 
 namespace channel {
 
@@ -69,15 +71,16 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     JsonPrefix probe = json;
     return probe.push(tok.token_to_piece(t, false));
   };
-  while (r.n_tokens < options.max_tokens) {
+  StreamGenerateCallbacks on;
+  on.before_token = [&] {
     if (options.between_tokens) options.between_tokens();
-    const SpanType type = in_call ? SpanType::tool_call : SpanType::response_sentence;
-    const GeneratedToken g = options.json_object ? stream.next(EogPolicy::stop, allowed, type)
-                                                 : stream.next(EogPolicy::stop, type);
-    if (g.end_of_generation) {
-      r.finish = FinishReason::stop;
-      break;
-    }
+    return true;
+  };
+  if (options.json_object) on.allowed = allowed;
+  on.span_type = [&] { return in_call ? SpanType::tool_call : SpanType::response_sentence; };
+  // Each token's text: the tool marker, the JSON object's end, stop strings, then the text up
+  // to what may begin a stop string is streamed. false: the reply ends (r.finish says why).
+  on.on_token = [&](const GeneratedToken& g) {
     ++r.n_tokens;
     const size_t before = r.text.size();
     r.text += g.text;
@@ -95,7 +98,7 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
           r.text += options.suffix;
         }
         r.finish = FinishReason::stop;
-        break;
+        return false;
       }
     }
     size_t cut = std::string::npos;
@@ -114,14 +117,19 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
       r.text.resize(cut);
       r.finish = FinishReason::stop;
       r.template_stop = is_template_stop;
-      break;
+      return false;
     }
     emit(utf8_boundary(r.text, r.text.size() > hold ? r.text.size() - hold : 0));
     if (!client_alive || (options.interrupt && options.interrupt->load())) {
       r.finish = FinishReason::interrupted;
-      break;
+      return false;
     }
-  }
+    return true;
+  };
+  // max_tokens <= 0 generates nothing (generate_stream reads < 0 as no limit).
+  const StreamGenerateResult done =
+      generate_stream(stream, std::max(options.max_tokens, 0), EogPolicy::stop, on);
+  if (done.stop == StopReason::end_of_generation) r.finish = FinishReason::stop;
   emit(r.text.size());
   return r;
 }

@@ -1,8 +1,8 @@
-// The generation loop shared by chat replies and plain completions: samples on a
-// StreamSession until an end-of-generation token, a stop string, a token limit, an interrupt
-// or a closed client; streams text as it comes, holding back what may begin a stop string;
-// optionally starts from a forced prefix (a tool call's opening) or keeps the output a JSON
-// object (response_format json_object).
+// A reply, shared by chat and plain completions: generates on a StreamSession through the
+// stream's one generation loop (runtime/generate_stream.h) until an end-of-generation token,
+// a stop string, a token limit, an interrupt or a closed client; streams text as it comes,
+// holding back what may begin a stop string; optionally starts from a forced prefix (a tool
+// call's opening) or keeps the output a JSON object (response_format json_object).
 #pragma once
 
 #include <atomic>

@@ -26,8 +26,8 @@ void int8_dots_ref(const int8_t* rows, size_t stride, size_t n, const int8_t* q,
 void int8_dots(const int8_t* rows, size_t stride, size_t n, const int8_t* q, size_t dim,
                int32_t* dots);
 
-// Every int8_dots variant compiled into this build (the dispatched one first), so a test can
-// check each against the reference on a CPU that runs them.
+// Every int8_dots variant this build has and this CPU runs (the dispatched one first, the
+// scalar reference last), so a test can check each against the reference.
 using Int8DotsFn = void (*)(const int8_t*, size_t, size_t, const int8_t*, size_t, int32_t*);
 struct Int8DotsVariant {
   const char* isa;  // "avx512vnni", "avx2", "scalar"

@@ -82,13 +82,13 @@ inline void head(const HeadRotation* rot, const T* x, uint32_t head_dim, U* y) {
   for (; d < head_dim; ++d) put1(y + d, value_of(x + d));
 }
 
+// No whole-row specialisations: every layout goes head by head.
 template <typename T, typename U>
-void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
-  for (size_t t = 0; t < n; ++t)
-    for (uint32_t h = 0; h < out.n_heads; ++h)
-      head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
-           dst + t * out.token_stride + h * out.head_stride);
+bool rows_fast(const HeadRotation*, const T*, size_t, const RowLayout&, U*) {
+  return false;
 }
+
+#include "memory/rehydrate_kernels_driver.h"
 
 }  // namespace
 
@@ -132,21 +132,6 @@ void chain_rotations(const double* const* C, const double* const* S, int n_facto
 void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double* sin, float* c,
                      float* s) {
   expand_rotation_ref(neox, n_rot, cos, sin, c, s);
-}
-
-// The row entry points, over this variant's `rows`.
-void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
-                     uint32_t head_dim, uint16_t* dst) {
-  const size_t row = size_t{n_heads} * head_dim;
-  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
 }
 
 }  // namespace rh_avx2

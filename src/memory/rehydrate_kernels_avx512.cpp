@@ -15,8 +15,8 @@ namespace channel {
 namespace rh_avx512 {
 namespace {
 
-inline __mmask16 mask16(uint32_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+inline __mmask16 mask16(uint32_t left) {  // left > 0: the first min(left, 16) lanes
+  return left >= 16 ? __mmask16(0xFFFF) : simd::tail_mask16(left);
 }
 inline __m512 load16(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
@@ -154,25 +154,26 @@ void rows_fixed_any(const HeadRotation* rot, const T* src, size_t n, const RowLa
   }
 }
 
+// Heads of 64, 128 or 256 dims rotated whole or not at all: the unrolled rows_fixed.
 template <typename T, typename U>
-void rows(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
-  if (!rot || rot->n_rot == out.head_dim) {
-    switch (out.head_dim) {
-      case 64:
-        return rows_fixed_any<64>(rot, src, n, out, dst);
-      case 128:
-        return rows_fixed_any<128>(rot, src, n, out, dst);
-      case 256:
-        return rows_fixed_any<256>(rot, src, n, out, dst);
-      default:
-        break;
-    }
+bool rows_fast(const HeadRotation* rot, const T* src, size_t n, const RowLayout& out, U* dst) {
+  if (rot && rot->n_rot != out.head_dim) return false;
+  switch (out.head_dim) {
+    case 64:
+      rows_fixed_any<64>(rot, src, n, out, dst);
+      return true;
+    case 128:
+      rows_fixed_any<128>(rot, src, n, out, dst);
+      return true;
+    case 256:
+      rows_fixed_any<256>(rot, src, n, out, dst);
+      return true;
+    default:
+      return false;
   }
-  for (size_t t = 0; t < n; ++t)
-    for (uint32_t h = 0; h < out.n_heads; ++h)
-      head(rot, src + (t * out.n_heads + h) * out.head_dim, out.head_dim,
-           dst + t * out.token_stride + h * out.head_stride);
 }
+
+#include "memory/rehydrate_kernels_driver.h"
 
 }  // namespace
 
@@ -218,21 +219,6 @@ void expand_rotation(bool neox, uint32_t n_rot, const double* cos, const double*
     _mm256_mask_storeu_ps(s + i, m, _mm256_xor_ps(sf, _mm256_set1_ps(-0.0f)));  // exact -sin
     _mm256_mask_storeu_ps(s + half + i, m, sf);
   }
-}
-
-// The row entry points, over this variant's `rows`.
-void f16_rows_to_f32(const HeadRotation* rot, const uint16_t* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f32_rows_to_f32(const HeadRotation* rot, const float* src, size_t n, const RowLayout& out,
-                     float* dst) {
-  rows(rot, src, n, out, dst);
-}
-void f16_rows_to_f16(const HeadRotation* rot, const uint16_t* src, size_t n, uint32_t n_heads,
-                     uint32_t head_dim, uint16_t* dst) {
-  const size_t row = size_t{n_heads} * head_dim;
-  rows(rot, src, n, RowLayout{n_heads, head_dim, row, head_dim, false}, dst);
 }
 
 }  // namespace rh_avx512

@@ -13,10 +13,6 @@ namespace channel {
 namespace rk_avx2 {
 namespace {
 
-// Rows of up to this many values are widened into registers' worth of stack; longer ones
-// take the reference (no model in sight has a head or retrieval dim above it).
-constexpr size_t kMaxDim = 1024;
-
 // f16 row -> f32, dim values.
 void widen(const uint16_t* row, size_t dim, float* out) {
   size_t i = 0;
@@ -40,34 +36,7 @@ float dot(const float* a, const float* b, size_t dim) {
   return s;
 }
 
-float key_match_score(const float* q, const uint16_t* keys, size_t n_blocks, size_t group,
-                      size_t R, size_t dim) {
-  if (dim > kMaxDim || group > 64) return key_match_score_ref(q, keys, n_blocks, group, R, dim);
-  alignas(64) float k[kMaxDim + 16];
-  float best[64];
-  float total = 0.0f;
-  for (size_t b = 0; b < n_blocks; ++b) {
-    std::fill_n(best, group, -std::numeric_limits<float>::infinity());
-    for (size_t r = 0; r < R; ++r) {
-      widen(keys + (b * R + r) * dim, dim, k);  // once, for every query head of the group
-      for (size_t g = 0; g < group; ++g)
-        best[g] = std::max(best[g], dot(q + (b * group + g) * dim, k, dim));
-    }
-    for (size_t g = 0; g < group; ++g) total += best[g];
-  }
-  return total;
-}
-
-float proj_max_score(const float* c, const uint16_t* rows, size_t n, size_t dim) {
-  if (dim > kMaxDim) return proj_max_score_ref(c, rows, n, dim);
-  alignas(64) float e[kMaxDim + 16];
-  float best = -std::numeric_limits<float>::infinity();
-  for (size_t t = 0; t < n; ++t) {
-    widen(rows + t * dim, dim, e);
-    best = std::max(best, dot(c, e, dim));
-  }
-  return best;
-}
+#include "memory/retrieval_kernels_driver.h"
 
 }  // namespace
 }  // namespace rk_avx2

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/layer_kernels.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/thread_pool.h"
 #include "ops/activation.h"

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
+#include "backend/cpu/layer_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "bounded/bounded_attention_core.h"
-#include "ops/attention.h"
 
 namespace channel {
 

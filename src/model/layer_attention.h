@@ -3,7 +3,7 @@
 // - ContiguousAttention: the contiguous context over a KvCache. Keys are rotated at their
 //   positions with llama.cpp's f32 angles (so logits match llama.cpp) and stored in the slots
 //   the caller names; each query attends to the slots the caller says it sees
-//   (ops/attention.h attend).
+//   (backend/cpu/layer_kernels.h attend, reference ops/attention.h attend_ref).
 // - BoundedAttention: the bounded (swa_sink_v1) layers, each over its fixed-size BoundedState
 //   ring of raw keys plus its sinks (bounded/bounded_attention_core.h bounded_attend).
 #pragma once

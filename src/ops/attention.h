@@ -16,13 +16,15 @@ struct AttentionHead {
   int head_dim_v = 0;
 };
 
-// Obvious scalar version, the reference for tests. scores: scratch of slots.size() floats.
+// Obvious scalar version, the reference for tests and the scalar variant; the SIMD variants
+// and the dispatching attend() live in backend/cpu/layer_kernels.h. scores: scratch of
+// slots.size() floats. An empty slot list gives a zero output.
 void attend_ref(const float* q /* [head_dim_k] */, const AttentionHead& kv,
                 std::span<const int32_t> slots, float scale, float* scores, float* out
                 /* [head_dim_v] */);
 
-// SIMD version; same contract. An empty slot list gives a zero output.
-void attend(const float* q, const AttentionHead& kv, std::span<const int32_t> slots, float scale,
-            float* scores, float* out);
+// softmax(scale * scores) in place, the sum kept in double (as llama.cpp does): the softmax of
+// attend_ref and of every variant of attend.
+void softmax_scaled(float* scores, int64_t n, float scale);
 
 }  // namespace channel

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/layer_kernels.h"
 #include "ops/fp16.h"
-#include "ops/norm.h"
 #include "util/error.h"
 
 namespace channel {

@@ -123,7 +123,7 @@ TEST(Matmul, EveryRowKernelVariantMatchesReference) {
   using RowsFn = void (*)(const cpu::MatmulWeights&, const cpu::MatmulInput&, int64_t, int64_t,
                           float*, int64_t);
   std::vector<std::pair<std::string, RowsFn>> variants = {{"generic", cpu::generic::matmul_rows}};
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
   variants.push_back({"avx512", cpu::avx512::matmul_rows});
 #endif
   for (GgmlType type : kTypes) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/layer_kernels.h"
 #include "ops/activation.h"
 
 namespace channel {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/layer_kernels.h"
 #include "ops/attention.h"
 
 namespace channel {

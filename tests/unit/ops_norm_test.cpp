@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/layer_kernels.h"
 #include "ops/norm.h"
 
 namespace channel {

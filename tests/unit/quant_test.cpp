@@ -9,14 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/simd.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/cpu/vec_kernels_isa.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
-
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
 
 namespace channel {
 namespace {
@@ -49,10 +46,10 @@ struct Kernels {
 
 std::vector<Kernels> all_kernels() {
   std::vector<Kernels> k = {CHANNEL_KERNELS(cpu, "dispatch")};
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
   k.push_back(CHANNEL_KERNELS(cpu::avx2, "avx2"));
 #endif
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
   k.push_back(CHANNEL_KERNELS(cpu::avx512, "avx512"));
 #endif
   return k;
@@ -116,7 +113,7 @@ TEST(Fp16, RoundsToNearestEven) {
   EXPECT_EQ(fp32_to_fp16(std::nanf("")) & 0x7e00, 0x7e00);
 }
 
-#if defined(__F16C__)
+#if defined(CHANNEL_SIMD_AVX2)  // F16C
 TEST(Fp16, MatchesHardwareConversion) {
   std::mt19937 rng(7);
   for (int i = 0; i < 200000; ++i) {

@@ -116,10 +116,10 @@ struct Table {
 
 std::vector<Table> all_tables() {
   std::vector<Table> t = {{"dispatch", cpu::quant_type_kernels}};
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
   t.push_back({"avx2", cpu::avx2::quant_type_kernels});
 #endif
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
   t.push_back({"avx512", cpu::avx512::quant_type_kernels});
 #endif
   return t;

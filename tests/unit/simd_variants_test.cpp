@@ -3,6 +3,7 @@
 // awkward sizes and misaligned starts. One parameterised test: the parameter is
 // (family, variant), so `--gtest_filter='*avx2*'` runs the AVX2 variants alone.
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -11,12 +12,15 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/layer_kernels.h"
 #include "backend/cpu/simd.h"
 #include "kv/slot_attention.h"
 #include "memory/memory_kernels.h"
 #include "memory/rehydrate_kernels.h"
 #include "memory/retrieval_kernels.h"
+#include "ops/activation.h"
 #include "ops/fp16.h"
+#include "ops/norm.h"
 
 namespace channel {
 namespace {
@@ -43,6 +47,8 @@ std::vector<Variant> all_variants() {
   const auto rehydrate = rehydrate_kernel_variants();
   for (size_t i = 0; i < rehydrate.size(); ++i)
     out.push_back({"rehydrate", rehydrate[i].isa, i});
+  const auto layer = layer_kernel_variants();
+  for (size_t i = 0; i < layer.size(); ++i) out.push_back({"layer", layer[i].isa, i});
   return out;
 }
 
@@ -271,6 +277,63 @@ void check_rehydrate(const RehydrateKernels& variant) {
   }
 }
 
+// The layer kernels (backend/cpu/layer_kernels.h): rms_norm, silu_glu (gates out to +-95,
+// where e^x clamps), gelu_tanh_glu (bit for bit) at every tail width and misaligned starts,
+// in place too; attend over scattered slot lists with head dims of every tail.
+void check_layer_kernels(const LayerKernels& variant) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (int n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 127, 129, 1152}) {
+    for (int off : {0, 1, 5}) {
+      const size_t size = static_cast<size_t>(n + off);
+      std::vector<float> x(size), w(size), up(size);
+      for (size_t i = 0; i < size; ++i) x[i] = nd(rng), w[i] = 1.0f + 0.1f * nd(rng), up[i] = nd(rng);
+      if (n > 4) x[off] = -95.0f, x[off + 1] = 95.0f, x[off + 2] = -10.0f, x[off + 3] = 12.0f;
+      std::vector<float> want(size), got(size), in_place(x);
+      rms_norm_ref(x.data() + off, w.data() + off, n, 1e-6f, want.data() + off);
+      variant.rms_norm(x.data() + off, w.data() + off, n, 1e-6f, got.data() + off);
+      for (size_t i = static_cast<size_t>(off); i < size; ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-6f * std::abs(want[i]) + 1e-7f)
+            << variant.isa << " rms_norm n " << n << " off " << off;
+      variant.rms_norm(in_place.data() + off, w.data() + off, n, 1e-6f, in_place.data() + off);
+      ASSERT_EQ(0, std::memcmp(in_place.data() + off, got.data() + off, sizeof(float) * n))
+          << variant.isa << " rms_norm in place n " << n;
+      silu_glu_ref(x.data() + off, up.data() + off, n, want.data() + off);
+      variant.silu_glu(x.data() + off, up.data() + off, n, got.data() + off);
+      for (size_t i = static_cast<size_t>(off); i < size; ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-6f * std::abs(want[i]) + 1e-30f)
+            << variant.isa << " silu_glu n " << n << " gate " << x[i];
+      gelu_tanh_glu_ref(x.data() + off, up.data() + off, n, want.data() + off);
+      variant.gelu_tanh_glu(x.data() + off, up.data() + off, n, got.data() + off);
+      ASSERT_EQ(0, std::memcmp(want.data() + off, got.data() + off, sizeof(float) * n))
+          << variant.isa << " gelu_tanh_glu n " << n << " off " << off;
+    }
+  }
+  std::normal_distribution<float> unit;
+  for (int hd : {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 65, 256}) {
+    for (int n_slots : {0, 1, 2, 5, 33, 100}) {
+      const int capacity = n_slots + 5;
+      std::vector<float> k(static_cast<size_t>(capacity * hd) + 1), v(k.size());  // +1: misaligned
+      std::vector<float> q(static_cast<size_t>(hd));
+      for (auto& e : k) e = unit(rng);
+      for (auto& e : v) e = unit(rng);
+      for (auto& e : q) e = unit(rng);
+      std::vector<int32_t> slots(static_cast<size_t>(capacity));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      slots.resize(static_cast<size_t>(n_slots));
+      const AttentionHead head{k.data() + 1, v.data() + 1, hd, hd};
+      std::vector<float> scores(slots.size() + 1), want(q.size()), got(q.size(), -1.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      attend_ref(q.data(), head, slots, scale, scores.data(), want.data());
+      variant.attend(q.data(), head, slots, scale, scores.data(), got.data());
+      for (size_t d = 0; d < q.size(); ++d)
+        ASSERT_NEAR(got[d], want[d], 1e-5f) << variant.isa << " attend hd " << hd << " slots "
+                                            << n_slots;
+    }
+  }
+}
+
 TEST_P(SimdVariant, MatchesTheScalarReference) {
   const Variant& p = GetParam();
   if (p.family == "slot_attention") {
@@ -281,6 +344,8 @@ TEST_P(SimdVariant, MatchesTheScalarReference) {
     check_rehydrate(rehydrate_kernel_variants()[p.index]);
   } else if (p.family == "retrieval") {
     check_retrieval(retrieval_kernel_variants()[p.index]);
+  } else if (p.family == "layer") {
+    check_layer_kernels(layer_kernel_variants()[p.index]);
   } else if (p.family == "int8_dots") {
     const Int8DotsVariant* dots = nullptr;
     int8_dots_variants(&dots);
@@ -304,11 +369,16 @@ TEST(SimdVariants, TheBestVariantIsDispatchedAndAvx2IsThere) {
   EXPECT_STREQ(retrieval_kernel_variants().back().isa, "scalar");
   EXPECT_STREQ(rehydrate_kernels_isa(), rehydrate_kernel_variants().front().isa);
   EXPECT_STREQ(rehydrate_kernel_variants().back().isa, "scalar");
+  EXPECT_STREQ(layer_kernels_isa(), layer_kernel_variants().front().isa);
+  EXPECT_STREQ(layer_kernel_variants().back().isa, "scalar");
 #if defined(CHANNEL_SIMD_AVX2)
   if (simd::cpu_runs_avx2()) {
     bool has_avx2 = false;
     for (const auto& v : slot_attention_variants()) has_avx2 |= std::string(v.isa) == "avx2";
     EXPECT_TRUE(has_avx2);
+    bool layer_avx2 = false;
+    for (const auto& v : layer_kernel_variants()) layer_avx2 |= std::string(v.isa) == "avx2";
+    EXPECT_TRUE(layer_avx2);
   }
 #endif
 }

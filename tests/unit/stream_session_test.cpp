@@ -18,6 +18,7 @@
 
 #include "fuzz/session_fuzz_model.h"
 #include "runtime/generate.h"
+#include "runtime/generate_stream.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
@@ -119,6 +120,46 @@ TEST(StreamSession, GeneratedTextGoesIntoResponseSentenceSpans) {
   EXPECT_EQ(ring.clock(), 5 + encode("hello there.").size() + 30);
   // Every fed token is in the sampler's history.
   EXPECT_EQ(s->sampler().recent_tokens().size(), 16u);
+}
+
+// generate_stream is next() in a loop: the same tokens, text and spans as calling it by hand,
+// the budget, a stopping callback (the token it refused is fed) and before_token.
+TEST(StreamSession, GenerateStreamIsNextInALoop) {
+  auto a = booted(noisy_sampler(), roomy());
+  auto b = booted(noisy_sampler(), roomy());
+  a->feed(SpanType::user, encode("hello there."));
+  b->feed(SpanType::user, encode("hello there."));
+  std::vector<GeneratedToken> by_hand;
+  for (int i = 0; i < 25; ++i) by_hand.push_back(a->next(EogPolicy::turn_end));
+  std::vector<GeneratedToken> looped;
+  StreamGenerateCallbacks on;
+  on.on_token = [&](const GeneratedToken& g) {
+    looped.push_back(g);
+    return true;
+  };
+  const StreamGenerateResult r = generate_stream(*b, 25, EogPolicy::turn_end, on);
+  EXPECT_EQ(r.n_generated, 25);
+  EXPECT_EQ(r.stop, StopReason::max_tokens);
+  ASSERT_EQ(looped.size(), by_hand.size());
+  for (size_t i = 0; i < looped.size(); ++i) {
+    EXPECT_EQ(looped[i].token, by_hand[i].token) << i;
+    EXPECT_EQ(looped[i].text, by_hand[i].text) << i;
+    EXPECT_EQ(looped[i].new_span, by_hand[i].new_span) << i;
+  }
+  EXPECT_EQ(a->clock(), b->clock());
+  EXPECT_EQ(a->span_state(), b->span_state());
+
+  int calls = 0;
+  on.on_token = [&](const GeneratedToken&) { return ++calls < 3; };
+  const StreamGenerateResult stopped = generate_stream(*b, -1, EogPolicy::turn_end, on);
+  EXPECT_EQ(stopped.stop, StopReason::cancelled);
+  EXPECT_EQ(stopped.n_generated, 3);
+  EXPECT_EQ(b->clock(), a->clock() + 3);
+  on.before_token = [] { return false; };
+  const StreamGenerateResult none = generate_stream(*b, 10, EogPolicy::turn_end, on);
+  EXPECT_EQ(none.stop, StopReason::cancelled);
+  EXPECT_EQ(none.n_generated, 0);
+  EXPECT_EQ(b->clock(), a->clock() + 3);
 }
 
 TEST(StreamSession, NextFeedsEveryTokenSoGreedyEqualsPlainGeneration) {

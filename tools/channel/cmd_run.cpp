@@ -32,6 +32,7 @@
 #include "model/model.h"
 #include "run_draft.h"
 #include "runtime/generate.h"
+#include "runtime/generate_stream.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
@@ -258,23 +259,24 @@ int run_session(const RunArgs& args) {
   int n = 0;
   std::string stop = prompt_fed ? "token limit" : signal_stop_name();
   const auto t1 = std::chrono::steady_clock::now();
-  while (prompt_fed && (args.n_predict < 0 || n < args.n_predict)) {
-    if (stop_signal()) {
-      stop = signal_stop_name();
-      break;
-    }
-    if (recall) (void)recall->poll();  // a condition-C recall lands between tokens
-    const GeneratedToken g = s->next(EogPolicy::stop);
-    if (g.end_of_generation) {
-      stop = "end of generation";
-      break;
-    }
-    ++n;
-    if (output_ok) output_ok = write_out(g.text);
-    if (!output_ok) {
-      stop = "output closed";
-      break;
-    }
+  if (prompt_fed) {
+    StreamGenerateCallbacks on;
+    on.before_token = [&] {
+      if (stop_signal()) {
+        stop = signal_stop_name();
+        return false;
+      }
+      if (recall) (void)recall->poll();  // a condition-C recall lands between tokens
+      return true;
+    };
+    on.on_token = [&](const GeneratedToken& g) {
+      if (output_ok) output_ok = write_out(g.text);
+      if (!output_ok) stop = "output closed";
+      return output_ok;
+    };
+    const StreamGenerateResult r = generate_stream(*s, args.n_predict, EogPolicy::stop, on);
+    n = static_cast<int>(r.n_generated);
+    if (r.stop == StopReason::end_of_generation) stop = "end of generation";
   }
   const double gen_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

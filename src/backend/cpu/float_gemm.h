@@ -7,7 +7,7 @@
 #include "backend/cpu/matmul_kernels.h"
 
 namespace channel::cpu {
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace avx512 {
 // y[t * y_stride + r] = row r of w · token t (x.xf, rounded to the weight's precision), for
 // r in [r0, r1) and every token.

@@ -14,21 +14,14 @@
 // or memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns).
 #include "backend/cpu/float_gemm.h"
 
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
 
 #include <algorithm>
 #include <memory>
 
 #include "backend/cpu/vec_kernels.h"
-
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
-// uninitialised use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace channel::cpu::avx512 {
 namespace {
@@ -42,10 +35,6 @@ constexpr int kBlockTokens = kTileTokens * kBlockTiles;
 constexpr int64_t kChunkCols = 256;  // a multiple of 16: chunks cut the FMA chains between lanes
 constexpr int kTileAcc = kTileRows * kTileTokens;
 
-// The first min(n, 16) lanes.
-__mmask16 tail_mask(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-}
 
 // Per-thread scratch: the group's rows as f32 [kGroupRows][cols] and the parked accumulators
 // [kGroupTiles][kBlockTiles][kTileAcc] vectors.
@@ -94,7 +83,7 @@ void tile_chunk(const float* w, int64_t w_stride, const float* x, int64_t x_stri
     }
   }
   if (i < cols) {
-    const __mmask16 m = tail_mask(cols - i);
+    const __mmask16 m = simd::lane_mask16(cols - i);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + t * x_stride + i);
     for (int r = 0; r < kTileRows; ++r) {
@@ -212,4 +201,4 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 
 }  // namespace channel::cpu::avx512
 
-#endif  // CHANNEL_CPU_AVX512_MATMUL
+#endif  // CHANNEL_SIMD_VNNI

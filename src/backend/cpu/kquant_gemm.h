@@ -11,7 +11,7 @@
 #include "backend/cpu/matmul_kernels.h"
 
 namespace channel::cpu {
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace avx512 {
 // Whether `type` is one of the K-quants this GEMM takes.
 bool is_kquant(GgmlType type);

@@ -14,9 +14,10 @@
 // output has the decode dot's arithmetic and a token gets the same bits in any batch.
 #include "backend/cpu/kquant_gemm.h"
 
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
+#include "backend/cpu/thread_scratch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,13 +30,6 @@
 #include "ops/quant.h"
 #include "ops/quant_k.h"
 #include "ops/quant_legacy.h"
-
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
-// uninitialised use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace channel::cpu::avx512 {
 namespace {
@@ -66,16 +60,10 @@ using Q4 = KType<BlockQ4_K, 32, 0, true>;
 using Q5 = KType<BlockQ5_K, 32, 0, true>;
 using Q6 = KType<BlockQ6_K, 16, 32, false>;
 
-// 64-byte aligned per-thread scratch (grows, never shrinks).
+// The repacked panels of this file's GEMM (thread_scratch.h).
+struct KQuantPanels;
 uint8_t* thread_scratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> buf;
-  thread_local size_t size = 0;
-  if (size < bytes) {
-    buf.reset(new uint8_t[bytes + 64]);
-    size = bytes;
-  }
-  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.get());
-  return buf.get() + (64 - p % 64) % 64;
+  return cpu::thread_scratch<KQuantPanels>(bytes);
 }
 
 // Repacks rows [row0, row0 + valid) into `packed` ([n_sb][kSuperBytes]); rows past `valid`
@@ -120,11 +108,6 @@ int32_t load_i32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
-}
-
-__mmask16 lane_mask(int n) {  // the first min(n, 16) lanes (none for n <= 0)
-  if (n <= 0) return 0;
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
 }
 
 // Rows [row0, row0 + valid) of the packed panel times tokens t0 .. t0 + T - 1.
@@ -204,7 +187,7 @@ void tile(const uint8_t* packed, int64_t n_sb, const MatmulInput& x, int64_t t0,
     }
   }
   for (int h = 0; h < 2; ++h) {
-    const __mmask16 m = lane_mask(valid - 16 * h);
+    const __mmask16 m = simd::lane_mask16(valid - 16 * h);
     if (m == 0) continue;
     for (int t = 0; t < T; ++t)
       _mm512_mask_storeu_ps(y + (t0 + t) * y_stride + row0 + 16 * h, m, accf[h][t]);
@@ -273,4 +256,4 @@ void kquant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, 
 
 }  // namespace channel::cpu::avx512
 
-#endif  // CHANNEL_CPU_AVX512_MATMUL
+#endif  // CHANNEL_SIMD_VNNI

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/thread_scratch.h"
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -42,15 +43,9 @@ void check_type(const WeightMatrix& w) {
 
 // The caller's reusable activation buffer, 64-byte aligned (grows, never shrinks), so a
 // decode step does not allocate.
+struct Activations;
 uint8_t* activation_scratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> buf;
-  thread_local size_t size = 0;
-  if (size < bytes) {
-    buf.reset(new uint8_t[bytes + 64]);
-    size = bytes;
-  }
-  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.get());
-  return buf.get() + (64 - p % 64) % 64;
+  return cpu::thread_scratch<Activations>(bytes);
 }
 
 // Quantizes token rows [t0, t1) to Q8_0 blocks, with each block's scale as f32 and its q sum

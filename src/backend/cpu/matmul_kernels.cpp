@@ -82,7 +82,7 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
 
 }  // namespace generic
 
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace best = avx512;
 #else
 namespace best = generic;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/simd.h"
 #include "gguf/ggml_type.h"
 
 namespace channel::cpu {
@@ -51,9 +52,7 @@ int64_t matmul_row_granule(GgmlType type, int64_t n);
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride);
 }  // namespace generic
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
-#define CHANNEL_CPU_AVX512_MATMUL 1
+#if defined(CHANNEL_SIMD_VNNI)
 namespace avx512 {
 int64_t matmul_row_granule(GgmlType type, int64_t n);
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,

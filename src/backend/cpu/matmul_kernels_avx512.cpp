@@ -11,9 +11,10 @@
 // Either way a token's outputs are the same bits alone, in a small batch or in a prompt.
 #include "backend/cpu/matmul_kernels.h"
 
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
+#include "backend/cpu/thread_scratch.h"
 
 #include <algorithm>
 #include <cstring>
@@ -26,13 +27,6 @@
 #include "backend/cpu/vec_kernels.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
-
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
-// uninitialised use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace channel::cpu::avx512 {
 namespace {
@@ -86,31 +80,17 @@ bool use_gemm(GgmlType t, int64_t n) {
   return n >= (is_quant(t) ? kQuantGemmMinTokens : kFloatGemmMinTokens);
 }
 
-float scale_at(const uint8_t* p) {  // the f16 scale at the start of a block
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
+using simd::f16_at;
 
 __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-__mmask16 lane_mask(int64_t n) {  // the first min(n, 16) lanes (none for n <= 0)
-  if (n <= 0) return 0;
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-}
 
-// 64-byte aligned per-thread scratch (grows, never shrinks).
+// The repacked panels of this file's GEMM (thread_scratch.h).
+struct QuantPanels;
 uint8_t* thread_scratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> buf;
-  thread_local size_t size = 0;
-  if (size < bytes) {
-    buf.reset(new uint8_t[bytes + 64]);
-    size = bytes;
-  }
-  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.get());
-  return buf.get() + (64 - p % 64) % 64;
+  return cpu::thread_scratch<QuantPanels>(bytes);
 }
 
 // ---- decode: streaming matvec, 4 rows at a time --------------------------------------------
@@ -148,7 +128,7 @@ __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, const int32_t
     const __m128 dw = _mm_cvtph_ps(
         _mm_setr_epi16(static_cast<int16_t>(d[0]), static_cast<int16_t>(d[1]),
                        static_cast<int16_t>(d[2]), static_cast<int16_t>(d[3]), 0, 0, 0, 0));
-    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), _mm_mul_ps(dw, _mm_set1_ps(scale_at(xb))), acc);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), _mm_mul_ps(dw, _mm_set1_ps(f16_at(xb))), acc);
   }
   return acc;
 }
@@ -183,7 +163,7 @@ void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, L
     }
   }
   if (i < n) {
-    const __mmask16 m = lane_mask(n - i);
+    const __mmask16 m = simd::lane_mask16<int64_t>(n - i);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
     for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load_masked(rows[r] + i, m), xv, acc[r]);
   }
@@ -221,7 +201,7 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
   const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
   const int32_t* xcorr = x.xcorr ? x.xcorr + t * nb : nullptr;
   if (w.type == GgmlType::Q4_0) return matvec_q4_0(w, xq, xcorr, r0, r1, y);  // 16 rows a step
-#if defined(CHANNEL_CPU_MATVEC_Q5_0)
+#if defined(CHANNEL_SIMD_BITALG)
   if (w.type == GgmlType::Q5_0) return matvec_q5_0(w, xq, xcorr, r0, r1, y);
 #endif
   const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
@@ -332,7 +312,7 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
                          _mm512_set1_epi32(static_cast<int>(w.row_bytes)));
   for (int h = 0; h < 2; ++h) {
     const int rows_here = std::clamp(valid - 16 * h, 0, 16);
-    const __mmask16 m = lane_mask(rows_here);
+    const __mmask16 m = simd::lane_mask16<int64_t>(rows_here);
     const uint8_t* base =
         rows_here > 0 ? w.data + static_cast<size_t>(row0 + 16 * h) * w.row_bytes : nullptr;
     for (int64_t b = 0; b < nb; ++b) {
@@ -400,7 +380,7 @@ void quant_tile(const uint8_t* packed, const float* scales, int64_t nb, const Ma
     }
   }
   for (int h = 0; h < 2; ++h) {
-    const __mmask16 m = lane_mask(valid - 16 * h);
+    const __mmask16 m = simd::lane_mask16<int64_t>(valid - 16 * h);
     if (m == 0) continue;
     for (int t = 0; t < T; ++t) {
       _mm512_mask_storeu_ps(y + (t0 + t) * y_stride + row0 + 16 * h, m, accf[h][t]);
@@ -468,4 +448,4 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
 
 }  // namespace channel::cpu::avx512
 
-#endif  // CHANNEL_CPU_AVX512_MATMUL
+#endif  // CHANNEL_SIMD_VNNI

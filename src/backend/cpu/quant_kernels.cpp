@@ -99,9 +99,9 @@ const QuantTypeKernels* quant_type_kernels_ref(GgmlType type) {
 }
 
 const QuantTypeKernels* quant_type_kernels(GgmlType type) {
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
   return avx512::quant_type_kernels(type);
-#elif defined(CHANNEL_CPU_AVX2)
+#elif defined(CHANNEL_SIMD_AVX2)
   return avx2::quant_type_kernels(type);
 #else
   return quant_type_kernels_ref(type);

@@ -31,12 +31,12 @@ const QuantTypeKernels* quant_type_kernels(GgmlType type);
 
 // One instruction set's table (tests check every compiled one against the references).
 const QuantTypeKernels* quant_type_kernels_ref(GgmlType type);
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
 namespace avx2 {
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
 }
 #endif
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace avx512 {
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
 }

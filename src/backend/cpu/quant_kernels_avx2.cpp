@@ -4,9 +4,9 @@
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels_isa.h"
 
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
 
 #include <cmath>
 #include <cstddef>
@@ -69,4 +69,4 @@ const QuantTypeKernels* quant_type_kernels(GgmlType type) {
 
 }  // namespace channel::cpu::avx2
 
-#endif  // CHANNEL_CPU_AVX2
+#endif  // CHANNEL_SIMD_AVX2

@@ -4,9 +4,9 @@
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_kernels_isa.h"
 
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
 
 #include <cmath>
 #include <cstddef>
@@ -16,13 +16,6 @@
 #include "ops/quant.h"
 #include "ops/quant_k.h"
 #include "ops/quant_legacy.h"
-
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
-// uninitialised use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace channel::cpu::avx512 {
 namespace {
@@ -85,4 +78,4 @@ const QuantTypeKernels* quant_type_kernels(GgmlType type) {
 
 }  // namespace channel::cpu::avx512
 
-#endif  // CHANNEL_CPU_AVX512
+#endif  // CHANNEL_SIMD_VNNI

@@ -2,7 +2,7 @@
 // instruction-set policy `Isa` and instantiated by quant_kernels_avx2.cpp (maddubs + madd)
 // and quant_kernels_avx512.cpp (VNNI dpbusd / dpwssd, 64 quants per step); the AVX-512 K-quant
 // GEMM (kquant_gemm_avx512.cpp) takes its unpack_k. Include only from those files, after
-// <immintrin.h>, inside their namespace.
+// backend/cpu/simd.h, inside their namespace.
 //
 // K-quants: a super-block is unpacked in registers to 8 x 32 unsigned quants u and 16 i16
 // scales (one per 16 elements), the integer sums over g of sc[g] * sum(u * q_x) are taken
@@ -35,29 +35,10 @@ inline __m256i load256(const uint8_t* p) {
 inline __m128i load128(const uint8_t* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
-inline float f16_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
-inline int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
-inline float hsum_ps(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-inline float hmax_ps(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using channel::simd::f16_at;  // backend/cpu/simd.h: the one set of helpers
+using channel::simd::hmax;
+using channel::simd::hsum;
+using channel::simd::hsum_i32;
 // Byte i = 0xff where bit i of the 32-bit mask is set.
 inline __m256i bits_to_bytes(uint32_t bits) {
   const __m256i spread =
@@ -319,7 +300,7 @@ inline float amax32(const float* x) {
   __m256 amax = _mm256_setzero_ps();
   for (int j = 0; j < 4; ++j)
     amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + 8 * j)));
-  return hmax_ps(amax);
+  return hmax(amax);
 }
 
 // Sums of 16 consecutive int8 in lanes 0..3 (first 16) and 4..7 (second 16), as i32.
@@ -350,7 +331,7 @@ inline void quantize_row_q8_K(const float* x, void* y, int64_t k) {
     __m256 vmax = _mm256_setzero_ps();
     for (int j = 0; j < kQK_K; j += 8)
       vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + j)));
-    const float amax = hmax_ps(vmax);
+    const float amax = hmax(vmax);
     if (amax == 0.0f) {
       std::memset(&blk, 0, sizeof(blk));
       std::memcpy(out, &blk, sizeof(blk));
@@ -416,7 +397,7 @@ void dot_min_multi(const void* w, const void* x, size_t x_stride, int nt, int64_
       summs[t] += mw * f16_at(xb + 2);
     }
   }
-  for (int t = 0; t < nt; ++t) out[t] = hsum_ps(acc[t]) + summs[t];
+  for (int t = 0; t < nt; ++t) out[t] = hsum(acc[t]) + summs[t];
 }
 
 template <typename Isa>
@@ -441,7 +422,7 @@ void dot_q5_0_multi(const void* w, const void* x, size_t x_stride, int nt, int64
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw * f16_at(xb)), acc[t]);
     }
   }
-  for (int t = 0; t < nt; ++t) out[t] = hsum_ps(acc[t]);
+  for (int t = 0; t < nt; ++t) out[t] = hsum(acc[t]);
 }
 
 template <void (*kMulti)(const void*, const void*, size_t, int, int64_t, float*)>

@@ -9,14 +9,13 @@
 #include "backend/cpu/matmul_kernels.h"
 
 namespace channel::cpu {
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace avx512 {
 // y[r] = row r of Q4_0 weights w · one token, for r in [r0, r1): xq the token's Q8_0 blocks,
 // xcorr its per-block corrections -8 * sum q (MatmulInput).
 void matvec_q4_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y);
-#if defined(__AVX512BITALG__)
-#define CHANNEL_CPU_MATVEC_Q5_0 1
+#if defined(CHANNEL_SIMD_BITALG)
 // The same for Q5_0 (xcorr: -16 * sum q).
 void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y);

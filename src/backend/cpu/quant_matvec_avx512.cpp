@@ -13,21 +13,14 @@
 // the running sum in block order; so decode and prompt give the same bits.
 #include "backend/cpu/quant_matvec.h"
 
-#if defined(CHANNEL_CPU_AVX512_MATMUL)
+#if defined(CHANNEL_SIMD_VNNI)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "ops/quant.h"
-
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
-// uninitialised use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace channel::cpu::avx512 {
 namespace {
@@ -143,7 +136,7 @@ void matvec_q4_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
   matvec16<false>(w, xq, xcorr, r0, r1, y);
 }
 
-#if defined(CHANNEL_CPU_MATVEC_Q5_0)
+#if defined(CHANNEL_SIMD_BITALG)
 void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y) {
   matvec16<true>(w, xq, xcorr, r0, r1, y);
@@ -152,4 +145,4 @@ void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
 
 }  // namespace channel::cpu::avx512
 
-#endif  // CHANNEL_CPU_AVX512_MATMUL
+#endif  // CHANNEL_SIMD_VNNI

@@ -23,4 +23,13 @@ bool cpu_runs_avx512() {
 #endif
 }
 
+bool cpu_runs_avx512vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool yes = cpu_runs_avx512() && __builtin_cpu_supports("avx512vnni");
+  return yes;
+#else
+  return false;
+#endif
+}
+
 }  // namespace channel::simd

@@ -5,7 +5,8 @@
 // -march=native), not what the running CPU has (`cpu_runs_*` below tell that):
 //   CHANNEL_SIMD_AVX2    AVX2 + FMA + F16C
 //   CHANNEL_SIMD_AVX512  AVX-512 F/BW/VL (with CHANNEL_SIMD_AVX2)
-//   CHANNEL_SIMD_VNNI    AVX-512 VNNI (with CHANNEL_SIMD_AVX512)
+//   CHANNEL_SIMD_VNNI    AVX-512 VNNI (with CHANNEL_SIMD_AVX512): the matmul loops
+//   CHANNEL_SIMD_BITALG  AVX-512 BITALG (with CHANNEL_SIMD_VNNI): the Q5_0 matvec
 // A kernel family is written once per ISA in files of its own (`*_avx512.cpp`,
 // `*_avx2.cpp`, the scalar reference beside them), each variant compiled whenever the
 // compiler can target it, and dispatched at run time to the best the CPU runs; every
@@ -35,12 +36,16 @@
 #if defined(CHANNEL_SIMD_AVX512) && defined(__AVX512VNNI__)
 #define CHANNEL_SIMD_VNNI 1
 #endif
+#if defined(CHANNEL_SIMD_VNNI) && defined(__AVX512BITALG__)
+#define CHANNEL_SIMD_BITALG 1
+#endif
 
 namespace channel::simd {
 
 // Whether the running CPU executes a variant (checked once).
 bool cpu_runs_avx2();
 bool cpu_runs_avx512();
+bool cpu_runs_avx512vnni();  // CHANNEL_SIMD_VNNI's instructions
 
 #if defined(CHANNEL_SIMD_AVX2)
 
@@ -59,6 +64,13 @@ inline float hmax(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// The f16 value at p (any alignment) widened to float: a quant block's scale.
+inline float f16_at(const void* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
 inline int32_t hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -66,11 +78,17 @@ inline int32_t hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// e^x for 8 lanes, x <= 0 (softmax numerators): Cephes-style x = n ln2 + r, a degree-6
-// polynomial in r, times 2^n built from exponent bits. The clamp at -87 keeps 2^n a normal
-// float; e^-87 is 1.6e-38, nothing beside a softmax maximum of 1.
+// The one clamp of exp_ps: ln of the smallest normal float (so 2^n is a normal float, built
+// from exponent bits) and ln of the largest float. Below it e^x is taken as 1.2e-38, which
+// is nothing beside a softmax maximum of 1 or beside 1 in silu's 1 + e^-x.
+constexpr float kExpMin = -87.3365447504f;
+constexpr float kExpMax = 88.3762626647949f;
+
+// e^x for 8 lanes (softmax numerators, silu): Cephes-style x = n ln2 + r, a degree-6
+// polynomial in r (~1 ulp), times 2^n built from exponent bits; x clamped to
+// [kExpMin, kExpMax].
 inline __m256 exp_ps(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(kExpMax)), _mm256_set1_ps(kExpMin));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -99,9 +117,15 @@ inline __mmask16 tail_mask16(size_t n) {  // the low n < 16 lanes
   return static_cast<__mmask16>((1u << n) - 1u);
 }
 
-// e^x for 16 lanes, x <= 0: as the 8-lane exp_ps, with 2^n by scalef (clamp at -88).
+template <typename Int>  // int or int64_t: the caller's own type, no widening in its loop
+inline __mmask16 lane_mask16(Int n) {  // the first min(n, 16) lanes (none for n <= 0)
+  if (n <= 0) return 0;
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// e^x for 16 lanes: the 8-lane exp_ps (the same clamp and polynomial), with 2^n by scalef.
 inline __m512 exp_ps(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(kExpMax)), _mm512_set1_ps(kExpMin));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#endif
+#include "backend/cpu/simd.h"  // _mm_pause
 
 namespace channel {
 namespace {
@@ -18,7 +16,7 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 constexpr int64_t kChunksPerThread = 4;
 
 inline void cpu_relax() {
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
 #endif
 }

@@ -10,23 +10,23 @@
 
 namespace channel::cpu {
 
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace best = avx512;
-#elif defined(CHANNEL_CPU_AVX2)
+#elif defined(CHANNEL_SIMD_AVX2)
 namespace best = avx2;
 #endif
 
 const char* vec_kernels_isa() {
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
   return "avx512-vnni";
-#elif defined(CHANNEL_CPU_AVX2)
+#elif defined(CHANNEL_SIMD_AVX2)
   return "avx2";
 #else
   return "scalar";
 #endif
 }
 
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
 void dequantize_row_f16(const uint16_t* x, float* y, int64_t k) {
   best::dequantize_row_f16(x, y, k);
 }

@@ -1,9 +1,9 @@
 // AVX2 + FMA + F16C variants of the row kernels (8 floats / 32 int8 per register).
 #include "backend/cpu/vec_kernels_isa.h"
 
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
 
-#include <immintrin.h>
+#include "backend/cpu/simd.h"
 
 #include <cstring>
 
@@ -13,25 +13,10 @@
 namespace channel::cpu::avx2 {
 namespace {
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hmax;
+using simd::f16_at;
+using simd::hsum;
 
-inline float hmax(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float scale_at(const uint8_t* p) {  // the f16 scale at the start of a block
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
 
 inline __m256 load_f16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -72,7 +57,7 @@ void dequantize_row_bf16(const uint16_t* x, float* y, int64_t k) {
 void dequantize_row_q8_0(const void* x, float* y, int64_t k) {
   const uint8_t* p = static_cast<const uint8_t*>(x);
   for (int64_t b = 0; b < k / kQK; ++b, p += sizeof(BlockQ8_0), y += kQK) {
-    const __m256 d = _mm256_set1_ps(scale_at(p));
+    const __m256 d = _mm256_set1_ps(f16_at(p));
     for (int j = 0; j < 4; ++j) {
       const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 + 8 * j));
       _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
@@ -83,7 +68,7 @@ void dequantize_row_q8_0(const void* x, float* y, int64_t k) {
 void dequantize_row_q4_0(const void* x, float* y, int64_t k) {
   const uint8_t* p = static_cast<const uint8_t*>(x);
   for (int64_t b = 0; b < k / kQK; ++b, p += sizeof(BlockQ4_0), y += kQK) {
-    const __m256 d = _mm256_set1_ps(scale_at(p));
+    const __m256 d = _mm256_set1_ps(f16_at(p));
     alignas(32) int8_t q[kQK];
     _mm256_store_si256(reinterpret_cast<__m256i*>(q), unpack_q4(p + 2));
     for (int j = 0; j < 4; ++j) {
@@ -184,31 +169,8 @@ float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
   return sum;
 }
 
-float dot_q8_0(const void* w, const void* x, int64_t n_blocks) {
-  const uint8_t* pw = static_cast<const uint8_t*>(w);
-  const uint8_t* px = static_cast<const uint8_t*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(BlockQ8_0), px += sizeof(BlockQ8_0)) {
-    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pw + 2));
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
-    const __m256 d = _mm256_set1_ps(scale_at(pw) * scale_at(px));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_i8(qw, qx)), d, acc);
-  }
-  return hsum(acc);
-}
-
-float dot_q4_0(const void* w, const void* x, int64_t n_blocks) {
-  const uint8_t* pw = static_cast<const uint8_t*>(w);
-  const uint8_t* px = static_cast<const uint8_t*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(BlockQ4_0), px += sizeof(BlockQ8_0)) {
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
-    const __m256 d = _mm256_set1_ps(scale_at(pw) * scale_at(px));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_i8(unpack_q4(pw + 2), qx)), d, acc);
-  }
-  return hsum(acc);
-}
+#include "backend/cpu/vec_kernels_block_dots.h"
 
 }  // namespace channel::cpu::avx2
 
-#endif  // CHANNEL_CPU_AVX2
+#endif  // CHANNEL_SIMD_AVX2

@@ -2,16 +2,9 @@
 // and vpdpbusd for the int8 dots.
 #include "backend/cpu/vec_kernels_isa.h"
 
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
 
-#include <immintrin.h>
-
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which -Wall reports as
-// uninitialised use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "backend/cpu/simd.h"
 
 #include <cstring>
 
@@ -21,22 +14,13 @@
 namespace channel::cpu::avx512 {
 namespace {
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+using simd::f16_at;
+using simd::hsum;
+
+inline __mmask16 tail_mask(int64_t r) {  // r < 16
+  return simd::tail_mask16(static_cast<size_t>(r));
 }
 
-inline __mmask16 tail_mask(int64_t r) {
-  return static_cast<__mmask16>((1u << r) - 1);
-}
-
-inline float scale_at(const uint8_t* p) {  // the f16 scale at the start of a block
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
 
 inline __m512 load_f16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -105,7 +89,7 @@ void dequantize_row_bf16(const uint16_t* x, float* y, int64_t k) {
 void dequantize_row_q8_0(const void* x, float* y, int64_t k) {
   const uint8_t* p = static_cast<const uint8_t*>(x);
   for (int64_t b = 0; b < k / kQK; ++b, p += sizeof(BlockQ8_0), y += kQK) {
-    const __m512 d = _mm512_set1_ps(scale_at(p));
+    const __m512 d = _mm512_set1_ps(f16_at(p));
     for (int j = 0; j < 2; ++j) {
       const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + 16 * j));
       _mm512_storeu_ps(y + 16 * j, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
@@ -116,7 +100,7 @@ void dequantize_row_q8_0(const void* x, float* y, int64_t k) {
 void dequantize_row_q4_0(const void* x, float* y, int64_t k) {
   const uint8_t* p = static_cast<const uint8_t*>(x);
   for (int64_t b = 0; b < k / kQK; ++b, p += sizeof(BlockQ4_0), y += kQK) {
-    const __m512 d = _mm512_set1_ps(scale_at(p));
+    const __m512 d = _mm512_set1_ps(f16_at(p));
     const __m256i q = unpack_q4(p + 2);
     const __m128i halves[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
     for (int j = 0; j < 2; ++j) {
@@ -186,31 +170,8 @@ float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
       [](const uint16_t* p, __mmask16 m) { return load_bf16(p, m); });
 }
 
-float dot_q8_0(const void* w, const void* x, int64_t n_blocks) {
-  const uint8_t* pw = static_cast<const uint8_t*>(w);
-  const uint8_t* px = static_cast<const uint8_t*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(BlockQ8_0), px += sizeof(BlockQ8_0)) {
-    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pw + 2));
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
-    const __m256 d = _mm256_set1_ps(scale_at(pw) * scale_at(px));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_i8(qw, qx)), d, acc);
-  }
-  return hsum(acc);
-}
-
-float dot_q4_0(const void* w, const void* x, int64_t n_blocks) {
-  const uint8_t* pw = static_cast<const uint8_t*>(w);
-  const uint8_t* px = static_cast<const uint8_t*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b, pw += sizeof(BlockQ4_0), px += sizeof(BlockQ8_0)) {
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
-    const __m256 d = _mm256_set1_ps(scale_at(pw) * scale_at(px));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_i8(unpack_q4(pw + 2), qx)), d, acc);
-  }
-  return hsum(acc);
-}
+#include "backend/cpu/vec_kernels_block_dots.h"
 
 }  // namespace channel::cpu::avx512
 
-#endif  // CHANNEL_CPU_AVX512
+#endif  // CHANNEL_SIMD_VNNI

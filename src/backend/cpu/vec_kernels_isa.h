@@ -5,13 +5,7 @@
 
 #include <cstdint>
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define CHANNEL_CPU_AVX2 1
-#endif
-#if defined(CHANNEL_CPU_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__) && defined(__AVX512VNNI__)
-#define CHANNEL_CPU_AVX512 1
-#endif
+#include "backend/cpu/simd.h"  // CHANNEL_SIMD_AVX2; the AVX-512 variant needs CHANNEL_SIMD_VNNI
 
 #define CHANNEL_VEC_KERNEL_DECLS                                    \
   void dequantize_row_f16(const uint16_t* x, float* y, int64_t k);  \
@@ -28,12 +22,12 @@
   float dot_q4_0(const void* w, const void* x, int64_t n_blocks);
 
 namespace channel::cpu {
-#if defined(CHANNEL_CPU_AVX2)
+#if defined(CHANNEL_SIMD_AVX2)
 namespace avx2 {
 CHANNEL_VEC_KERNEL_DECLS
 }  // namespace avx2
 #endif
-#if defined(CHANNEL_CPU_AVX512)
+#if defined(CHANNEL_SIMD_VNNI)
 namespace avx512 {
 CHANNEL_VEC_KERNEL_DECLS
 }  // namespace avx512
