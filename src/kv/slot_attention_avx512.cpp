@@ -73,9 +73,12 @@ template <int NH>
 void weighted_pass(const Rows& v, std::span<const SlotRun> runs, const float* const* p,
                    const float* inv, uint32_t c0, float* const* o) {
   __mmask16 m[4];
+  #pragma GCC unroll 4
   for (uint32_t c = 0; c < 4; ++c) m[c] = simd::lanes16(int(v.hd - c0 - c * kW));
   __m512 a[NH][4];
+  #pragma GCC unroll 4
   for (int h = 0; h < NH; ++h)
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) a[h][c] = _mm512_setzero_ps();
   size_t j = 0;
   for (const SlotRun& r : runs) {
@@ -84,19 +87,25 @@ void weighted_pass(const Rows& v, std::span<const SlotRun> runs, const float* co
       __m512 x[4];
       if (s < v.n_slots) {
         const float* row = v.f32(s) + c0;
+        #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) x[c] = load16(row + c * kW, m[c]);
       } else {
         const uint16_t* row = v.f16(s) + c0;
+        #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) x[c] = load16(row + c * kW, m[c]);
       }
+      #pragma GCC unroll 4
       for (int h = 0; h < NH; ++h) {
         const __m512 w = _mm512_set1_ps(p[h][j]);
+        #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) a[h][c] = _mm512_fmadd_ps(w, x[c], a[h][c]);
       }
     }
   }
+  #pragma GCC unroll 4
   for (int h = 0; h < NH; ++h) {
     const __m512 vi = _mm512_set1_ps(inv[h]);
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(o[h] + c0 + c * kW, m[c], _mm512_mul_ps(a[h][c], vi));
   }
 }
@@ -119,8 +128,8 @@ float softmax_numerators(float* s, size_t n) {
   return _mm512_reduce_add_ps(vsum);
 }
 
-// The driver (contract in slot_attention.h), blocked: per KV head and query head, keys
-// scored 16 at once (one accumulator per key, reduced together) and the softmax; then, for
+// The driver (contract in slot_attention.h), blocked: per KV head, keys scored 16 at once
+// for each query head (one accumulator per key, reduced together), the softmax; then, for
 // up to kHeads query heads at a time, every V row read once with the outputs (64 dims) in
 // registers.
 void slot_attention_blocked(const SlotAttnShape& shape, const RopeFreqs& rope, const float* q,
@@ -164,20 +173,24 @@ void slot_attention_blocked(const SlotAttnShape& shape, const RopeFreqs& rope, c
       continue;
     }
     float* sc = scratch.scores.data();  // [rep][n_keys]
-    for (uint32_t h = 0; h < rep; ++h) {
-      // Scores: blocks of 16 keys in order within each run (a block never spans two runs:
-      // they rotate the query differently).
-      float* row = sc + size_t{h} * n_keys;
-      size_t j = 0;
-      for (size_t r = 0; r < n_runs; ++r) {
-        const float* qh = qpad + (r * shape.n_head + size_t{g} * rep + h) * hdp;
-        for (uint32_t i = 0; i < runs[r].count; i += kW) {
-          const int nk = int(std::min<uint32_t>(kW, runs[r].count - i));
-          score_block(krows, runs[r].slots + i, nk, qh, vscale, row + j);
-          j += size_t(nk);
+    // Scores: blocks of 16 keys in order within each run (a block never spans two runs:
+    // they rotate the query differently), each block scored for every head while its rows
+    // are in L1. A score's bits do not depend on the block: each key's accumulator is
+    // reduced on its own.
+    size_t j = 0;
+    for (size_t r = 0; r < n_runs; ++r) {
+      const float* qg = qpad + (r * shape.n_head + size_t{g} * rep) * hdp;
+      for (uint32_t i = 0; i < runs[r].count; i += kW) {
+        const int nk = int(std::min<uint32_t>(kW, runs[r].count - i));
+        for (uint32_t h = 0; h < rep; ++h) {
+          score_block(krows, runs[r].slots + i, nk, qg + size_t{h} * hdp, vscale,
+                      sc + size_t{h} * n_keys + j);
         }
+        j += size_t(nk);
       }
-      scratch.inv_sum[h] = 1.0f / softmax_numerators(row, n_keys);
+    }
+    for (uint32_t h = 0; h < rep; ++h) {
+      scratch.inv_sum[h] = 1.0f / softmax_numerators(sc + size_t{h} * n_keys, n_keys);
     }
     for (uint32_t h0 = 0; h0 < rep; h0 += kHeads) {
       const uint32_t nh = std::min(kHeads, rep - h0);
