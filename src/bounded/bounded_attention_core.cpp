@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "backend/cpu/bounded_kernels.h"
 #include "util/error.h"
 
 namespace channel {
@@ -35,10 +36,6 @@ float dot(const float* a, const float* b, int n) {
   return reduce_lanes(acc) + tail;
 }
 
-void axpy(float a, const float* x, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 // One head's score row: S sinks, W window keys, and the softmax normaliser.
 size_t score_stride(const BoundedAttnCfg& c) {
   return static_cast<size_t>(c.n_sinks) + c.window + 1;
@@ -64,57 +61,41 @@ struct ChunkKeys {
 };
 
 // Query heads [h0, h1) of KV head g at position t, processed together so each window key
-// and value is loaded once for the whole GQA group. Every head's arithmetic (terms and their
-// order) is the same whatever the grouping, so results never depend on it.
-// q: [n_heads][hd] of position t. scores: [h1 − h0][score_stride] scratch. out: [n_heads][hd].
+// and value is loaded (and rotated) once for the whole GQA group: the window's rows by
+// distance go to the dispatched kernel (backend/cpu/bounded_kernels.h). Every head's
+// arithmetic (terms and their order) depends only on t's window length, never on the
+// grouping or the chunk, so results never depend on them.
+// q: [n_heads][hd] of position t. scores: [h1 − h0][score_stride] scratch, rows: [2][W]
+// scratch for the key and value pointers. out: [n_heads][hd].
 void attend_group(const BoundedAttnCfg& c, const float* sink_k, const float* sink_v,
                   const ChunkKeys& keys, const float* q, int g, int h0, int h1, uint64_t t,
-                  float* scores, float* out) {
+                  float* scores, const float** rows, float* out) {
   const int hd = c.head_dim;
-  const int n_sinks = c.n_sinks;
-  const int half = c.rope_dims / 2;
   const int len = t + 1 < static_cast<uint64_t>(c.window) ? static_cast<int>(t + 1) : c.window;
-  const float* sk = sink_k + static_cast<size_t>(g) * n_sinks * hd;  // [S][hd]
-  const float* sv = sink_v + static_cast<size_t>(g) * n_sinks * hd;  // [S][hd]
-  auto q_of = [&](int h) { return q + static_cast<size_t>(h) * hd; };
-  auto out_of = [&](int h) { return out + static_cast<size_t>(h) * hd; };
-  auto row_of = [&](int h) { return scores + static_cast<size_t>(h - h0) * score_stride(c); };
-
-  for (int h = h0; h < h1; ++h) {
-    for (int s = 0; s < n_sinks; ++s) {
-      row_of(h)[s] = dot(q_of(h), sk + static_cast<size_t>(s) * hd, hd) * c.attn_scale;
-    }
-  }
+  const float** key_rows = rows;
+  const float** value_rows = rows + c.window;
   for (int d = 0; d < len; ++d) {  // d = Δ = t − j
-    const float* kj = keys.key(g, t - d);
-    for (int h = h0; h < h1; ++h) {
-      const float s = bounded_rotated_dot(q_of(h), kj, c.rope->cos(d), c.rope->sin(d), half, hd);
-      row_of(h)[n_sinks + d] = s * c.attn_scale;
-    }
+    key_rows[d] = keys.key(g, t - d);
+    value_rows[d] = keys.value(g, t - d);
   }
-  for (int h = h0; h < h1; ++h) {  // one softmax over sinks and window together
-    float* row = row_of(h);
-    float max_score = -std::numeric_limits<float>::infinity();
-    for (int i = 0; i < n_sinks + len; ++i) max_score = std::max(max_score, row[i]);
-    float sum = 0.0f;
-    for (int i = 0; i < n_sinks + len; ++i) {
-      row[i] = std::exp(row[i] - max_score);
-      sum += row[i];
-    }
-    row[score_stride(c) - 1] = sum;  // the row's last cell holds its normaliser
-    float* o = out_of(h);
-    std::fill(o, o + hd, 0.0f);
-    for (int s = 0; s < n_sinks; ++s) axpy(row[s], sv + static_cast<size_t>(s) * hd, o, hd);
-  }
-  for (int d = 0; d < len; ++d) {
-    const float* vj = keys.value(g, t - d);
-    for (int h = h0; h < h1; ++h) axpy(row_of(h)[n_sinks + d], vj, out_of(h), hd);
-  }
-  for (int h = h0; h < h1; ++h) {
-    const float inv = 1.0f / row_of(h)[score_stride(c) - 1];
-    float* o = out_of(h);
-    for (int i = 0; i < hd; ++i) o[i] *= inv;
-  }
+  cpu::BoundedGroupTask task;
+  task.head_dim = hd;
+  task.half = c.rope_dims / 2;
+  task.n_sinks = c.n_sinks;
+  task.len = len;
+  task.n_q = h1 - h0;
+  task.scale = c.attn_scale;
+  task.q = q + static_cast<size_t>(h0) * hd;
+  task.sink_k = sink_k + static_cast<size_t>(g) * c.n_sinks * hd;
+  task.sink_v = sink_v + static_cast<size_t>(g) * c.n_sinks * hd;
+  task.keys = key_rows;
+  task.values = value_rows;
+  task.cos = c.rope->cos(0);
+  task.sin = c.rope->sin(0);
+  task.scores = scores;
+  task.score_stride = score_stride(c);
+  task.out = out + static_cast<size_t>(h0) * hd;
+  cpu::bounded_group_attend(task);
 }
 
 }  // namespace
@@ -167,11 +148,16 @@ void bounded_attend(const BoundedAttnCfg& c, const float* sink_k, const float* s
   // [threads][group][S + W + 1], the calling thread's buffer: grows, never shrinks, so a
   // decode step does not allocate.
   thread_local std::vector<float> scores;
+  thread_local std::vector<const float*> rows;  // [threads][2][W] key and value rows
   const size_t need = static_cast<size_t>(n_threads) * group * score_stride(c);
   if (scores.size() < need) scores.resize(need);
-  float* scores_base = scores.data();  // a name the workers share (`scores` is per thread)
+  const size_t need_rows = static_cast<size_t>(n_threads) * 2 * c.window;
+  if (rows.size() < need_rows) rows.resize(need_rows);
+  float* scores_base = scores.data();  // names the workers share (these vectors are per thread)
+  const float** rows_base = rows.data();
   auto run = [&](int64_t t0, int64_t t1, int thread) {
     float* sc = scores_base + static_cast<size_t>(thread) * group * score_stride(c);
+    const float** rw = rows_base + static_cast<size_t>(thread) * 2 * c.window;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t i = task / (static_cast<int64_t>(c.n_kv_heads) * n_slices);
       const int g = static_cast<int>(task / n_slices % c.n_kv_heads);
@@ -179,7 +165,7 @@ void bounded_attend(const BoundedAttnCfg& c, const float* sink_k, const float* s
       const int h1 = std::min(h0 + per_slice, (g + 1) * group);
       if (h0 >= h1) continue;
       const size_t qo = static_cast<size_t>(i) * c.n_heads * hd;
-      attend_group(c, sink_k, sink_v, keys, q + qo, g, h0, h1, keys.t0 + i, sc, out + qo);
+      attend_group(c, sink_k, sink_v, keys, q + qo, g, h0, h1, keys.t0 + i, sc, rw, out + qo);
     }
   };
   const int64_t n_tasks = n_groups * n_slices;
