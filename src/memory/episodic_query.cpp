@@ -79,6 +79,7 @@ std::vector<RecallHit> EpisodicStore::query_full_scan(std::span<const float> q, 
   const Impl& m = *impl_;
   const float q_norm = query_norm(m.path, m.L, q);
   std::shared_lock lock(m.state_mu);
+  Impl::UnmapAfter unmap{[&] { m.unmap_index(); }};
   return m.full_scan(q, q_norm, k, pool, nullptr);
 }
 
@@ -89,6 +90,7 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
   const float q_norm = query_norm(m.path, L, q);
   const std::optional<SketchQuery> sq = quantize_query(q);
   std::shared_lock lock(m.state_mu);
+  Impl::UnmapAfter unmap{[&] { m.unmap_index(); }};  // the centroids rescored below
   if (!sq || k == 0) return m.full_scan(q, q_norm, k, pool, nullptr);
   if (!m.sketch_ready.load(std::memory_order_acquire) &&
       m.queries_seen.fetch_add(1, std::memory_order_relaxed) == 0)
@@ -128,7 +130,7 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
         const uint32_t slot = slots[static_cast<size_t>(i)];
         float dot = 0.0f, norm2 = 0.0f;
         centroid_dots(m.entry(slot) + 64, L.entry_bytes, 1, q.data(), L.hidden_size, &dot, &norm2);
-        out[at + static_cast<size_t>(i)] = {m.header_of(slot).episode_id, slot,
+        out[at + static_cast<size_t>(i)] = {m.header_at(slot).episode_id, slot,
                                             cosine(dot, norm2, q_norm)};
       }
     };

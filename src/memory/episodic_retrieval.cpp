@@ -59,7 +59,7 @@ std::vector<float> EpisodicStore::Impl::lexical_scores(std::span<const int32_t> 
   std::vector<int32_t> tokens;
   for (uint32_t slot : slots) {
     live[slot] = 1;
-    const EpisodeHeader h = header_of(slot);
+    const EpisodeHeader h = header_at(slot);  // the caller unmaps the index table
     if (lex.current(slot, h.episode_id)) continue;
     const uint32_t n = std::min<uint32_t>(h.token_count, L.max_tokens);
     tokens.resize(n);
@@ -104,6 +104,12 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
                 cue.centroid.size(), L.hidden_size);
 
   std::shared_lock lock(m.state_mu);
+  // Everything below reads through the mapping: the retrieval entries, index headers and
+  // centroids go out of it again at the end (also when something throws).
+  Impl::UnmapAfter unmap{[&] {
+    m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
+    m.unmap_index();
+  }};
   std::vector<uint32_t> slots;  // live, entry verified
   {
     std::lock_guard ext_lock(m.ext_mu);
@@ -139,7 +145,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
                                                reinterpret_cast<const uint16_t*>(entry + L.ext_keys),
                                                n_blocks, group, L.keys_per_head, L.head_dim);
       } else {
-        const uint32_t tokens = m.header_of(slot).token_count;
+        const uint32_t tokens = m.header_at(slot).token_count;
         score[i] = proj_max_score(cue.proj.data(),
                                   reinterpret_cast<const uint16_t*>(entry + L.ext_proj), tokens,
                                   L.proj_dim);
@@ -162,7 +168,6 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     standardize(cos);
     for (size_t i = 0; i < n; ++i) score[i] += cos[i];
   }
-  m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
   if (cue.lexical > 0.0f && !cue.tokens.empty() && n > 0) {
     const std::vector<float> lex = m.lexical_scores(cue.tokens, slots);
     if (!use_centroid) standardize(score);
@@ -171,7 +176,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
   std::vector<RecallHit> hits(n);
   for (size_t i = 0; i < n; ++i) {
     const float s = std::isnan(score[i]) ? -std::numeric_limits<float>::infinity() : score[i];
-    hits[i] = RecallHit{m.header_of(slots[i]).episode_id, slots[i], s};
+    hits[i] = RecallHit{m.header_at(slots[i]).episode_id, slots[i], s};
   }
   auto better = [](const RecallHit& a, const RecallHit& b) {
     return a.score != b.score ? a.score > b.score : a.episode_id < b.episode_id;

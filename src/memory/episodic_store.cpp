@@ -129,8 +129,9 @@ EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& o
   m->total = m->h.total_episodes;
   m->write_head = m->h.write_head;
   for (uint32_t s = 0; s < m->L.max_episodes; ++s) {
-    if (m->states[s] == SlotState::live) m->slot_of_id[m->header_of(s).episode_id] = s;
+    if (m->states[s] == SlotState::live) m->slot_of_id[m->header_at(s).episode_id] = s;
   }
+  m->unmap_index();  // read through the mapping by the checks above
   return EpisodicStore(std::move(m));
 }
 
@@ -199,8 +200,9 @@ std::vector<EpisodeHeader> EpisodicStore::list() const {
   std::shared_lock lock(impl_->state_mu);
   std::vector<EpisodeHeader> out;
   out.reserve(impl_->slot_of_id.size());
+  Impl::UnmapAfter unmap{[&] { impl_->unmap_index(); }};
   for (const auto& [id, slot] : impl_->slot_of_id) {
-    const EpisodeHeader h = impl_->header_of(slot);
+    const EpisodeHeader h = impl_->header_at(slot);
     // A reader skips what the writer evicted or replaced since it opened the store.
     if (h.episode_id != id || h.token_count == 0) continue;
     out.push_back(h);
@@ -397,11 +399,13 @@ Episode EpisodicStore::read(uint64_t id) const {
   const Impl& m = *impl_;
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
+  // Read through the mapping, then out of it again (also when a check throws).
+  Impl::UnmapAfter unmap{[&] { m.unmap_record(slot); }};
   m.check_record(slot);
   const StoreLayout& L = m.L;
   Episode e;
   e.slot = slot;
-  e.header = m.header_of(slot);
+  e.header = m.header_at(slot);
   const size_t n = e.header.token_count;
   const uint8_t* b = m.block(slot);
   e.summary.assign(reinterpret_cast<const char*>(b + L.block_summary), e.header.summary_len);
@@ -477,6 +481,10 @@ void EpisodicStore::remove(uint64_t id) {
   const uint32_t zero = 0;
   m.pwrite_all(&zero, 4, m.L.entry_offset(slot) + offsetof(EpisodeHeader, token_count));
   m.durable_sync();
+}
+
+uint64_t EpisodicStore::mapped_resident_bytes() const {
+  return mapping_resident_bytes(impl_->map);
 }
 
 void EpisodicStore::sync() const {

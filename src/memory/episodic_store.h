@@ -190,6 +190,11 @@ class EpisodicStore {
   void set_pinned(uint64_t episode_id, bool pinned);
   void sync() const;  // fdatasync
 
+  // Bytes of the store's file mapping resident in this process now (the Rss of the mapping in
+  // /proc/self/smaps; 0 where that cannot be read). Every read through the mapping unmaps its
+  // pages again, so this stays under a bound that does not grow with the episodes read.
+  uint64_t mapped_resident_bytes() const;
+
  private:
   struct Impl;
   explicit EpisodicStore(std::unique_ptr<Impl> impl);

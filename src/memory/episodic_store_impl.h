@@ -111,17 +111,46 @@ struct EpisodicStore::Impl {
   }
   // Takes [off, off + bytes) out of this process's mapping (MADV_DONTNEED on a read-only
   // shared mapping: the file and the page cache are untouched, a later read faults the page
-  // back in). Called after a scan or a rehydration has read them, so that what a long stream
-  // has read from its store does not stay resident in the process: RSS stays flat.
+  // back in). Every read through the mapping ends with it, so that what a long stream has read
+  // from its store does not stay resident in the process: file-backed RSS stays bounded. A
+  // fault maps the cached pages around it too (fault-around: the kFaultAround-aligned window of
+  // the address space that holds the fault), so the range is widened to those windows; pages
+  // of a neighbour that another thread is reading are only faulted in again.
+  static constexpr uint64_t kFaultAround = 64 << 10;  // Linux's fault_around_bytes default
   void unmap_pages(uint64_t off, uint64_t bytes) const {
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t begin = (off + page - 1) & ~(page - 1);  // whole pages inside the range
-    const uint64_t end = std::min<uint64_t>((off + bytes) & ~(page - 1), map_size);
-    if (end > begin) ::madvise(map + begin, end - begin, MADV_DONTNEED);
+    if (bytes == 0 || off >= map_size) return;
+    const auto base = reinterpret_cast<uintptr_t>(map);
+    const uintptr_t begin = std::max(base, (base + off) & ~uintptr_t{kFaultAround - 1});
+    const uintptr_t end = std::min<uintptr_t>(
+        base + map_size, (base + off + bytes + kFaultAround - 1) & ~uintptr_t{kFaultAround - 1});
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   }
+  // The header page and the whole index table (after a scan of many entries).
+  void unmap_index() const { unmap_pages(0, L.slab_offset); }
+  // An index entry and a slab block (after a record was read through the mapping).
+  void unmap_record(uint32_t slot) const {
+    unmap_pages(L.entry_offset(slot), L.entry_bytes);
+    unmap_pages(L.block_offset(slot), L.block_stride);
+  }
+  // Runs unmap at scope exit, also when a check throws.
+  template <typename F>
+  struct UnmapAfter {
+    F f;
+    ~UnmapAfter() { f(); }
+  };
   const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
   const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
-  EpisodeHeader header_of(uint32_t slot) const { return read_episode_header(L, map, slot); }
+  // One slot's index header read with pread: no page of the mapping is touched, so nothing
+  // stays resident (for single lookups; a scan of many entries uses header_at and then
+  // unmap_index).
+  EpisodeHeader header_of(uint32_t slot) const {
+    EpisodeHeader e;
+    iovec iov{&e, sizeof e};
+    preadv_all(&iov, 1, L.entry_offset(slot));
+    return e;
+  }
+  // Through the mapping: the caller unmaps what it read (unmap_index).
+  EpisodeHeader header_at(uint32_t slot) const { return read_episode_header(L, map, slot); }
 
   uint32_t require_slot(uint64_t id) const {  // caller holds state_mu
     auto it = slot_of_id.find(id);
