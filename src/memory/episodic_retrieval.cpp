@@ -52,28 +52,6 @@ uint64_t EpisodicStore::damaged_retrieval_entries() const {
   return static_cast<uint64_t>(std::count(m.ext_state.begin(), m.ext_state.end(), uint8_t{2}));
 }
 
-std::vector<float> EpisodicStore::Impl::lexical_scores(std::span<const int32_t> cue,
-                                                      std::span<const uint32_t> slots) const {
-  std::lock_guard lock(lex_mu);
-  std::vector<uint8_t> live(L.max_episodes, 0);
-  std::vector<int32_t> tokens;
-  for (uint32_t slot : slots) {
-    live[slot] = 1;
-    const EpisodeHeader h = header_at(slot);  // the caller unmaps the index table
-    if (lex.current(slot, h.episode_id)) continue;
-    const uint32_t n = std::min<uint32_t>(h.token_count, L.max_tokens);
-    tokens.resize(n);
-    if (n > 0) {
-      iovec iov{tokens.data(), 4ull * n};
-      preadv_all(&iov, 1, L.block_offset(slot) + L.block_tokens);
-    }
-    lex.set(slot, h.episode_id, tokens);
-  }
-  for (uint32_t slot = 0; slot < L.max_episodes; ++slot)  // removed or replaced since
-    if (!live[slot]) lex.clear(slot);
-  return lex.score(cue, slots);
-}
-
 std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, size_t k,
                                                       ThreadPool* pool) const {
   const Impl& m = *impl_;

@@ -166,6 +166,10 @@ EpisodicStore EpisodicStore::create(const std::string& path, const StoreGeometry
           const RetrievalSectionHeader rh = retrieval_section_header(L);
           if (!pwrite_all(fd, &rh, sizeof rh, L.ext_offset)) throw_file_error(what, path, "write");
         }
+        if (L.has_lexical()) {
+          const LexicalSectionHeader xh = lexical_section_header(L);
+          if (!pwrite_all(fd, &xh, sizeof xh, L.lex_offset)) throw_file_error(what, path, "write");
+        }
       },
       {.what = what, .replace = false, .durable = options.durable});
   StoreOptions o = options;
@@ -360,10 +364,14 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
   std::vector<uint8_t> block = build_block(L, id, r, summary);
   const uint32_t crc = record_checksum(L, entry.data(), block.data());
   std::memcpy(block.data() + offsetof(SlabBlockHeader, crc), &crc, 4);
-  // The retrieval entry goes first of all: the index entry that makes the slot pending comes
-  // last, so a published episode always has all three parts.
+  // The retrieval and lexical entries go first of all: the index entry that makes the slot
+  // pending comes last, so a published episode always has every part.
   std::vector<uint8_t> ext = build_retrieval_entry(L, id, r);
   if (!ext.empty()) m.pwrite_all(ext.data(), ext.size(), L.ext_entry_offset(slot));
+  if (L.has_lexical()) {  // version 3: the distinct tokens, for the lexical index of recall
+    const std::vector<uint8_t> lex = lexical_entry(L, id, r.tokens);
+    m.pwrite_all(lex.data(), lex.size(), L.lex_entry_offset(slot));
+  }
   m.pwrite_all(block.data(), block.size(), L.block_offset(slot));
   m.pwrite_all(entry.data(), entry.size(), L.entry_offset(slot));
   m.durable_sync();

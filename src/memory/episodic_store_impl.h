@@ -58,14 +58,23 @@ struct EpisodicStore::Impl {
   mutable std::atomic<uint64_t> queries_seen{0};
   mutable std::mutex sketch_mu;
 
-  // The distinct tokens of every live episode scored by a lexical query so far (read with
-  // pread, so the scan maps no slab page), kept current by id under lex_mu.
+  // The distinct tokens of every live episode scored by a lexical query so far, kept current
+  // by id under lex_mu: read from the lexical section (version 3), or from each record's
+  // token ids (older versions), always with pread, so no page is mapped (episodic_lexical.cpp).
   mutable LexicalIndex lex;
   mutable std::mutex lex_mu;
-  // LexicalIndex::score of `cue` over `slots` (live; the caller holds state_mu shared),
-  // indexing the episodes it has not seen first (episodic_retrieval.cpp).
+  // LexicalIndex::score of `cue` over `slots` (live; the caller holds state_mu shared and
+  // unmaps the index table), indexing the episodes it has not seen first.
   std::vector<float> lexical_scores(std::span<const int32_t> cue,
                                     std::span<const uint32_t> slots) const;
+  struct LexMissing {  // a live slot the lexical index does not hold yet
+    uint32_t slot;
+    EpisodeHeader h;
+  };
+  // Both with lex_mu held: one slot from its record's token ids; slots (ascending) from the
+  // lexical section, in contiguous reads of up to 1 MiB, a damaged entry from its record.
+  void index_from_record(uint32_t slot, const EpisodeHeader& h) const;
+  void index_from_section(std::span<const LexMissing> missing) const;
 
   // Retrieval section (version 2): per slot 0 = not checked since open or the last write,
   // 1 = its entry verified, 2 = damaged (skipped by every retrieval query, reported once).

@@ -35,7 +35,9 @@ assert any(e["recalled"] for e in ev), "nothing ever recalled"
 PY
 expect_ok "mem verify" "$CHANNEL" mem verify "$store"
 expect_ok "mem stats" "$CHANNEL" mem stats "$store"
-grep -Eq "^version +2" "$TMP/out" || fail "not a version 2 store: $(cat "$TMP/out")"
+grep -Eq "^version +3" "$TMP/out" || fail "not a version 3 store: $(cat "$TMP/out")"
+grep -Eq "^lexical index +stored \(lexical section\)" "$TMP/out" ||
+  fail "no lexical section: $(cat "$TMP/out")"
 grep -Eq "^retrieval +keys \(R 8 per KV head\), projected vectors \(d_r 16\)" "$TMP/out" ||
   fail "retrieval kinds: $(cat "$TMP/out")"
 expect_ok "--no-auto-recall" "$CHANNEL" stream "${sflags[@]}" -f "$TMP/paras.txt" --turns \

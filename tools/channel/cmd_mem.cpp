@@ -358,6 +358,8 @@ int run_stats(const MemArgs& a) {
   if (L.has_proj())
     retrieval += fmt::format("{}projected vectors (d_r {})", L.has_keys() ? ", " : "", L.proj_dim);
   std::printf("retrieval          %s\n", retrieval.c_str());
+  std::printf("lexical index      %s\n", L.has_lexical() ? "stored (lexical section)"
+                                                          : "built from the records when recalled");
   std::printf("slab type          %s\n", slab_type_name(L.slab_type));
   std::printf("layers             %u\n", L.num_layers);
   std::printf("hidden size        %u\n", L.hidden_size);
