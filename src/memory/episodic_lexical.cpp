@@ -60,17 +60,21 @@ void EpisodicStore::Impl::index_from_section(std::span<const LexMissing> missing
 }
 
 std::vector<float> EpisodicStore::Impl::lexical_scores(std::span<const int32_t> cue,
-                                                      std::span<const uint32_t> slots) const {
+                                                      std::span<const uint32_t> slots,
+                                                      std::span<const uint64_t> ids) const {
   std::lock_guard lock(lex_mu);
   std::vector<uint8_t> live(L.max_episodes, 0);
-  std::vector<LexMissing> missing;
-  for (uint32_t slot : slots) {
-    live[slot] = 1;
-    const EpisodeHeader h = header_at(slot);  // the caller unmaps the index table
-    if (!lex.current(slot, h.episode_id)) missing.push_back({slot, h});
+  std::vector<LexMissing> missing;  // ascending, as slots are
+  for (size_t i = 0; i < slots.size(); ++i) {
+    live[slots[i]] = 1;
+    if (!lex.current(slots[i], ids[i])) missing.push_back({slots[i], {}});
   }
-  std::sort(missing.begin(), missing.end(),
-            [](const LexMissing& a, const LexMissing& b) { return a.slot < b.slot; });
+  // Their index headers, through the mapping, unmapped chunk by chunk.
+  for (size_t i = 0; i < missing.size(); i += kScanChunk) {
+    const size_t end = std::min(missing.size(), i + kScanChunk);
+    for (size_t j = i; j < end; ++j) missing[j].h = header_at(missing[j].slot);
+    unmap_entry_run(missing[i].slot, missing[end - 1].slot);
+  }
   if (L.has_lexical()) {
     index_from_section(missing);
   } else {

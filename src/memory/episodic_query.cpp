@@ -179,7 +179,8 @@ std::vector<RecallHit> EpisodicStore::Impl::full_scan(std::span<const float> q, 
   const StoreLayout& L = m.L;
   const size_t n = L.max_episodes;
   std::vector<float> dots(n), norms2(n);  // [max_episodes]
-  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
+  // Chunk by chunk, each unmapped once read: the scan never holds the whole index table.
+  auto rows = [&](int64_t begin, int64_t end) {
     for_live_runs(m.states, begin, end, [&](size_t s, size_t e) {
       const uint8_t* first = m.entry(static_cast<uint32_t>(s)) + 64;
       centroid_dots(first, L.entry_bytes, e - s, q.data(), L.hidden_size, &dots[s], &norms2[s]);
@@ -190,6 +191,14 @@ std::vector<RecallHit> EpisodicStore::Impl::full_scan(std::span<const float> q, 
         }
       }
     });
+  };
+  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
+    const auto chunk = static_cast<int64_t>(Impl::kScanChunk);
+    for (int64_t c = begin; c < end; c += chunk) {
+      const int64_t ce = std::min(end, c + chunk);
+      rows(c, ce);
+      m.unmap_entry_run(static_cast<uint32_t>(c), static_cast<uint32_t>(ce - 1));
+    }
   });
   std::vector<RecallHit> hits;
   hits.reserve(m.slot_of_id.size());

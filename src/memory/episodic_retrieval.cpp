@@ -88,10 +88,16 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
     m.unmap_index();
   }};
+  std::vector<std::pair<uint32_t, uint64_t>> live;  // (slot, id), ascending
+  live.reserve(m.slot_of_id.size());
+  for (const auto& [id, slot] : m.slot_of_id) live.emplace_back(slot, id);
+  std::sort(live.begin(), live.end());
   std::vector<uint32_t> slots;  // live, entry verified
+  std::vector<uint64_t> ids;    // their episodes
   {
     std::lock_guard ext_lock(m.ext_mu);
-    for (const auto& [id, slot] : m.slot_of_id) {
+    for (size_t i = 0; i < live.size(); ++i) {
+      const auto [slot, id] = live[i];
       uint8_t& st = m.ext_state[slot];
       if (st == 0) {
         if (auto p = retrieval_entry_problem(L, m.map, slot)) {
@@ -102,10 +108,17 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
           st = 1;
         }
       }
-      if (st == 1) slots.push_back(slot);
+      if (st == 1) {
+        slots.push_back(slot);
+        ids.push_back(id);
+      }
+      if ((i + 1) % Impl::kScanChunk == 0 || i + 1 == live.size()) {  // checked: unmap
+        const uint32_t first = live[i - i % Impl::kScanChunk].first;
+        m.unmap_ext_run(first, slot);
+        m.unmap_entry_run(first, slot);
+      }
     }
   }
-  std::sort(slots.begin(), slots.end());
   const size_t n = slots.size();
   std::vector<float> score(n), cos(use_centroid ? n : 0);
   double q_norm = 0.0;
@@ -114,7 +127,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     q_norm = std::sqrt(q_norm);
   }
   const size_t n_blocks = size_t{L.num_layers} * L.key_heads;
-  auto work = [&](int64_t b, int64_t e, int) {
+  auto scan = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const uint32_t slot = slots[static_cast<size_t>(i)];
       const uint8_t* entry = m.ext_entry(slot);
@@ -136,6 +149,16 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
       }
     }
   };
+  // Chunk by chunk, each unmapped once scored.
+  auto work = [&](int64_t b, int64_t e, int) {
+    for (int64_t c = b; c < e; c += static_cast<int64_t>(Impl::kScanChunk)) {
+      const int64_t ce = std::min(e, c + static_cast<int64_t>(Impl::kScanChunk));
+      scan(c, ce);
+      const uint32_t first = slots[static_cast<size_t>(c)], last = slots[static_cast<size_t>(ce - 1)];
+      m.unmap_ext_run(first, last);
+      if (!use_keys || use_centroid) m.unmap_entry_run(first, last);
+    }
+  };
   if (pool && pool->size() > 1 && n >= 1024) {
     pool->parallel_for(static_cast<int64_t>(n), work);
   } else {
@@ -147,14 +170,14 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     for (size_t i = 0; i < n; ++i) score[i] += cos[i];
   }
   if (cue.lexical > 0.0f && !cue.tokens.empty() && n > 0) {
-    const std::vector<float> lex = m.lexical_scores(cue.tokens, slots);
+    const std::vector<float> lex = m.lexical_scores(cue.tokens, slots, ids);
     if (!use_centroid) standardize(score);
     for (size_t i = 0; i < n; ++i) score[i] += cue.lexical * lex[i];
   }
   std::vector<RecallHit> hits(n);
   for (size_t i = 0; i < n; ++i) {
     const float s = std::isnan(score[i]) ? -std::numeric_limits<float>::infinity() : score[i];
-    hits[i] = RecallHit{m.header_at(slots[i]).episode_id, slots[i], s};
+    hits[i] = RecallHit{ids[i], slots[i], s};
   }
   auto better = [](const RecallHit& a, const RecallHit& b) {
     return a.score != b.score ? a.score > b.score : a.episode_id < b.episode_id;

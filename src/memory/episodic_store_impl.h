@@ -63,10 +63,10 @@ struct EpisodicStore::Impl {
   // token ids (older versions), always with pread, so no page is mapped (episodic_lexical.cpp).
   mutable LexicalIndex lex;
   mutable std::mutex lex_mu;
-  // LexicalIndex::score of `cue` over `slots` (live; the caller holds state_mu shared and
-  // unmaps the index table), indexing the episodes it has not seen first.
-  std::vector<float> lexical_scores(std::span<const int32_t> cue,
-                                    std::span<const uint32_t> slots) const;
+  // LexicalIndex::score of `cue` over `slots` (live, ascending, holding episodes `ids`; the
+  // caller holds state_mu shared), indexing the episodes it has not seen first.
+  std::vector<float> lexical_scores(std::span<const int32_t> cue, std::span<const uint32_t> slots,
+                                    std::span<const uint64_t> ids) const;
   struct LexMissing {  // a live slot the lexical index does not hold yet
     uint32_t slot;
     EpisodeHeader h;
@@ -140,6 +140,16 @@ struct EpisodicStore::Impl {
   void unmap_record(uint32_t slot) const {
     unmap_pages(L.entry_offset(slot), L.entry_bytes);
     unmap_pages(L.block_offset(slot), L.block_stride);
+  }
+  // The retrieval entries, or the index entries, of slots [first, last] (ascending), after a
+  // scan read them: a scan unmaps as it goes (every kScanChunk slots), so that while it runs
+  // it never holds more than a few chunks, however many episodes it scans.
+  static constexpr size_t kScanChunk = 64;
+  void unmap_ext_run(uint32_t first, uint32_t last) const {
+    unmap_pages(L.ext_entry_offset(first), (last - first + 1ull) * L.ext_entry_bytes);
+  }
+  void unmap_entry_run(uint32_t first, uint32_t last) const {
+    unmap_pages(L.entry_offset(first), (last - first + 1ull) * L.entry_bytes);
   }
   // Runs unmap at scope exit, also when a check throws.
   template <typename F>
