@@ -1,4 +1,4 @@
-// episodic_format.h: the byte layout of a `.episodic.mem` file (docs/formats.md, section
+// episodic_format.h: the byte layout of a `.episodic.mem` file (docs/memory-format.md, section
 // ".episodic.mem"): the 64-byte FileHeader, the index table of EpisodeHeader + FP16 centroid
 // entries, and the fixed-stride slab blocks; the geometry computed from the header, and the
 // record checksum. Little-endian; every struct here is the exact on-disk image.
@@ -38,7 +38,7 @@ inline constexpr uint16_t kEpisodePinned = 1u << 2;
 inline constexpr uint16_t kEpisodeKnownFlags = 0x7;
 
 // Offsets are fixed (files written by any build must stay readable); the 8 reserved bytes
-// at 56 are used as documented in docs/formats.md: max_tokens_per_episode and a CRC-32C of
+// at 56 are used as documented in docs/memory-format.md: max_tokens_per_episode and a CRC-32C of
 // the immutable header bytes [0, 32) ++ [48, 60).
 struct FileHeader {
   char magic[4];
@@ -95,7 +95,7 @@ struct SlabBlockHeader {
 };
 static_assert(sizeof(SlabBlockHeader) == 64);
 
-// The retrieval section of a version 2 file (docs/formats.md, "Retrieval section"): a 64-byte
+// The retrieval section of a version 2 file (docs/memory-format.md, "Retrieval section"): a 64-byte
 // section header at StoreLayout::ext_offset, then one entry per slot.
 inline constexpr uint32_t kRetrievalKeys = 1u << 0;  // representative keys per KV head
 inline constexpr uint32_t kRetrievalProj = 1u << 1;  // projected vector per token
@@ -129,7 +129,7 @@ struct RetrievalEntryHeader {
 };
 static_assert(sizeof(RetrievalEntryHeader) == 64);
 
-// The lexical section of a version 3 file (docs/formats.md, "Lexical section"): a 64-byte
+// The lexical section of a version 3 file (docs/memory-format.md, "Lexical section"): a 64-byte
 // section header after the retrieval section, then one entry per slot holding the distinct
 // token ids of its episode, so that a fresh process builds the lexical index of recall from
 // one contiguous read instead of one read per episode.

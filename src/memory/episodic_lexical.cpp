@@ -1,6 +1,6 @@
 // EpisodicStore's lexical index, the sparse half of recall (memory/lexical_index.h): built from
 // the lexical section of a version 3 store, a few contiguous reads however many episodes it
-// holds (docs/formats.md, "Lexical section"), or from each episode's record in older versions
+// holds (docs/memory-format.md, "Lexical section"), or from each episode's record in older versions
 // (one read per episode), then kept current by id as episodes come and go.
 #include <sys/uio.h>
 

@@ -1,5 +1,5 @@
 // EpisodicStore's centroid queries: the cosine top-k of spec 003, by a full FP16 scan or
-// through the int8 centroid sketch (docs/formats.md, "Recall").
+// through the int8 centroid sketch (docs/memory-format.md, "Recall").
 #include <algorithm>
 #include <cmath>
 #include <functional>

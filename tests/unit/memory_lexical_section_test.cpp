@@ -1,4 +1,4 @@
-// The lexical section of a version 3 store (docs/formats.md, "Lexical section"): a fresh open
+// The lexical section of a version 3 store (docs/memory-format.md, "Lexical section"): a fresh open
 // scores the lexical half of recall exactly as an index rebuilt from the records does (a
 // version 2 store with the same episodes), also after the ring of slots wrapped; a damaged
 // entry is read from its record instead, with one line on stderr, and verify reports it; a

@@ -1,5 +1,5 @@
 // The episodic store keeps no more of its file mapped in the process than a bound that does
-// not grow with the episodes it holds or has read (docs/formats.md, "Resident pages"): every
+// not grow with the episodes it holds or has read (docs/memory-format.md, "Resident pages"): every
 // read through the mapping (read, find, list, the centroid query, the retrieval scan with its
 // lexical half, rehydration) unmaps its pages again. Measured on the mapping itself (its Rss in
 // /proc/self/smaps), not by time.
