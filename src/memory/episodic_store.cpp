@@ -131,7 +131,10 @@ EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& o
   for (uint32_t s = 0; s < m->L.max_episodes; ++s) {
     if (m->states[s] == SlotState::live) m->slot_of_id[m->header_at(s).episode_id] = s;
   }
-  m->unmap_index();  // read through the mapping by the checks above
+  // Read through the mapping by the checks above: the index table and the section headers.
+  m->unmap_index();
+  if (m->L.ext_kinds) m->unmap_pages(m->L.ext_offset, 64);
+  if (m->L.has_lexical()) m->unmap_pages(m->L.lex_offset, 64);
   return EpisodicStore(std::move(m));
 }
 
