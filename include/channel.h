@@ -314,6 +314,8 @@ typedef struct channel_recall_event {
   size_t n_skipped; /* damaged records, skipped (a warning went to stderr) */
   const uint64_t* skipped;
   double query_ms, recall_ms;
+  size_t n_below_gate; /* hits not placed: scored under min_score_ratio of the best */
+  const uint64_t* below_gate;
 } channel_recall_event;
 
 typedef void (*channel_recall_callback)(const channel_recall_event* event, void* user_data);
@@ -329,6 +331,9 @@ typedef struct channel_auto_recall_params {
   void* user_data;
   float lexical;                /* weight of the lexical half of hybrid recall: names and rare
                                    words the cue shares with an episode (8); 0 off */
+  float min_score_ratio;        /* a hit after the best is placed in tier 3 only when it scores
+                                   at least this share of the best (0.75); 0 places the whole
+                                   top-k */
 } channel_auto_recall_params;
 
 channel_auto_recall_params channel_auto_recall_default_params(void);

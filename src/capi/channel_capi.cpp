@@ -677,6 +677,7 @@ channel_auto_recall_params channel_auto_recall_default_params(void) {
   p.velocity_factor = 0.0f;
   p.cooldown_tokens = 256;
   p.lexical = kDefaultLexicalWeight;
+  p.min_score_ratio = kDefaultMinScoreRatio;
   return p;
 }
 
@@ -701,6 +702,9 @@ channel_status channel_session_set_auto_recall(channel_session* session,
     if (!(params->lexical >= 0.0f) || params->lexical > 1000.0f)
       fail(CHANNEL_ERR_ARGUMENT, "lexical weight {} out of range (0..1000)", params->lexical);
     c.lexical = params->lexical;
+    if (!(params->min_score_ratio >= 0.0f) || params->min_score_ratio > 1.0f)
+      fail(CHANNEL_ERR_ARGUMENT, "min_score_ratio {} out of range (0..1)", params->min_score_ratio);
+    c.min_score_ratio = params->min_score_ratio;
     auto ar = std::make_unique<AutoRecall>(*session->memory, c);
     if (params->callback) {
       const channel_recall_callback cb = params->callback;
@@ -727,6 +731,8 @@ channel_status channel_session_set_auto_recall(channel_session* session,
         ce.released = e.released.data();
         ce.n_neighbours = e.neighbours.size();
         ce.neighbours = e.neighbours.data();
+        ce.n_below_gate = e.below_gate.size();
+        ce.below_gate = e.below_gate.data();
         ce.n_skipped = e.skipped.size();
         ce.skipped = e.skipped.data();
         ce.query_ms = e.query_ms;

@@ -110,10 +110,20 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
   auto in = [](const std::vector<uint64_t>& v, uint64_t id) {
     return std::find(v.begin(), v.end(), id) != v.end();
   };
+  // The score gate: hits far below the best stay reported but are not placed.
+  std::vector<RecallHit> placed;
+  for (const RecallHit& h : ev.hits) {
+    const float best = ev.hits.front().score;
+    if (!placed.empty() && config_.min_score_ratio > 0.0f && best > 0.0f &&
+        h.score < config_.min_score_ratio * best)
+      ev.below_gate.push_back(h.episode_id);
+    else
+      placed.push_back(h);
+  }
   // Temporal neighbours of each hit: parents up the lineage, children down it (a child's
   // parent is the episode written just before it, so its id is the next one).
   std::vector<uint64_t> near;
-  for (const RecallHit& h : ev.hits) {
+  for (const RecallHit& h : placed) {
     uint64_t up = h.episode_id, down = h.episode_id;
     for (uint32_t i = 0; i < config_.neighbours; ++i) {
       if (auto e = store.find(up); e && e->parent_episode_id != kNoEpisode) {
@@ -127,7 +137,7 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
     }
   }
   std::vector<uint64_t> wanted;
-  for (const RecallHit& h : ev.hits) wanted.push_back(h.episode_id);
+  for (const RecallHit& h : placed) wanted.push_back(h.episode_id);
   auto active_ids = [&] {
     std::vector<uint64_t> ids;
     for (const RecallEpisode& e : session.ring().recall_episodes()) ids.push_back(e.id);
@@ -142,7 +152,7 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
   }
   // Best last, so that the best is the most recent when the tier must make room.
   const uint32_t tier = session.ring().config().n_recall;
-  for (auto it = ev.hits.rbegin(); it != ev.hits.rend(); ++it) {
+  for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
     const auto h = store.find(it->episode_id);
     if (!h || h->token_count > tier) continue;  // gone meanwhile, or longer than the tier
     try {
@@ -169,7 +179,7 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
   // What changed, from the tier's state before and after (a hit pushed out again by a
   // better one when the tier is small is in neither list).
   const std::vector<uint64_t> after = active_ids();
-  for (const RecallHit& h : ev.hits)
+  for (const RecallHit& h : placed)
     if (in(after, h.episode_id)) (in(before, h.episode_id) ? ev.kept : ev.recalled).push_back(h.episode_id);
   for (uint64_t id : after)
     if (in(before, id) && !in(wanted, id)) ev.kept.push_back(id);

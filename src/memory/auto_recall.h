@@ -30,6 +30,7 @@ enum class RecallReason : uint8_t { turn, velocity, explicit_call };
 const char* recall_reason_name(RecallReason r);
 
 inline constexpr float kDefaultLexicalWeight = 8.0f;
+inline constexpr float kDefaultMinScoreRatio = 0.75f;
 
 struct AutoRecallConfig {
   RecallMethod method = RecallMethod::automatic;
@@ -43,6 +44,11 @@ struct AutoRecallConfig {
   // fits every model. <= 0: off.
   float velocity_factor = 0.0f;
   uint64_t cooldown_tokens = 256;  // tokens between two condition-C recalls
+  // A hit after the best one goes into tier 3 only when its score is at least this share of
+  // the best's (when the best is positive): a weak match beside a strong one is a distractor
+  // the model may copy from, not a memory it needs. Two hits of similar score both stay.
+  // 0: every hit of the top-k is placed.
+  float min_score_ratio = kDefaultMinScoreRatio;
 };
 
 // What one recall did; front ends print it (channel stream's JSON "recall" lines).
@@ -51,6 +57,7 @@ struct RecallEvent {
   uint64_t clock = 0;  // session clock when the cue was taken
   RecallMethod method = RecallMethod::centroid;
   std::vector<RecallHit> hits;          // the top-k, best first
+  std::vector<uint64_t> below_gate;     // hits not placed: under min_score_ratio of the best
   std::vector<uint64_t> recalled;       // newly placed in tier 3
   std::vector<uint64_t> kept;           // already in tier 3 and still wanted (or pinned)
   std::vector<uint64_t> released;       // taken out of tier 3

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
@@ -481,6 +482,7 @@ TEST(RetrievalRecall, AutoRecallKeepsTier3AsACache) {
   ASSERT_GT(store.live_count(), 3u);
   AutoRecallConfig ac;
   ac.k = 2;
+  ac.min_score_ratio = 0.0f;  // both hits placed, whatever their scores
   AutoRecall ar(mem, ac);
   std::vector<RecallEvent> seen;
   ar.set_listener([&](const RecallEvent& e) { seen.push_back(e); });
@@ -502,6 +504,48 @@ TEST(RetrievalRecall, AutoRecallKeepsTier3AsACache) {
   EXPECT_EQ(ss.clock(), clock + q.size());
   EXPECT_EQ(c.clock, clock + q.size() - 1);
   EXPECT_FALSE(c.hits.empty());
+}
+
+TEST(RetrievalRecall, TheScoreGatePlacesOnlyHitsNearTheBest) {
+  const auto model = matched_model();
+  ScratchDir dir;
+  StoreOptions o;
+  o.durable = false;
+  EpisodicStore store = EpisodicStore::create(
+      dir.file("s.mem"), session_store_geometry(*model, 64, 16), model_id_hash(model->gguf()), o);
+  StreamSession ss(model, small_geometry(), SamplerConfig{});
+  const int32_t bos = 2, turn_end = 1;
+  ss.append(SpanType::system, {&bos, 1});
+  ss.seal();
+  MemoryConfig mc;
+  mc.staging.capacity = 16;
+  MemoryAttachment mem(ss.ring_session(), store, mc);
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int32_t> t(6);
+    for (int j = 0; j < 6; ++j) t[j] = 10 + i * 6 + j;
+    ss.append(SpanType::user, t);
+    ss.append(SpanType::turn_end, {&turn_end, 1});
+  }
+  mem.flush();
+  for (const float ratio : {0.0f, 0.999f}) {
+    AutoRecallConfig ac;
+    ac.k = 3;
+    ac.min_score_ratio = ratio;
+    AutoRecall ar(mem, ac);
+    const RecallEvent e = ar.recall_now();
+    ASSERT_EQ(e.hits.size(), 3u);  // the ranking is reported whole
+    const float best = e.hits[0].score;
+    ASSERT_GT(best, 0.0f);  // z-scored: the best of several distinct scores is above the mean
+    std::set<uint64_t> gated, placed;
+    for (const RecallHit& h : e.hits)
+      (&h != &e.hits[0] && h.score < ratio * best ? gated : placed).insert(h.episode_id);
+    EXPECT_EQ(std::set<uint64_t>(e.below_gate.begin(), e.below_gate.end()), gated);
+    std::set<uint64_t> active;
+    for (const RecallEpisode& r : ss.ring_session().ring().recall_episodes()) active.insert(r.id);
+    EXPECT_EQ(active, placed) << "ratio " << ratio;
+    if (ratio == 0.0f) EXPECT_TRUE(e.below_gate.empty());
+    else EXPECT_FALSE(e.below_gate.empty()) << "distinct scores: all but the best are gated";
+  }
 }
 
 TEST(RetrievalRecall, NeighboursComeWhereTier3HasRoom) {

@@ -64,6 +64,7 @@ struct RunArgs {
   std::string recall_method = "auto";
   int64_t recall_neighbours = 0;
   double recall_lexical = channel::kDefaultLexicalWeight;
+  double recall_min_ratio = channel::kDefaultMinScoreRatio;
   float recall_velocity = 0.0f;
   int64_t recall_cooldown = 256;
   std::vector<uint64_t> replay;  // --replay ID: fed before the prompt
@@ -214,6 +215,7 @@ int run_session(const RunArgs& args) {
     rc.k = static_cast<size_t>(args.recall_k);
     rc.neighbours = static_cast<uint32_t>(args.recall_neighbours);
     rc.lexical = static_cast<float>(args.recall_lexical);
+    rc.min_score_ratio = static_cast<float>(args.recall_min_ratio);
     rc.velocity_factor = args.recall_velocity;
     rc.cooldown_tokens = static_cast<uint64_t>(args.recall_cooldown);
     recall = std::make_unique<AutoRecall>(*mem, rc);
@@ -222,13 +224,16 @@ int run_session(const RunArgs& args) {
       for (const RecallHit& h : e.hits) hits += fmt::format(" {} ({:.3f})", h.episode_id, h.score);
       std::string skipped;
       for (uint64_t id : e.skipped) skipped += fmt::format(" {}", id);
+      std::string gated;
+      for (uint64_t id : e.below_gate) gated += fmt::format(" {}", id);
       std::fprintf(stderr,
                    "channel: memory %s: %s recall (%s) at clock %llu:%s%s (query %.3f ms, tier 3 "
-                   "%.3f ms%s%s)\n",
+                   "%.3f ms%s%s%s%s)\n",
                    args.memory.c_str(), recall_reason_name(e.reason),
                    recall_method_name(e.method), static_cast<unsigned long long>(e.clock),
                    hits.empty() ? " none" : " recalled:", hits.c_str(), e.query_ms, e.recall_ms,
-                   skipped.empty() ? "" : ", skipped damaged:", skipped.c_str());
+                   skipped.empty() ? "" : ", skipped damaged:", skipped.c_str(),
+                   gated.empty() ? "" : ", not placed (below the score gate):", gated.c_str());
     });
   }
 
@@ -478,6 +483,12 @@ const CommandRegistrar registrar{
                      "the cue shares with an episode), in standard deviations of the method's "
                      "scores; 0: the model's vectors alone")
           ->check(CLI::Range(0.0, 1000.0))
+          ->capture_default_str();
+      sub.add_option("--recall-min-ratio", args->recall_min_ratio,
+                     "With --memory: a hit after the best goes into tier 3 only when it scores at "
+                     "least this share of the best (a weak match beside a strong one is a "
+                     "distractor); 0: the whole top-k")
+          ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
       sub.add_option("--recall-neighbours", args->recall_neighbours,
                      "With --memory: temporal neighbours (parent, child) recalled beside each hit "

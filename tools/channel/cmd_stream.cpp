@@ -47,6 +47,7 @@ struct StreamArgs {
   int64_t recall_k = 2;
   int64_t recall_neighbours = 0;
   double recall_lexical = channel::kDefaultLexicalWeight;
+  double recall_min_ratio = channel::kDefaultMinScoreRatio;
   float recall_velocity = 0.0f;
   int64_t recall_cooldown = 256;
   bool turns = false;  // -f: blank lines end turns
@@ -242,6 +243,7 @@ void print_recall_event(const channel_recall_event* e, void*) {
   print_ids("released", e->released, e->n_released);
   print_ids("neighbours", e->neighbours, e->n_neighbours);
   print_ids("skipped", e->skipped, e->n_skipped);
+  print_ids("below_gate", e->below_gate, e->n_below_gate);
   std::printf(",\"query_ms\":%.3f,\"recall_ms\":%.3f}\n", e->query_ms, e->recall_ms);
   std::fflush(stdout);
 }
@@ -331,6 +333,7 @@ int run_stream(const StreamArgs& args) {
       ap.k = static_cast<uint32_t>(args.recall_k);
       ap.neighbours = static_cast<uint32_t>(args.recall_neighbours);
       ap.lexical = static_cast<float>(args.recall_lexical);
+      ap.min_score_ratio = static_cast<float>(args.recall_min_ratio);
       ap.velocity_factor = args.recall_velocity;
       ap.cooldown_tokens = static_cast<uint32_t>(args.recall_cooldown);
       ap.callback = print_recall_event;
@@ -480,6 +483,12 @@ const CommandRegistrar registrar{
                      "the cue shares with an episode), in standard deviations of the method's "
                      "scores; 0: the model's vectors alone")
           ->check(CLI::Range(0.0, 1000.0))
+          ->capture_default_str();
+      sub.add_option("--recall-min-ratio", args->recall_min_ratio,
+                     "With --memory: a hit after the best goes into tier 3 only when it scores at "
+                     "least this share of the best (a weak match beside a strong one is a "
+                     "distractor); 0: the whole top-k")
+          ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
       sub.add_option("--recall-neighbours", args->recall_neighbours,
                      "With --memory: temporal neighbours (parent, child) recalled beside each hit "
