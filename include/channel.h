@@ -263,7 +263,7 @@ channel_status channel_session_save(const channel_session* session, const char* 
 channel_status channel_session_load(channel_model* model, const char* path,
                                     const channel_session_params* params, channel_session** out);
 
-/* ---- episodic memory (docs/formats.md, ".episodic.mem") ------------------------------- */
+/* ---- episodic memory (docs/memory-format.md, ".episodic.mem") ------------------------- */
 
 /* Attaches the episodic store PATH to the session, creating it for the session's model when
  * it does not exist (room for max_episodes episodes of up to 64 tokens). From then on what

@@ -1,5 +1,5 @@
 // model_signature.h: the model identity `.episodic.mem` stores and session files are bound
-// to. The signature is a short text built from a GGUF (docs/formats.md, ".episodic.mem",
+// to. The signature is a short text built from a GGUF (docs/memory-format.md, ".episodic.mem",
 // "Model signature"); a file stores its FNV-1a 64, and one opened with another model is
 // refused.
 #pragma once

@@ -1,6 +1,6 @@
 // centroid_sketch.h: CentroidSketch, an in-memory int8 copy of the episodic index's FP16
 // centroids with per-row error terms, and the bound that lets the top-k scan read one byte per
-// value yet return exactly what the FP16 scan returns (docs/formats.md, "Recall").
+// value yet return exactly what the FP16 scan returns (docs/memory-format.md, "Recall").
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // Geometry, header CRC and record checksum of the .episodic.mem format.
 #include "memory/episodic_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/hash.h"
@@ -81,6 +82,14 @@ StoreLayout make_layout(const StoreGeometry& g, const std::string& what) {
     L.file_size = checked_add(checked_add(L.file_size, 64, what),
                               checked_mul(g.max_episodes, L.ext_entry_bytes, what), what);
   }
+  if (g.lexical) {
+    if (g.ext_kinds == 0) throw_error("{}: a lexical section needs a retrieval section", what);
+    L.version = kEmemVersionLex;
+    L.lex_offset = L.file_size;
+    L.lex_entry_bytes = round_up64(16ull + 4ull * g.max_tokens);
+    L.file_size = checked_add(checked_add(L.file_size, 64, what),
+                              checked_mul(g.max_episodes, L.lex_entry_bytes, what), what);
+  }
   if (L.file_size >= (1ull << 62)) {
     throw_error("{}: the store would take {} bytes, more than 2^62", what, L.file_size);
   }
@@ -106,6 +115,35 @@ RetrievalSectionHeader retrieval_section_header(const StoreLayout& L) {
 
 uint32_t retrieval_entry_crc(const StoreLayout& L, const uint8_t* entry) {
   return crc32c(crc32c(0, entry, 12), entry + 16, L.ext_entry_bytes - 16);
+}
+
+LexicalSectionHeader lexical_section_header(const StoreLayout& L) {
+  LexicalSectionHeader r{};
+  r.magic = kLexicalMagic;
+  r.max_tokens = L.max_tokens;
+  r.entry_bytes = L.lex_entry_bytes;
+  r.crc = crc32c(0, &r, 60);
+  return r;
+}
+
+uint32_t lexical_entry_crc(const uint8_t* entry, uint32_t count) {
+  return crc32c(crc32c(0, entry, 12), entry + 16, 4ull * count);
+}
+
+std::vector<uint8_t> lexical_entry(const StoreLayout& L, uint64_t episode_id,
+                                   std::span<const int32_t> tokens) {
+  std::vector<int32_t> t(tokens.begin(), tokens.end());
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  std::vector<uint8_t> e(L.lex_entry_bytes, 0);
+  LexicalEntryHeader h{};
+  h.episode_id = episode_id;
+  h.count = static_cast<uint32_t>(t.size());
+  std::memcpy(e.data(), &h, sizeof h);
+  if (!t.empty()) std::memcpy(e.data() + sizeof h, t.data(), 4 * t.size());
+  h.crc = lexical_entry_crc(e.data(), h.count);
+  std::memcpy(e.data(), &h, sizeof h);
+  return e;
 }
 
 uint32_t header_crc(const FileHeader& h) {

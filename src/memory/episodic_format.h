@@ -1,4 +1,4 @@
-// episodic_format.h: the byte layout of a `.episodic.mem` file (docs/formats.md, section
+// episodic_format.h: the byte layout of a `.episodic.mem` file (docs/memory-format.md, section
 // ".episodic.mem"): the 64-byte FileHeader, the index table of EpisodeHeader + FP16 centroid
 // entries, and the fixed-stride slab blocks; the geometry computed from the header, and the
 // record checksum. Little-endian; every struct here is the exact on-disk image.
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace channel {
 
@@ -17,7 +18,9 @@ static_assert(std::endian::native == std::endian::little, "the store is little-e
 inline constexpr char kEmemMagic[4] = {'E', 'M', 'E', 'M'};
 inline constexpr uint32_t kEmemVersion = 1;     // no retrieval section
 inline constexpr uint32_t kEmemVersionExt = 2;  // a retrieval section follows the slab section
+inline constexpr uint32_t kEmemVersionLex = 3;  // and a lexical section follows that
 inline constexpr uint32_t kRetrievalMagic = 0x58524D45;  // "EMRX" as bytes
+inline constexpr uint32_t kLexicalMagic = 0x584C4D45;    // "EMLX" as bytes
 inline constexpr uint32_t kSlabBlockMagic = 0x42535045;   // "EPSB" as bytes
 inline constexpr size_t kSummaryMax = 256;                // bytes of UTF-8 summary
 inline constexpr uint32_t kNoContinuation = 0xFFFFFFFFu;  // continuation_token unknown
@@ -35,7 +38,7 @@ inline constexpr uint16_t kEpisodePinned = 1u << 2;
 inline constexpr uint16_t kEpisodeKnownFlags = 0x7;
 
 // Offsets are fixed (files written by any build must stay readable); the 8 reserved bytes
-// at 56 are used as documented in docs/formats.md: max_tokens_per_episode and a CRC-32C of
+// at 56 are used as documented in docs/memory-format.md: max_tokens_per_episode and a CRC-32C of
 // the immutable header bytes [0, 32) ++ [48, 60).
 struct FileHeader {
   char magic[4];
@@ -92,7 +95,7 @@ struct SlabBlockHeader {
 };
 static_assert(sizeof(SlabBlockHeader) == 64);
 
-// The retrieval section of a version 2 file (docs/formats.md, "Retrieval section"): a 64-byte
+// The retrieval section of a version 2 file (docs/memory-format.md, "Retrieval section"): a 64-byte
 // section header at StoreLayout::ext_offset, then one entry per slot.
 inline constexpr uint32_t kRetrievalKeys = 1u << 0;  // representative keys per KV head
 inline constexpr uint32_t kRetrievalProj = 1u << 1;  // projected vector per token
@@ -126,6 +129,27 @@ struct RetrievalEntryHeader {
 };
 static_assert(sizeof(RetrievalEntryHeader) == 64);
 
+// The lexical section of a version 3 file (docs/memory-format.md, "Lexical section"): a 64-byte
+// section header after the retrieval section, then one entry per slot holding the distinct
+// token ids of its episode, so that a fresh process builds the lexical index of recall from
+// one contiguous read instead of one read per episode.
+struct LexicalSectionHeader {
+  uint32_t magic;        // kLexicalMagic
+  uint32_t max_tokens;   // = max_tokens_per_episode
+  uint64_t entry_bytes;  // per slot: round_up(16 + 4 * max_tokens, 64)
+  uint8_t zero[44];
+  uint32_t crc;  // CRC-32C of bytes [0, 60)
+};
+static_assert(sizeof(LexicalSectionHeader) == 64);
+
+// First 16 bytes of every lexical entry; count token ids (i32, ascending, distinct) follow.
+struct LexicalEntryHeader {
+  uint64_t episode_id;  // must equal the index entry's
+  uint32_t count;       // distinct tokens, 1..the index entry's token_count
+  uint32_t crc;         // CRC-32C of entry bytes [0, 12) ++ [16, 16 + 4 * count)
+};
+static_assert(sizeof(LexicalEntryHeader) == 16);
+
 enum class SlabType : uint8_t { f16, q8_0 };
 const char* slab_type_name(SlabType t);
 
@@ -154,9 +178,14 @@ struct StoreLayout {
   uint64_t ext_entry_bytes = 0;  // per slot
   uint64_t ext_keys = 64;        // offsets inside an entry
   uint64_t ext_proj = 0;
+  // Version 3: the lexical section (lex_entry_bytes == 0: none).
+  uint64_t lex_offset = 0;       // section header; entries follow at lex_offset + 64
+  uint64_t lex_entry_bytes = 0;  // per slot
 
   bool has_keys() const { return (ext_kinds & kRetrievalKeys) != 0; }
   bool has_proj() const { return (ext_kinds & kRetrievalProj) != 0; }
+  bool has_lexical() const { return lex_entry_bytes != 0; }
+  uint64_t lex_entry_offset(uint64_t slot) const { return lex_offset + 64 + slot * lex_entry_bytes; }
   // f16 values of an entry's keys: [num_layers][key_heads][keys_per_head][head_dim].
   uint64_t keys_values() const {
     return uint64_t{num_layers} * key_heads * keys_per_head * head_dim;
@@ -185,6 +214,8 @@ struct StoreGeometry {
   uint32_t head_dim = 0;       // with kRetrievalKeys
   uint32_t keys_per_head = 8;  // R, with kRetrievalKeys
   uint32_t proj_dim = 0;       // d_r, with kRetrievalProj
+  // Version 3: a lexical section after the retrieval section (needs ext_kinds).
+  bool lexical = false;
 };
 
 // Checks the geometry (non-zero sizes, Q8_0 needs kv_dim % 32 == 0, file size < 2^62) and
@@ -195,6 +226,14 @@ StoreLayout make_layout(const StoreGeometry& g, const std::string& what);
 RetrievalSectionHeader retrieval_section_header(const StoreLayout& L);
 // CRC-32C of a retrieval entry (`entry` holds L.ext_entry_bytes bytes): [0, 12) ++ [16, end).
 uint32_t retrieval_entry_crc(const StoreLayout& L, const uint8_t* entry);
+
+// The section header that describes L's lexical section (L.has_lexical()), crc set.
+LexicalSectionHeader lexical_section_header(const StoreLayout& L);
+// The entry image of an episode of `tokens` (any order, repeats allowed): [L.lex_entry_bytes].
+std::vector<uint8_t> lexical_entry(const StoreLayout& L, uint64_t episode_id,
+                                   std::span<const int32_t> tokens);
+// CRC-32C of a lexical entry whose header says `count` tokens: [0, 12) ++ [16, 16 + 4 count).
+uint32_t lexical_entry_crc(const uint8_t* entry, uint32_t count);
 
 // CRC-32C of the header bytes that never change after creation: [0, 32) and [48, 60).
 uint32_t header_crc(const FileHeader& h);

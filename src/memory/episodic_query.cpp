@@ -1,5 +1,5 @@
 // EpisodicStore's centroid queries: the cosine top-k of spec 003, by a full FP16 scan or
-// through the int8 centroid sketch (docs/formats.md, "Recall").
+// through the int8 centroid sketch (docs/memory-format.md, "Recall").
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -79,6 +79,7 @@ std::vector<RecallHit> EpisodicStore::query_full_scan(std::span<const float> q, 
   const Impl& m = *impl_;
   const float q_norm = query_norm(m.path, m.L, q);
   std::shared_lock lock(m.state_mu);
+  Impl::UnmapAfter unmap{[&] { m.unmap_index(); }};
   return m.full_scan(q, q_norm, k, pool, nullptr);
 }
 
@@ -89,6 +90,7 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
   const float q_norm = query_norm(m.path, L, q);
   const std::optional<SketchQuery> sq = quantize_query(q);
   std::shared_lock lock(m.state_mu);
+  Impl::UnmapAfter unmap{[&] { m.unmap_index(); }};  // the centroids rescored below
   if (!sq || k == 0) return m.full_scan(q, q_norm, k, pool, nullptr);
   if (!m.sketch_ready.load(std::memory_order_acquire) &&
       m.queries_seen.fetch_add(1, std::memory_order_relaxed) == 0)
@@ -128,7 +130,7 @@ std::vector<RecallHit> EpisodicStore::query(std::span<const float> q, size_t k,
         const uint32_t slot = slots[static_cast<size_t>(i)];
         float dot = 0.0f, norm2 = 0.0f;
         centroid_dots(m.entry(slot) + 64, L.entry_bytes, 1, q.data(), L.hidden_size, &dot, &norm2);
-        out[at + static_cast<size_t>(i)] = {m.header_of(slot).episode_id, slot,
+        out[at + static_cast<size_t>(i)] = {m.header_at(slot).episode_id, slot,
                                             cosine(dot, norm2, q_norm)};
       }
     };
@@ -177,7 +179,8 @@ std::vector<RecallHit> EpisodicStore::Impl::full_scan(std::span<const float> q, 
   const StoreLayout& L = m.L;
   const size_t n = L.max_episodes;
   std::vector<float> dots(n), norms2(n);  // [max_episodes]
-  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
+  // Chunk by chunk, each unmapped once read: the scan never holds the whole index table.
+  auto rows = [&](int64_t begin, int64_t end) {
     for_live_runs(m.states, begin, end, [&](size_t s, size_t e) {
       const uint8_t* first = m.entry(static_cast<uint32_t>(s)) + 64;
       centroid_dots(first, L.entry_bytes, e - s, q.data(), L.hidden_size, &dots[s], &norms2[s]);
@@ -188,6 +191,14 @@ std::vector<RecallHit> EpisodicStore::Impl::full_scan(std::span<const float> q, 
         }
       }
     });
+  };
+  run_split(pool, static_cast<int64_t>(n), [&](int64_t begin, int64_t end, int) {
+    const auto chunk = static_cast<int64_t>(Impl::kScanChunk);
+    for (int64_t c = begin; c < end; c += chunk) {
+      const int64_t ce = std::min(end, c + chunk);
+      rows(c, ce);
+      m.unmap_entry_run(static_cast<uint32_t>(c), static_cast<uint32_t>(ce - 1));
+    }
   });
   std::vector<RecallHit> hits;
   hits.reserve(m.slot_of_id.size());

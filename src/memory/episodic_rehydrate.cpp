@@ -151,6 +151,9 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
 
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
+  // The entry and block are read through the mapping (the checks, the warm path): out of it
+  // again at the end, also when a check throws.
+  Impl::UnmapAfter unmap{[&] { m.unmap_record(slot); }};
   if (options.verify) m.check_record(slot);
   const size_t n = m.header_of(slot).token_count;
   if (n > out.max_tokens)
@@ -193,7 +196,6 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
     }
   });
   m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
-  m.unmap_pages(L.block_offset(slot), L.block_kv + L.kv_bytes(m.header_of(slot).token_count));
 }
 
 void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, double delta,
@@ -212,6 +214,9 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
 
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
+  // The entry and block are read through the mapping (the checks, the warm path): out of it
+  // again at the end, also when a check throws.
+  Impl::UnmapAfter unmap{[&] { m.unmap_record(slot); }};
   const EpisodeHeader eh = m.header_of(slot);
   const size_t n = eh.token_count;
   if (n > out.max_tokens)
@@ -306,7 +311,6 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
     }
   });
   m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
-  m.unmap_pages(L.block_offset(slot), L.block_kv + L.kv_bytes(m.header_of(slot).token_count));
 }
 
 }  // namespace channel

@@ -71,6 +71,9 @@ RepairReport repair_store(const std::string& path, bool dry_run) {
     if (!problem && state == SlotState::live) {
       problem = record_problem(L, data, s);
       if (!problem) problem = retrieval_entry_problem(L, data, s);
+      if (!problem)
+        problem = lexical_entry_problem(L, read_episode_header(L, data, s), s,
+                                        data + L.lex_entry_offset(s));
       const uint64_t id = read_episode_header(L, data, s).episode_id;
       if (!problem && !ids.insert(id).second)
         problem = fmt::format("index slot {}: episode id {} is stored twice", s, id);

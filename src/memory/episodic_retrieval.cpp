@@ -52,28 +52,6 @@ uint64_t EpisodicStore::damaged_retrieval_entries() const {
   return static_cast<uint64_t>(std::count(m.ext_state.begin(), m.ext_state.end(), uint8_t{2}));
 }
 
-std::vector<float> EpisodicStore::Impl::lexical_scores(std::span<const int32_t> cue,
-                                                      std::span<const uint32_t> slots) const {
-  std::lock_guard lock(lex_mu);
-  std::vector<uint8_t> live(L.max_episodes, 0);
-  std::vector<int32_t> tokens;
-  for (uint32_t slot : slots) {
-    live[slot] = 1;
-    const EpisodeHeader h = header_of(slot);
-    if (lex.current(slot, h.episode_id)) continue;
-    const uint32_t n = std::min<uint32_t>(h.token_count, L.max_tokens);
-    tokens.resize(n);
-    if (n > 0) {
-      iovec iov{tokens.data(), 4ull * n};
-      preadv_all(&iov, 1, L.block_offset(slot) + L.block_tokens);
-    }
-    lex.set(slot, h.episode_id, tokens);
-  }
-  for (uint32_t slot = 0; slot < L.max_episodes; ++slot)  // removed or replaced since
-    if (!live[slot]) lex.clear(slot);
-  return lex.score(cue, slots);
-}
-
 std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, size_t k,
                                                       ThreadPool* pool) const {
   const Impl& m = *impl_;
@@ -104,10 +82,22 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
                 cue.centroid.size(), L.hidden_size);
 
   std::shared_lock lock(m.state_mu);
+  // Everything below reads through the mapping: the retrieval entries, index headers and
+  // centroids go out of it again at the end (also when something throws).
+  Impl::UnmapAfter unmap{[&] {
+    m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
+    m.unmap_index();
+  }};
+  std::vector<std::pair<uint32_t, uint64_t>> live;  // (slot, id), ascending
+  live.reserve(m.slot_of_id.size());
+  for (const auto& [id, slot] : m.slot_of_id) live.emplace_back(slot, id);
+  std::sort(live.begin(), live.end());
   std::vector<uint32_t> slots;  // live, entry verified
+  std::vector<uint64_t> ids;    // their episodes
   {
     std::lock_guard ext_lock(m.ext_mu);
-    for (const auto& [id, slot] : m.slot_of_id) {
+    for (size_t i = 0; i < live.size(); ++i) {
+      const auto [slot, id] = live[i];
       uint8_t& st = m.ext_state[slot];
       if (st == 0) {
         if (auto p = retrieval_entry_problem(L, m.map, slot)) {
@@ -118,10 +108,17 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
           st = 1;
         }
       }
-      if (st == 1) slots.push_back(slot);
+      if (st == 1) {
+        slots.push_back(slot);
+        ids.push_back(id);
+      }
+      if ((i + 1) % Impl::kScanChunk == 0 || i + 1 == live.size()) {  // checked: unmap
+        const uint32_t first = live[i - i % Impl::kScanChunk].first;
+        m.unmap_ext_run(first, slot);
+        m.unmap_entry_run(first, slot);
+      }
     }
   }
-  std::sort(slots.begin(), slots.end());
   const size_t n = slots.size();
   std::vector<float> score(n), cos(use_centroid ? n : 0);
   double q_norm = 0.0;
@@ -130,7 +127,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     q_norm = std::sqrt(q_norm);
   }
   const size_t n_blocks = size_t{L.num_layers} * L.key_heads;
-  auto work = [&](int64_t b, int64_t e, int) {
+  auto scan = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const uint32_t slot = slots[static_cast<size_t>(i)];
       const uint8_t* entry = m.ext_entry(slot);
@@ -139,7 +136,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
                                                reinterpret_cast<const uint16_t*>(entry + L.ext_keys),
                                                n_blocks, group, L.keys_per_head, L.head_dim);
       } else {
-        const uint32_t tokens = m.header_of(slot).token_count;
+        const uint32_t tokens = m.header_at(slot).token_count;
         score[i] = proj_max_score(cue.proj.data(),
                                   reinterpret_cast<const uint16_t*>(entry + L.ext_proj), tokens,
                                   L.proj_dim);
@@ -152,6 +149,16 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
       }
     }
   };
+  // Chunk by chunk, each unmapped once scored.
+  auto work = [&](int64_t b, int64_t e, int) {
+    for (int64_t c = b; c < e; c += static_cast<int64_t>(Impl::kScanChunk)) {
+      const int64_t ce = std::min(e, c + static_cast<int64_t>(Impl::kScanChunk));
+      scan(c, ce);
+      const uint32_t first = slots[static_cast<size_t>(c)], last = slots[static_cast<size_t>(ce - 1)];
+      m.unmap_ext_run(first, last);
+      if (!use_keys || use_centroid) m.unmap_entry_run(first, last);
+    }
+  };
   if (pool && pool->size() > 1 && n >= 1024) {
     pool->parallel_for(static_cast<int64_t>(n), work);
   } else {
@@ -162,16 +169,15 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     standardize(cos);
     for (size_t i = 0; i < n; ++i) score[i] += cos[i];
   }
-  m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
   if (cue.lexical > 0.0f && !cue.tokens.empty() && n > 0) {
-    const std::vector<float> lex = m.lexical_scores(cue.tokens, slots);
+    const std::vector<float> lex = m.lexical_scores(cue.tokens, slots, ids);
     if (!use_centroid) standardize(score);
     for (size_t i = 0; i < n; ++i) score[i] += cue.lexical * lex[i];
   }
   std::vector<RecallHit> hits(n);
   for (size_t i = 0; i < n; ++i) {
     const float s = std::isnan(score[i]) ? -std::numeric_limits<float>::infinity() : score[i];
-    hits[i] = RecallHit{m.header_of(slots[i]).episode_id, slots[i], s};
+    hits[i] = RecallHit{ids[i], slots[i], s};
   }
   auto better = [](const RecallHit& a, const RecallHit& b) {
     return a.score != b.score ? a.score > b.score : a.episode_id < b.episode_id;

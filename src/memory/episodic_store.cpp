@@ -129,8 +129,12 @@ EpisodicStore EpisodicStore::open(const std::string& path, const StoreOptions& o
   m->total = m->h.total_episodes;
   m->write_head = m->h.write_head;
   for (uint32_t s = 0; s < m->L.max_episodes; ++s) {
-    if (m->states[s] == SlotState::live) m->slot_of_id[m->header_of(s).episode_id] = s;
+    if (m->states[s] == SlotState::live) m->slot_of_id[m->header_at(s).episode_id] = s;
   }
+  // Read through the mapping by the checks above: the index table and the section headers.
+  m->unmap_index();
+  if (m->L.ext_kinds) m->unmap_pages(m->L.ext_offset, 64);
+  if (m->L.has_lexical()) m->unmap_pages(m->L.lex_offset, 64);
   return EpisodicStore(std::move(m));
 }
 
@@ -164,6 +168,10 @@ EpisodicStore EpisodicStore::create(const std::string& path, const StoreGeometry
         if (L.ext_kinds) {
           const RetrievalSectionHeader rh = retrieval_section_header(L);
           if (!pwrite_all(fd, &rh, sizeof rh, L.ext_offset)) throw_file_error(what, path, "write");
+        }
+        if (L.has_lexical()) {
+          const LexicalSectionHeader xh = lexical_section_header(L);
+          if (!pwrite_all(fd, &xh, sizeof xh, L.lex_offset)) throw_file_error(what, path, "write");
         }
       },
       {.what = what, .replace = false, .durable = options.durable});
@@ -199,8 +207,9 @@ std::vector<EpisodeHeader> EpisodicStore::list() const {
   std::shared_lock lock(impl_->state_mu);
   std::vector<EpisodeHeader> out;
   out.reserve(impl_->slot_of_id.size());
+  Impl::UnmapAfter unmap{[&] { impl_->unmap_index(); }};
   for (const auto& [id, slot] : impl_->slot_of_id) {
-    const EpisodeHeader h = impl_->header_of(slot);
+    const EpisodeHeader h = impl_->header_at(slot);
     // A reader skips what the writer evicted or replaced since it opened the store.
     if (h.episode_id != id || h.token_count == 0) continue;
     out.push_back(h);
@@ -358,10 +367,14 @@ uint64_t EpisodicStore::append(const EpisodeRecord& r) {
   std::vector<uint8_t> block = build_block(L, id, r, summary);
   const uint32_t crc = record_checksum(L, entry.data(), block.data());
   std::memcpy(block.data() + offsetof(SlabBlockHeader, crc), &crc, 4);
-  // The retrieval entry goes first of all: the index entry that makes the slot pending comes
-  // last, so a published episode always has all three parts.
+  // The retrieval and lexical entries go first of all: the index entry that makes the slot
+  // pending comes last, so a published episode always has every part.
   std::vector<uint8_t> ext = build_retrieval_entry(L, id, r);
   if (!ext.empty()) m.pwrite_all(ext.data(), ext.size(), L.ext_entry_offset(slot));
+  if (L.has_lexical()) {  // version 3: the distinct tokens, for the lexical index of recall
+    const std::vector<uint8_t> lex = lexical_entry(L, id, r.tokens);
+    m.pwrite_all(lex.data(), lex.size(), L.lex_entry_offset(slot));
+  }
   m.pwrite_all(block.data(), block.size(), L.block_offset(slot));
   m.pwrite_all(entry.data(), entry.size(), L.entry_offset(slot));
   m.durable_sync();
@@ -397,11 +410,13 @@ Episode EpisodicStore::read(uint64_t id) const {
   const Impl& m = *impl_;
   std::shared_lock lock(m.state_mu);
   const uint32_t slot = m.require_slot(id);
+  // Read through the mapping, then out of it again (also when a check throws).
+  Impl::UnmapAfter unmap{[&] { m.unmap_record(slot); }};
   m.check_record(slot);
   const StoreLayout& L = m.L;
   Episode e;
   e.slot = slot;
-  e.header = m.header_of(slot);
+  e.header = m.header_at(slot);
   const size_t n = e.header.token_count;
   const uint8_t* b = m.block(slot);
   e.summary.assign(reinterpret_cast<const char*>(b + L.block_summary), e.header.summary_len);
@@ -477,6 +492,10 @@ void EpisodicStore::remove(uint64_t id) {
   const uint32_t zero = 0;
   m.pwrite_all(&zero, 4, m.L.entry_offset(slot) + offsetof(EpisodeHeader, token_count));
   m.durable_sync();
+}
+
+uint64_t EpisodicStore::mapped_resident_bytes() const {
+  return mapping_resident_bytes(impl_->map);
 }
 
 void EpisodicStore::sync() const {

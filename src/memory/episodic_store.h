@@ -1,5 +1,5 @@
 // EpisodicStore: one `.episodic.mem` file, memory-mapped read-only for queries and slab reads,
-// written with pwrite in a crash-safe order (docs/formats.md, ".episodic.mem", "Write
+// written with pwrite in a crash-safe order (docs/memory-format.md, ".episodic.mem", "Write
 // ordering"): record first, made durable, then published by the 16-byte {total_episodes,
 // write_head} update. Thread-safe: one appender at a time; queries, reads and access updates
 // run concurrently with an append and never wait for its disk syncs.
@@ -50,7 +50,7 @@ struct EpisodeRecord {
   std::span<const int32_t> tokens;  // [n], 1 <= n <= max_tokens
   std::span<const float> centroid;  // [hidden_size], stored as f16
   std::span<const float> kv;        // [num_layers][2 (K, V)][n][kv_dim]
-  // Version 2 stores (docs/formats.md, "Retrieval section"), stored as f16:
+  // Version 2 stores (docs/memory-format.md, "Retrieval section"), stored as f16:
   std::span<const float> rep_keys;  // with keys: [num_layers][key_heads][R][head_dim], pre-RoPE
   std::span<const float> proj;      // with proj: [n][proj_dim], unit vectors
 };
@@ -189,6 +189,11 @@ class EpisodicStore {
   void remove(uint64_t episode_id);
   void set_pinned(uint64_t episode_id, bool pinned);
   void sync() const;  // fdatasync
+
+  // Bytes of the store's file mapping resident in this process now (the Rss of the mapping in
+  // /proc/self/smaps; 0 where that cannot be read). Every read through the mapping unmaps its
+  // pages again, so this stays under a bound that does not grow with the episodes read.
+  uint64_t mapped_resident_bytes() const;
 
  private:
   struct Impl;

@@ -58,14 +58,23 @@ struct EpisodicStore::Impl {
   mutable std::atomic<uint64_t> queries_seen{0};
   mutable std::mutex sketch_mu;
 
-  // The distinct tokens of every live episode scored by a lexical query so far (read with
-  // pread, so the scan maps no slab page), kept current by id under lex_mu.
+  // The distinct tokens of every live episode scored by a lexical query so far, kept current
+  // by id under lex_mu: read from the lexical section (version 3), or from each record's
+  // token ids (older versions), always with pread, so no page is mapped (episodic_lexical.cpp).
   mutable LexicalIndex lex;
   mutable std::mutex lex_mu;
-  // LexicalIndex::score of `cue` over `slots` (live; the caller holds state_mu shared),
-  // indexing the episodes it has not seen first (episodic_retrieval.cpp).
-  std::vector<float> lexical_scores(std::span<const int32_t> cue,
-                                    std::span<const uint32_t> slots) const;
+  // LexicalIndex::score of `cue` over `slots` (live, ascending, holding episodes `ids`; the
+  // caller holds state_mu shared), indexing the episodes it has not seen first.
+  std::vector<float> lexical_scores(std::span<const int32_t> cue, std::span<const uint32_t> slots,
+                                    std::span<const uint64_t> ids) const;
+  struct LexMissing {  // a live slot the lexical index does not hold yet
+    uint32_t slot;
+    EpisodeHeader h;
+  };
+  // Both with lex_mu held: one slot from its record's token ids; slots (ascending) from the
+  // lexical section, in contiguous reads of up to 1 MiB, a damaged entry from its record.
+  void index_from_record(uint32_t slot, const EpisodeHeader& h) const;
+  void index_from_section(std::span<const LexMissing> missing) const;
 
   // Retrieval section (version 2): per slot 0 = not checked since open or the last write,
   // 1 = its entry verified, 2 = damaged (skipped by every retrieval query, reported once).
@@ -111,17 +120,56 @@ struct EpisodicStore::Impl {
   }
   // Takes [off, off + bytes) out of this process's mapping (MADV_DONTNEED on a read-only
   // shared mapping: the file and the page cache are untouched, a later read faults the page
-  // back in). Called after a scan or a rehydration has read them, so that what a long stream
-  // has read from its store does not stay resident in the process: RSS stays flat.
+  // back in). Every read through the mapping ends with it, so that what a long stream has read
+  // from its store does not stay resident in the process: file-backed RSS stays bounded. A
+  // fault maps the cached pages around it too (fault-around: the kFaultAround-aligned window of
+  // the address space that holds the fault), so the range is widened to those windows; pages
+  // of a neighbour that another thread is reading are only faulted in again.
+  static constexpr uint64_t kFaultAround = 64 << 10;  // Linux's fault_around_bytes default
   void unmap_pages(uint64_t off, uint64_t bytes) const {
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t begin = (off + page - 1) & ~(page - 1);  // whole pages inside the range
-    const uint64_t end = std::min<uint64_t>((off + bytes) & ~(page - 1), map_size);
-    if (end > begin) ::madvise(map + begin, end - begin, MADV_DONTNEED);
+    if (bytes == 0 || off >= map_size) return;
+    const auto base = reinterpret_cast<uintptr_t>(map);
+    const uintptr_t begin = std::max(base, (base + off) & ~uintptr_t{kFaultAround - 1});
+    const uintptr_t end = std::min<uintptr_t>(
+        base + map_size, (base + off + bytes + kFaultAround - 1) & ~uintptr_t{kFaultAround - 1});
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   }
+  // The header page and the whole index table (after a scan of many entries).
+  void unmap_index() const { unmap_pages(0, L.slab_offset); }
+  // An index entry and a slab block (after a record was read through the mapping).
+  void unmap_record(uint32_t slot) const {
+    unmap_pages(L.entry_offset(slot), L.entry_bytes);
+    unmap_pages(L.block_offset(slot), L.block_stride);
+  }
+  // The retrieval entries, or the index entries, of slots [first, last] (ascending), after a
+  // scan read them: a scan unmaps as it goes (every kScanChunk slots), so that while it runs
+  // it never holds more than a few chunks, however many episodes it scans.
+  static constexpr size_t kScanChunk = 64;
+  void unmap_ext_run(uint32_t first, uint32_t last) const {
+    unmap_pages(L.ext_entry_offset(first), (last - first + 1ull) * L.ext_entry_bytes);
+  }
+  void unmap_entry_run(uint32_t first, uint32_t last) const {
+    unmap_pages(L.entry_offset(first), (last - first + 1ull) * L.entry_bytes);
+  }
+  // Runs unmap at scope exit, also when a check throws.
+  template <typename F>
+  struct UnmapAfter {
+    F f;
+    ~UnmapAfter() { f(); }
+  };
   const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
   const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
-  EpisodeHeader header_of(uint32_t slot) const { return read_episode_header(L, map, slot); }
+  // One slot's index header read with pread: no page of the mapping is touched, so nothing
+  // stays resident (for single lookups; a scan of many entries uses header_at and then
+  // unmap_index).
+  EpisodeHeader header_of(uint32_t slot) const {
+    EpisodeHeader e;
+    iovec iov{&e, sizeof e};
+    preadv_all(&iov, 1, L.entry_offset(slot));
+    return e;
+  }
+  // Through the mapping: the caller unmaps what it read (unmap_index).
+  EpisodeHeader header_at(uint32_t slot) const { return read_episode_header(L, map, slot); }
 
   uint32_t require_slot(uint64_t id) const {  // caller holds state_mu
     auto it = slot_of_id.find(id);

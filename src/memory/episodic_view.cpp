@@ -33,8 +33,8 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
                 static_cast<uint8_t>(h.magic[0]), static_cast<uint8_t>(h.magic[1]),
                 static_cast<uint8_t>(h.magic[2]), static_cast<uint8_t>(h.magic[3]));
   }
-  if (h.version != kEmemVersion && h.version != kEmemVersionExt) {
-    throw_error("{}: unsupported version {} (this build reads versions 1 and 2) (at offset 4)",
+  if (h.version != kEmemVersion && h.version != kEmemVersionExt && h.version != kEmemVersionLex) {
+    throw_error("{}: unsupported version {} (this build reads versions 1, 2 and 3) (at offset 4)",
                 what, h.version);
   }
   if (h.file_flags & kFileCompressed) {
@@ -65,7 +65,7 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
   g.max_tokens = h.max_tokens_per_episode;
   g.slab_type = (h.file_flags & kFileQ8_0) ? SlabType::q8_0 : SlabType::f16;
   StoreLayout L = make_layout(g, what);
-  if (h.version == kEmemVersionExt) {
+  if (h.version >= kEmemVersionExt) {
     // The retrieval section's header sits where a version 1 file would end.
     const uint64_t off = L.file_size;
     const std::string swhat = fmt::format("episodic: {}: retrieval section", name);
@@ -88,6 +88,7 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
     g.head_dim = r.head_dim;
     g.keys_per_head = r.keys_per_head;
     g.proj_dim = r.proj_dim;
+    g.lexical = h.version == kEmemVersionLex;
     L = make_layout(g, swhat);
     // Every other field must be the one the geometry implies: nothing is left to interpret.
     const RetrievalSectionHeader want = retrieval_section_header(L);
@@ -99,6 +100,27 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
           swhat, r.key_layers, r.key_heads, r.head_dim, r.keys_per_head, r.proj_dim,
           r.proj_tokens, r.entry_bytes, want.key_layers, want.key_heads, want.keys_per_head,
           want.proj_tokens, want.entry_bytes, off + 8);
+    }
+  }
+  if (h.version == kEmemVersionLex) {
+    // The lexical section's header sits where a version 2 file would end.
+    const uint64_t off = L.lex_offset;
+    const std::string swhat = fmt::format("episodic: {}: lexical section", name);
+    if (size < off + sizeof(LexicalSectionHeader)) {
+      throw_error("{}: the file has {} bytes, the section header needs {} (truncated)", swhat,
+                  size, off + sizeof(LexicalSectionHeader));
+    }
+    LexicalSectionHeader x;
+    std::memcpy(&x, data + off, sizeof x);
+    if (x.magic != kLexicalMagic)
+      throw_error("{}: bad magic {:#010x}, expected 'EMLX' (at offset {})", swhat, x.magic, off);
+    const LexicalSectionHeader want = lexical_section_header(L);
+    if (std::memcmp(&want, &x, sizeof x) != 0) {
+      throw_error(
+          "{}: fields do not match the geometry (tokens {} entry {} bytes crc {:#010x}; expected "
+          "tokens {} entry {} crc {:#010x}) (at offset {})",
+          swhat, x.max_tokens, x.entry_bytes, x.crc, want.max_tokens, want.entry_bytes, want.crc,
+          off + 4);
     }
   }
   if (size != L.file_size) {
@@ -254,6 +276,35 @@ std::optional<std::string> retrieval_entry_problem(const StoreLayout& L, const u
   return std::nullopt;
 }
 
+std::optional<std::string> lexical_entry_problem(const StoreLayout& L, const EpisodeHeader& e,
+                                                uint64_t slot, const uint8_t* entry) {
+  if (!L.has_lexical()) return std::nullopt;
+  const uint64_t off = L.lex_entry_offset(slot);
+  LexicalEntryHeader x;
+  std::memcpy(&x, entry, sizeof x);
+  auto problem = [&](uint64_t field_off, std::string msg) {
+    return fmt::format("lexical entry of episode {} (slot {}): {} (at offset {})", e.episode_id,
+                       slot, msg, off + field_off);
+  };
+  if (x.episode_id != e.episode_id)
+    return problem(0, fmt::format("entry belongs to episode {}", x.episode_id));
+  if (x.count == 0 || x.count > e.token_count || x.count > L.max_tokens)
+    return problem(8, fmt::format("{} distinct tokens, outside 1..{}", x.count,
+                                  std::min(e.token_count, L.max_tokens)));
+  const uint32_t crc = lexical_entry_crc(entry, x.count);
+  if (crc != x.crc)
+    return problem(12, fmt::format("checksum mismatch: stored {:#010x}, computed {:#010x}", x.crc,
+                                   crc));
+  const uint8_t* t = entry + sizeof x;
+  for (uint32_t i = 1; i < x.count; ++i) {
+    int32_t a, b;
+    std::memcpy(&a, t + 4 * (i - 1), 4);
+    std::memcpy(&b, t + 4 * i, 4);
+    if (!(a < b)) return problem(16 + 4 * i, "token ids are not ascending and distinct");
+  }
+  return std::nullopt;
+}
+
 VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& name) {
   VerifyReport r;
   FileHeader h;
@@ -290,9 +341,12 @@ VerifyReport verify_store(const uint8_t* data, size_t size, const std::string& n
     ++r.records_checked;
     const std::optional<std::string> rec = record_problem(L, data, s);
     const std::optional<std::string> ret = retrieval_entry_problem(L, data, s);
+    const std::optional<std::string> lex = lexical_entry_problem(
+        L, read_episode_header(L, data, s), s, data + L.lex_entry_offset(s));
     if (rec) r.problems.push_back(*rec);
     if (ret) r.problems.push_back(*ret);
-    if (rec || ret) r.damaged_episodes.push_back(id);
+    if (lex) r.problems.push_back(*lex);
+    if (rec || ret || lex) r.damaged_episodes.push_back(id);
   }
   return r;
 }

@@ -56,6 +56,12 @@ std::string checksum_problem(const EpisodeHeader& e, uint64_t slot, uint64_t bof
 std::optional<std::string> retrieval_entry_problem(const StoreLayout& L, const uint8_t* data,
                                                    uint64_t slot);
 
+// The problem with live slot `slot`'s lexical entry (version 3: id echo, a count in
+// 1..token_count, its checksum, ascending distinct ids), or nullopt (also without a lexical
+// section). `e` is the slot's index header, `entry` the entry's L.lex_entry_bytes bytes.
+std::optional<std::string> lexical_entry_problem(const StoreLayout& L, const EpisodeHeader& e,
+                                                uint64_t slot, const uint8_t* entry);
+
 struct VerifyReport {
   std::vector<std::string> problems;  // each an inconsistency; empty when the file verifies
   std::vector<std::string> notes;     // harmless findings (a pending unpublished append)

@@ -37,6 +37,7 @@ StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
   g.ext_kinds = kRetrievalKeys;
   g.head_dim = static_cast<uint32_t>(hp.head_dim);
   g.keys_per_head = keys_per_head;
+  g.lexical = true;  // version 3: the lexical index of recall is kept in the file
   if (auto head = load_retrieval_head(model.gguf(), static_cast<size_t>(hp.n_embd))) {
     g.ext_kinds |= kRetrievalProj;
     g.proj_dim = head->dim;

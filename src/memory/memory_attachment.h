@@ -48,8 +48,8 @@ struct MemoryConfig {
 std::vector<int> recall_layers(const ModelHparams& hp);
 
 // The store geometry a session of `model` writes: one layer per global layer, kv_dim =
-// n_head_kv * head_dim, hidden = n_embd; version 2 with R representative keys per KV head,
-// and each token's projected vector when the model carries a retrieval head.
+// n_head_kv * head_dim, hidden = n_embd; version 3: R representative keys per KV head, each
+// token's projected vector when the model carries a retrieval head, and the lexical section.
 inline constexpr uint32_t kDefaultKeysPerHead = 8;
 StoreGeometry session_store_geometry(const Model& model, uint32_t max_episodes,
                                      uint32_t max_tokens,

@@ -1,5 +1,5 @@
 // Page residency probes (page_residency.h): an RTM transaction over the pages, cachestat(2),
-// mincore(2).
+// mincore(2), and a mapping's Rss from /proc/self/smaps.
 #include "memory/page_residency.h"
 
 #include <sys/mman.h>
@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -78,6 +81,25 @@ bool pages_mapped(const void* p, size_t n) {
   (void)n;
   return false;
 #endif
+}
+
+uint64_t mapping_resident_bytes(const void* start) {
+  std::ifstream f("/proc/self/smaps");
+  const auto want = reinterpret_cast<uintptr_t>(start);
+  std::string line;
+  bool in = false;
+  while (std::getline(f, line)) {
+    // A mapping's first line: "begin-end perms offset dev inode [path]" in hex.
+    const size_t dash = line.find('-');
+    if (dash != std::string::npos && dash > 0 &&
+        std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(dash),
+                    [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) {
+      in = std::stoull(line.substr(0, dash), nullptr, 16) == want;
+      continue;
+    }
+    if (in && line.rfind("Rss:", 0) == 0) return std::stoull(line.substr(4)) << 10;  // kB
+  }
+  return 0;
 }
 
 bool pages_cached(int fd, uint64_t off, const void* mapped, uint64_t n) {

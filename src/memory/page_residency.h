@@ -18,6 +18,10 @@ namespace channel {
 bool pages_mapped(const void* p, size_t n);
 inline constexpr size_t kMaxProbePages = 256;
 
+// The Rss of this process's mapping that starts at `start` (its /proc/self/smaps entry), in
+// bytes; 0 when there is none or the file cannot be read.
+uint64_t mapping_resident_bytes(const void* start);
+
 // Whether pages_mapped can ever answer true here (RTM present and compiled in).
 bool page_probe_available();
 

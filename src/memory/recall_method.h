@@ -1,4 +1,4 @@
-// recall_method.h: how a cue is scored against the stored episodes (docs/formats.md,
+// recall_method.h: how a cue is scored against the stored episodes (docs/memory-format.md,
 // "Recall methods"): the seed's centroid cosine, the model's queries against each episode's
 // representative keys, a trained retrieval projection, or a mix of the first two.
 #pragma once

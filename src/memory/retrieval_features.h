@@ -1,5 +1,5 @@
 // retrieval_features.h: what a version 2 store keeps per episode for recall in attention
-// space (docs/formats.md, "Retrieval section"), computed from a staged episode by the
+// space (docs/memory-format.md, "Retrieval section"), computed from a staged episode by the
 // consolidation worker: R representative keys per KV head of every stored layer, pre-RoPE,
 // chosen by the attention they drew from the episode's own queries, and the retrieval head's
 // unit vector of every token.

@@ -1,5 +1,5 @@
 // retrieval_head.h: an optional trained retrieval projection a GGUF carries as metadata
-// (docs/formats.md, "Retrieval head"): channel.retrieval.dim (u32 d_r), channel.retrieval.query
+// (docs/memory-format.md, "Retrieval head"): channel.retrieval.dim (u32 d_r), channel.retrieval.query
 // and channel.retrieval.key (f32 arrays of d_r x n_embd, row-major [d_r][n_embd]). Its input
 // x is the final hidden state after the output norm (what the LM head reads). An episode keeps
 // normalize(W_key x_t) for every token t; a cue is normalize(W_query x_last).

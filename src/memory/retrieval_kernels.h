@@ -1,4 +1,4 @@
-// retrieval_kernels.h: the inner loops of recall in attention space (docs/formats.md,
+// retrieval_kernels.h: the inner loops of recall in attention space (docs/memory-format.md,
 // "Retrieval section"), each with its scalar reference: an episode's representative keys
 // scored with a cue's queries, and an episode's per-token projected vectors scored with a
 // projected cue. Stored vectors are f16; cues are f32.

@@ -35,7 +35,9 @@ assert any(e["recalled"] for e in ev), "nothing ever recalled"
 PY
 expect_ok "mem verify" "$CHANNEL" mem verify "$store"
 expect_ok "mem stats" "$CHANNEL" mem stats "$store"
-grep -Eq "^version +2" "$TMP/out" || fail "not a version 2 store: $(cat "$TMP/out")"
+grep -Eq "^version +3" "$TMP/out" || fail "not a version 3 store: $(cat "$TMP/out")"
+grep -Eq "^lexical index +stored \(lexical section\)" "$TMP/out" ||
+  fail "no lexical section: $(cat "$TMP/out")"
 grep -Eq "^retrieval +keys \(R 8 per KV head\), projected vectors \(d_r 16\)" "$TMP/out" ||
   fail "retrieval kinds: $(cat "$TMP/out")"
 expect_ok "--no-auto-recall" "$CHANNEL" stream "${sflags[@]}" -f "$TMP/paras.txt" --turns \
@@ -116,6 +118,18 @@ assert len(rows) == 4, len(rows)
 ids = [r["id"] for r in rows]
 assert ids == list(range(ids[0], ids[0] + 4)) and ids[0] > 20, ids
 PY
+
+# A version 2 store (no lexical section) is still written and recalled from, lexical half on.
+expect_ok "mem create --v2" "$CHANNEL" mem create -m "$model" --v2 --capacity 64 "$TMP/v2.mem"
+expect_ok "stream into a v2 store" "$CHANNEL" stream "${sflags[@]}" -f "$TMP/paras.txt" --turns \
+  --memory "$TMP/v2.mem"
+grep -q '"event":"recall"' "$TMP/out" || fail "v2 store: no recall events"
+expect_ok "mem stats (v2)" "$CHANNEL" mem stats "$TMP/v2.mem"
+grep -Eq "^version +2" "$TMP/out" || fail "not a version 2 store: $(cat "$TMP/out")"
+expect_ok "run over a v2 store" "$CHANNEL" run "${flags[@]}" --memory "$TMP/v2.mem" \
+  --recall-only --temp 0 -n 2 -p "Which place goes with item 7?"
+grep -Eq "memory .*: turn recall \(proj\) at clock [0-9]+: recalled: [0-9]+ \(" "$TMP/err" ||
+  fail "run over a v2 store: $(cat "$TMP/err")"
 
 # A version 1 store: recall by centroid, with a notice.
 expect_ok "mem create --v1" "$CHANNEL" mem create -m "$model" --v1 --capacity 64 "$TMP/v1.mem"

@@ -14,7 +14,7 @@ check_lines() {
 import json, sys
 path, count, every, first, slots = sys.argv[1], *map(int, sys.argv[2:])
 keys = ["clock", "anchors", "window_used", "recall_used", "spans", "evicted_spans",
-        "max_distance", "rss_bytes", "tok_per_s"]
+        "max_distance", "rss_bytes", "rss_anon_bytes", "rss_file_bytes", "tok_per_s"]
 lines = open(path).read().splitlines()
 assert len(lines) == count, f"{len(lines)} lines, expected {count}"
 for i, line in enumerate(lines):
@@ -23,6 +23,7 @@ for i, line in enumerate(lines):
     assert d["clock"] == first + i * every, f"line {i}: clock {d['clock']}"
     assert d["max_distance"] < slots and d["window_used"] <= slots
     assert d["rss_bytes"] > 0 and d["tok_per_s"] >= 0
+    assert d["rss_anon_bytes"] > 0 and d["rss_file_bytes"] > 0
 PY
 }
 

@@ -1,7 +1,7 @@
 // libFuzzer target for the .episodic.mem parser: any bytes go through verify_store, and
 // through EpisodicStore::open on an in-memory file (memfd), then every accessor: list, read,
-// rehydrate, query, and a version 2 store's retrieval queries. Only channel::Error may
-// escape; anything else is a bug.
+// rehydrate, query, and a version 2 or 3 store's retrieval queries (with the lexical half).
+// Only channel::Error may escape; anything else is a bug.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -48,6 +48,14 @@ void exercise(const std::string& path) {
     cue.method = channel::RecallMethod::keys;
     cue.queries = keys;
     for (const channel::RecallHit& hit : s.query_retrieval(cue, 3)) h += hit.episode_id;
+    // With a lexical cue: the lexical index, from a version 3 file's lexical section (damaged
+    // entries read from their records) or from every record.
+    const std::vector<int32_t> words{1, 2, 3, 1000, -5};
+    cue.tokens = words;
+    cue.lexical = 8.0f;
+    for (const channel::RecallHit& hit : s.query_retrieval(cue, 3)) h += hit.episode_id;
+    cue.tokens = {};
+    cue.lexical = 0.0f;
     cue.method = channel::RecallMethod::hybrid;
     cue.centroid = q;
     for (const channel::RecallHit& hit : s.query_retrieval(cue, 3)) h += hit.episode_id;

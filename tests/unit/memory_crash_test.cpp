@@ -24,8 +24,9 @@ StoreGeometry crash_geometry() {
   g.kv_dim = 256;
   g.max_episodes = 12;
   g.max_tokens = 16;
-  // Version 2: the retrieval entry is part of every append's ordering.
+  // Version 3: the retrieval and lexical entries are part of every append's ordering.
   g.ext_kinds = kRetrievalKeys | kRetrievalProj;
+  g.lexical = true;
   g.head_dim = 64;
   g.keys_per_head = 4;
   g.proj_dim = 32;

@@ -1,6 +1,7 @@
 // Page residency probes (memory/page_residency.h): pages_mapped never says yes for a page this
 // process has not mapped (it must not fault a cold page in), says yes for mapped pages where
-// the CPU has RTM, and pages_cached sees pages the process has just written.
+// the CPU has RTM, pages_cached sees pages the process has just written, and
+// mapping_resident_bytes counts what a mapping holds in this process.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -54,6 +55,20 @@ TEST(PageResidency, MappedOnlyForPagesTouchedThroughTheMapping) {
   ASSERT_EQ(::madvise(f.map, f.size, MADV_DONTNEED), 0);
   EXPECT_FALSE(pages_mapped(range, n));
   EXPECT_TRUE(pages_cached(f.fd, static_cast<uint64_t>(range - f.map), range, n));
+}
+
+TEST(PageResidency, MappingResidentBytesCountsTouchedPages) {
+  test::ScratchDir dir;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  MappedFile f(dir.file("rss.bin"), 256 * page);
+  ASSERT_NE(f.map, nullptr);
+  EXPECT_EQ(mapping_resident_bytes(f.map), 0u);
+  volatile uint8_t sum = 0;
+  for (size_t i = 0; i < 256; i += 2) sum = sum + f.map[i * page];
+  EXPECT_GE(mapping_resident_bytes(f.map), 128 * page);
+  ASSERT_EQ(::madvise(f.map, f.size, MADV_DONTNEED), 0);
+  EXPECT_EQ(mapping_resident_bytes(f.map), 0u);
+  EXPECT_EQ(mapping_resident_bytes(f.map + page), 0u);  // not the start of a mapping
 }
 
 TEST(PageResidency, TooManyPagesIsNeverMapped) {

@@ -1,4 +1,4 @@
-// Recall in attention space (docs/formats.md, "Retrieval section"): the kernels against their
+// Recall in attention space (docs/memory-format.md, "Retrieval section"): the kernels against their
 // scalar references; the version 2 store (layout, round trip, damaged entries skipped, version 1
 // files still read); and recall@k through a live session: episodes planted by consolidation
 // are found again by keys and by a retrieval head for cues made from the same content. The

@@ -614,6 +614,27 @@ TEST(MemoryStore, DISABLED_WriteFuzzSeeds) {
   b = fp16;
   b[L.entry_offset(0) + 40] = 200;
   out("invalid_token_count.mem", b);
+  // Version 3: retrieval and lexical sections; one damaged lexical entry, one damaged header.
+  StoreGeometry g3 = geometry(SlabType::f16, 3);
+  g3.ext_kinds = kRetrievalKeys;
+  g3.head_dim = 16;
+  g3.keys_per_head = 1;
+  g3.lexical = true;
+  const std::string p3 = dir.file("v3");
+  {
+    EpisodicStore s = EpisodicStore::create(p3, g3, 0xC4A77E1ull, fast());
+    for (uint64_t i = 0; i < 2; ++i)
+      s.append(SyntheticEpisode(s.layout(), i, 2 + i).record(i * 4, i ? i - 1 : kNoEpisode));
+  }
+  const auto v3 = read_bytes(p3);
+  const StoreLayout L3 = make_layout(g3, "t");
+  out("valid_v3.mem", v3);
+  b = v3;
+  b[L3.lex_entry_offset(1) + 16] ^= 0x01;
+  out("invalid_v3_lexical_entry.mem", b);
+  b = v3;
+  b[L3.lex_offset + 4] ^= 0x02;
+  out("invalid_v3_lexical_section.mem", b);
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ struct MemArgs {
   std::string method = "auto";  // query: --recall-method
   double lexical = kDefaultLexicalWeight;  // query: --recall-lexical
   bool v1 = false;               // create: version 1 (no retrieval section)
+  bool v2 = false;               // create: version 2 (no lexical section)
 };
 
 // Episode ids are unsigned 64-bit: "-1" or "x" is refused, never wrapped around.
@@ -96,6 +97,7 @@ int run_create(const MemArgs& a) {
   StoreGeometry g = session_store_geometry(*model, a.capacity, a.max_tokens);
   g.slab_type = a.q8_0 ? SlabType::q8_0 : SlabType::f16;
   if (a.v1) g.ext_kinds = 0;
+  if (a.v1 || a.v2) g.lexical = false;
   const EpisodicStore s = EpisodicStore::create(a.file, g, model_id_hash(model->gguf()));
   std::printf("created %s: %u episodes of up to %u tokens, %s slabs, %s when full\n",
               a.file.c_str(), g.max_episodes, g.max_tokens, slab_type_name(g.slab_type),
@@ -358,6 +360,8 @@ int run_stats(const MemArgs& a) {
   if (L.has_proj())
     retrieval += fmt::format("{}projected vectors (d_r {})", L.has_keys() ? ", " : "", L.proj_dim);
   std::printf("retrieval          %s\n", retrieval.c_str());
+  std::printf("lexical index      %s\n", L.has_lexical() ? "stored (lexical section)"
+                                                          : "built from the records when recalled");
   std::printf("slab type          %s\n", slab_type_name(L.slab_type));
   std::printf("layers             %u\n", L.num_layers);
   std::printf("hidden size        %u\n", L.hidden_size);
@@ -515,6 +519,9 @@ const CommandRegistrar registrar{
       create->add_flag("--q8_0", args->q8_0, "Store K/V as Q8_0 instead of FP16");
       create->add_flag("--v1", args->v1,
                        "A version 1 store: no retrieval section, recall by centroid only");
+      create->add_flag("--v2", args->v2,
+                       "A version 2 store: no lexical section, recall builds the lexical index "
+                       "from the records (as with stores made before version 3)");
       return [args, ls, show, stats, verify, create, add, rm, pin, unpin, repair] {
         // The file is checked first: a directory or a missing file is one clear line.
         if (create->parsed()) {

@@ -139,6 +139,24 @@ uint64_t rss_bytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+// The two parts of RSS from /proc/self/status: anonymous memory (heap, KV arenas) and mapped
+// file pages (the model, the episodic store); 0 where a line is missing.
+struct RssParts {
+  uint64_t anon = 0, file = 0;
+};
+RssParts rss_parts() {
+  std::ifstream f("/proc/self/status");
+  RssParts r;
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key) {
+    if (key == "RssAnon:" && f >> kib >> unit) r.anon = kib << 10;
+    else if (key == "RssFile:" && f >> kib >> unit) r.file = kib << 10;
+  }
+  return r;
+}
+
 struct Handles {
   channel_model* model = nullptr;
   channel_session* session = nullptr;
@@ -161,14 +179,16 @@ class Stats {
     last_ = now;
     channel_geometry g;
     check(channel_session_get_geometry(s_, &g));
+    const RssParts rss = rss_parts();
     std::printf(
         "{\"clock\":%llu,\"anchors\":%u,\"window_used\":%u,\"recall_used\":%u,\"spans\":%llu,"
-        "\"evicted_spans\":%llu,\"max_distance\":%llu,\"rss_bytes\":%llu,\"tok_per_s\":%.1f}\n",
+        "\"evicted_spans\":%llu,\"max_distance\":%llu,\"rss_bytes\":%llu,\"rss_anon_bytes\":%llu,"
+        "\"rss_file_bytes\":%llu,\"tok_per_s\":%.1f}\n",
         static_cast<unsigned long long>(g.clock), g.anchors, g.window_used, g.recall_used,
         static_cast<unsigned long long>(g.spans), static_cast<unsigned long long>(g.evicted_spans),
         static_cast<unsigned long long>(g.max_distance),
-        static_cast<unsigned long long>(rss_bytes()),
-        seconds > 0 ? static_cast<double>(every_) / seconds : 0.0);
+        static_cast<unsigned long long>(rss_bytes()), static_cast<unsigned long long>(rss.anon),
+        static_cast<unsigned long long>(rss.file), seconds > 0 ? static_cast<double>(every_) / seconds : 0.0);
     std::fflush(stdout);
   }
   int64_t count() const { return count_; }
