@@ -1,7 +1,8 @@
 // The element-wise and attention kernels: RMSNorm, rope (NORMAL, NEOX, partial), the q/k/v
 // stage of a layer (per-head norms, rope, K/V into the f16 cache), slot attention through a
 // slot table with an online softmax (split over blocks for decode, then merged), the GLU
-// activations and the logit soft-cap. CPU references: ops/norm.h, ops/rope.h,
+// activations and the logit soft-cap, and decode's fused norm/GLU + Q8_0 activation stages.
+// CPU references: ops/norm.h, ops/rope.h,
 // ops/attention.h, ops/activation.h.
 #include <cmath>
 
@@ -321,6 +322,53 @@ __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu,
   }
 }
 
+// ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
+
+// Element i of a row, all 32 lanes of the warp on one 32-element block: the Q8_0 activation
+// arithmetic of convert_act (quantize_q8_kernel in cuda_matmul.cu, ops/quant.h).
+__device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float* d) {
+  const float amax = warp_max(fabsf(v));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  q[i] = static_cast<int8_t>(rintf(v * id));
+  if (threadIdx.x % 32 == 0) d[i / 32] = __half2float(__float2half_rn(amax / 127.0f));
+}
+
+// A block per row of n (a multiple of 32) with 256 threads, as add_normed_kernel and
+// rms_norm_kernel, whose expressions it repeats: thread k owns elements k, k + 256, ...
+__global__ void norm_quant_kernel(const float* proj, const float* post_w, float* resid,
+                                  const float* norm_w, int64_t n, float eps, int8_t* q, float* d) {
+  __shared__ float red[32];
+  float* rr = resid + blockIdx.x * n;
+  if (proj) {
+    const float* xr = proj + blockIdx.x * n;
+    float scale = 1.0f;
+    if (post_w) {
+      float ss = 0.0f;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+      ss = block_sum(ss, red);
+      scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+    }
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      rr[i] += post_w ? (xr[i] * scale) * post_w[i] : xr[i];
+  }
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += rr[i] * rr[i];
+  ss = block_sum(ss, red);
+  const float scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    quant_store((rr[i] * scale) * norm_w[i], blockIdx.x * n + i, q, d);
+}
+
+__global__ void glu_quant_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, int8_t* q,
+                                 float* d) {
+  const int64_t t = blockIdx.y;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = gu[t * ld + i], u = gu[t * ld + n_ff + i];
+    quant_store(gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u, t * n_ff + i, q, d);
+  }
+}
+
 __global__ void softcap_kernel(float* x, int64_t count, float cap) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -427,6 +475,23 @@ void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out
   const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;
   glu_kernel<<<dim3(gx, static_cast<unsigned>(n)), 256, 0, s>>>(gu, ld, n_ff, gelu, out);
   check_launch("glu");
+}
+
+void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
+                int64_t rows, int64_t n, float eps, void* out, cudaStream_t s) {
+  int8_t* q = static_cast<int8_t*>(out);
+  norm_quant_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(
+      proj, post_w, resid, norm_w, n, eps, q, reinterpret_cast<float*>(q + rows * n));
+  check_launch("norm_quant");
+}
+
+void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void* out,
+               cudaStream_t s) {
+  int8_t* q = static_cast<int8_t*>(out);
+  const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;
+  glu_quant_kernel<<<dim3(gx, static_cast<unsigned>(n)), 256, 0, s>>>(
+      gu, ld, n_ff, gelu, q, reinterpret_cast<float*>(q + n * n_ff));
+  check_launch("glu_quant");
 }
 
 void softcap(float* x, int64_t count, float cap, cudaStream_t s) {
