@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_session.h"
 #include "util/error.h"
 
 namespace channel::cuda {
@@ -59,5 +60,15 @@ bool fused_decode() {
 }
 
 void set_fused_decode(bool on) { g_fuse.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+void set_decode_kernels(const std::string& spec) {
+  const bool fused = !spec.empty() && spec.back() == 'f';
+  const std::string v = fused ? spec.substr(0, spec.size() - 1) : spec;
+  if (v.size() != 2 || v[0] != 'v' || v[1] < '0' || v[1] >= '0' + kMatvecVariants)
+    throw_error("decode kernels: expected v0..v{} with an optional f (fused), got '{}'",
+                kMatvecVariants - 1, spec);
+  set_matvec_variant(v[1] - '0');
+  set_fused_decode(fused);
+}
 
 }  // namespace channel::cuda
