@@ -150,6 +150,12 @@ void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void
 // set_fused_decode overrides it.
 bool fused_decode();
 void set_fused_decode(bool on);
+// CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
+// serialization and waits for the grid before it on entry (griddepcontrol.wait), so its
+// launch and prologue overlap that grid's tail; the chunked matvecs first send their first
+// weight chunk towards L2. set_pdl overrides it.
+bool pdl_enabled();
+void set_pdl(bool on);
 
 // x[t] = row tokens[t] of the embedding matrix (repacked) times scale.
 void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x, cudaStream_t s);

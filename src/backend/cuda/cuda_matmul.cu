@@ -52,6 +52,7 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
 
 template <typename T>
 __global__ void convert_kernel(const float* x, int64_t cols, int64_t ldx, T* out) {
+  pdl_wait();
   const int64_t t = blockIdx.y;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cols;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -61,6 +62,7 @@ __global__ void convert_kernel(const float* x, int64_t cols, int64_t ldx, T* out
 // A warp per 32-element block: the CPU's Q8_0 activation arithmetic (ops/quant.h).
 __global__ void quantize_q8_kernel(const float* x, int64_t n, int64_t cols, int64_t ldx,
                                    int8_t* q, float* d) {
+  pdl_wait();
   const int64_t nb = cols / kQ;
   const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -245,6 +247,7 @@ constexpr int kMatvecThreads = 256;  // 8 rows per block
 template <int K>
 __global__ void __launch_bounds__(kMatvecThreads)
     matvec_kernel(DevMatrix w, const void* act, int64_t n, float* y, int64_t ldy) {
+  pdl_wait();
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (kMatvecThreads / 32) + threadIdx.x / 32;
   const int64_t t = blockIdx.y;
@@ -322,7 +325,10 @@ __global__ void __launch_bounds__(128)
   const int g = threadIdx.x % G;
   const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * (128 / G) + threadIdx.x / G) * R;
   const int64_t t = blockIdx.y;
-  if (r0 >= w.rows) return;  // W > 1: the whole block returns together
+  if (r0 >= w.rows) {  // W > 1: the whole block returns together
+    pdl_wait();
+    return;
+  }
   const int64_t cols = w.cols, units = units_per_row<K>(cols);
   constexpr bool kScaled = K == kQ8 || K == kQ4;
   const int4* wrow[R];
@@ -333,6 +339,15 @@ __global__ void __launch_bounds__(128)
     wrow[i] = reinterpret_cast<const int4*>(static_cast<const uint8_t*>(w.q) + r * units * 16);
     drow[i] = kScaled ? static_cast<const __half*>(w.d) + r * (cols / kQ) : nullptr;
   }
+  // The weights depend on no earlier kernel: the first chunk heads for L2 while the grid
+  // before this one (programmatic dependent launch) drains.
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (g + static_cast<int64_t>(G) * u < units)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[i] + g + static_cast<int64_t>(G) * u));
+  pdl_wait();
   float sum[R];
 #pragma unroll
   for (int i = 0; i < R; ++i) sum[i] = 0.0f;
@@ -391,7 +406,7 @@ void launch_chunk(const DevMatrix& w, const void* act, int64_t n, float* y, int6
                   cudaStream_t s) {
   constexpr int64_t per_block = (128 / (32 * W)) * R;
   const dim3 grid(static_cast<unsigned>((w.rows + per_block - 1) / per_block), static_cast<unsigned>(n));
-  matvec_chunk_kernel<K, W, R, U, Hint><<<grid, 128, 0, s>>>(w, act, n, y, ldy);
+  launch_k(matvec_chunk_kernel<K, W, R, U, Hint>, grid, 128, 0, s, w, act, n, y, ldy);
 }
 
 template <int K>
@@ -463,6 +478,7 @@ __device__ __forceinline__ void load_a16(const DevMatrix& w, int64_t r, int64_t 
 template <int K, typename T>
 __global__ void __launch_bounds__(kGemmThreads)
     gemm_kernel(DevMatrix w, const T* x, int64_t n, float* y, int64_t ldy) {
+  pdl_wait();
   using namespace nvcuda;
   constexpr int kAB = (kBM + kBN) * kLdA * 2, kC = kBN * kLdC * 4;
   __shared__ __align__(128) unsigned char smem[kAB > kC ? kAB : kC];
@@ -552,6 +568,7 @@ __device__ __forceinline__ float weight_at(const DevMatrix& w, int64_t r, int64_
 }
 
 __global__ void embed_kernel(DevMatrix w, const int32_t* tokens, float scale, float* x) {
+  pdl_wait();
   const int64_t t = blockIdx.x;
   const int64_t r = tokens[t];
   for (int64_t i = threadIdx.x; i < w.cols; i += blockDim.x) {
@@ -639,16 +656,16 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
   const dim3 grid(grid_for(cols, 256) < 64 ? grid_for(cols, 256) : 64, static_cast<unsigned>(n));
   if (quantized(type) && n == 1) {
     const int64_t blocks = n * (cols / kQ);
-    quantize_q8_kernel<<<grid_for(blocks * 32, 256), 256, 0, s>>>(
+    launch_k(quantize_q8_kernel, grid_for(blocks * 32, 256), 256, 0, s,
         x, n, cols, ldx, static_cast<int8_t*>(out),
         reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * cols));
   } else if (type == GgmlType::F32 || (is_kquant(type) && n == 1)) {
-    convert_kernel<float><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<float*>(out));
+    launch_k(convert_kernel<float>, grid, 256, 0, s, x, cols, ldx, static_cast<float*>(out));
   } else if (type == GgmlType::BF16) {
-    convert_kernel<__nv_bfloat16><<<grid, 256, 0, s>>>(x, cols, ldx,
+    launch_k(convert_kernel<__nv_bfloat16>, grid, 256, 0, s, x, cols, ldx,
                                                        static_cast<__nv_bfloat16*>(out));
   } else {
-    convert_kernel<__half><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<__half*>(out));
+    launch_k(convert_kernel<__half>, grid, 256, 0, s, x, cols, ldx, static_cast<__half*>(out));
   }
   check_launch("convert_act");
 }
@@ -664,20 +681,20 @@ void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, in
     const dim3 grid(grid_for(w.rows, kBM), grid_for(n, kBN));
     switch (w.type) {
       case GgmlType::F16:
-        gemm_kernel<kF16, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kF16, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
       case GgmlType::BF16:
-        gemm_kernel<kBF16, __nv_bfloat16><<<grid, kGemmThreads, 0, s>>>(
+        launch_k(gemm_kernel<kBF16, __nv_bfloat16>, grid, kGemmThreads, 0, s,
             w, static_cast<const __nv_bfloat16*>(act), n, y, ldy);
         break;
       case GgmlType::Q8_0:
-        gemm_kernel<kQ8, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kQ8, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
       case GgmlType::Q4_0:
-        gemm_kernel<kQ4, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kQ4, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
       default:
-        gemm_kernel<kKq, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kKq, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
     }
     check_launch("gemm");
@@ -704,30 +721,30 @@ void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, in
   switch (w.type) {
     case GgmlType::F32:
       if (w.cols % 4 == 0)
-        matvec_kernel<kF32><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF32>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       else
-        matvec_kernel<kF32s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF32s>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::F16:
       if (w.cols % 8 == 0)
-        matvec_kernel<kF16><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF16>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       else
-        matvec_kernel<kF16s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF16s>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::BF16:
       if (w.cols % 8 == 0)
-        matvec_kernel<kBF16><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kBF16>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       else
-        matvec_kernel<kBF16s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kBF16s>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::Q8_0:
-      matvec_kernel<kQ8><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      launch_k(matvec_kernel<kQ8>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::Q4_0:
-      matvec_kernel<kQ4><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      launch_k(matvec_kernel<kQ4>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     default:
-      matvec_kernel<kKq><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      launch_k(matvec_kernel<kKq>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
   }
   check_launch("matvec");
@@ -735,7 +752,7 @@ void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, in
 
 void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x,
            cudaStream_t s) {
-  embed_kernel<<<static_cast<unsigned>(n), 256, 0, s>>>(w, tokens, scale, x);
+  launch_k(embed_kernel, static_cast<unsigned>(n), 256, 0, s, w, tokens, scale, x);
   check_launch("embed");
 }
 

@@ -45,10 +45,11 @@ class CudaWeights {
   std::unique_ptr<Impl> impl_;
 };
 
-// Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC and CHANNEL_CUDA_FUSE
-// set them (cuda_kernels.h): the one-token product's variant (0..5) and the fused activation
-// stages. A session captures them with its decode graph, so they apply to sessions made after.
-// `spec`: "vN" or "vNf" (fused); a bad spec is a one-line error.
+// Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE
+// and CHANNEL_CUDA_PDL set them (cuda_kernels.h): the one-token product's variant (0..5), the
+// fused activation stages and programmatic dependent launch. A session captures them with its
+// decode graph, so they apply to sessions made after. `spec`: "vN", then "f" (fused) and "p"
+// (PDL) if wanted, e.g. "v2fp"; a bad spec is a one-line error.
 void set_decode_kernels(const std::string& spec);
 
 struct CudaSessionConfig {

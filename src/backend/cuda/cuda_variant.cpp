@@ -1,6 +1,7 @@
 // Decode's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
-// CHANNEL_CUDA_MATVEC (v0..v5), and the fused activation stages, CHANNEL_CUDA_FUSE (0|1);
-// each read once from the environment unless set first.
+// CHANNEL_CUDA_MATVEC (v0..v5), the fused activation stages, CHANNEL_CUDA_FUSE (0|1), and
+// programmatic dependent launch, CHANNEL_CUDA_PDL (0|1); each read once from the environment
+// unless set first.
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -15,6 +16,7 @@ namespace {
 
 constexpr int kDefaultVariant = 0;
 constexpr bool kDefaultFuse = false;
+constexpr bool kDefaultPdl = false;
 
 int parse_variant(const char* s) {
   const std::string v(s);
@@ -26,6 +28,16 @@ int parse_variant(const char* s) {
 
 std::atomic<int> g_variant{-1};
 std::atomic<int> g_fuse{-1};
+std::atomic<int> g_pdl{-1};
+
+// 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
+int env_flag(const char* name, bool fallback) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return fallback ? 1 : 0;
+  const std::string e(env);
+  if (e != "0" && e != "1") throw_error("{}: expected 0 or 1, got '{}'", name, e);
+  return e == "1" ? 1 : 0;
+}
 
 }  // namespace
 
@@ -47,28 +59,35 @@ void set_matvec_variant(int variant) {
 bool fused_decode() {
   int v = g_fuse.load(std::memory_order_relaxed);
   if (v >= 0) return v == 1;
-  const char* env = std::getenv("CHANNEL_CUDA_FUSE");
-  if (env && *env) {
-    const std::string e(env);
-    if (e != "0" && e != "1") throw_error("CHANNEL_CUDA_FUSE: expected 0 or 1, got '{}'", e);
-    v = e == "1" ? 1 : 0;
-  } else {
-    v = kDefaultFuse ? 1 : 0;
-  }
+  v = env_flag("CHANNEL_CUDA_FUSE", kDefaultFuse);
   g_fuse.store(v, std::memory_order_relaxed);
   return v == 1;
 }
 
 void set_fused_decode(bool on) { g_fuse.store(on ? 1 : 0, std::memory_order_relaxed); }
 
+bool pdl_enabled() {
+  int v = g_pdl.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  v = env_flag("CHANNEL_CUDA_PDL", kDefaultPdl);
+  g_pdl.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_pdl(bool on) { g_pdl.store(on ? 1 : 0, std::memory_order_relaxed); }
+
 void set_decode_kernels(const std::string& spec) {
-  const bool fused = !spec.empty() && spec.back() == 'f';
-  const std::string v = fused ? spec.substr(0, spec.size() - 1) : spec;
+  std::string v = spec;
+  const bool pdl = !v.empty() && v.back() == 'p';
+  if (pdl) v.pop_back();
+  const bool fused = !v.empty() && v.back() == 'f';
+  if (fused) v.pop_back();
   if (v.size() != 2 || v[0] != 'v' || v[1] < '0' || v[1] >= '0' + kMatvecVariants)
-    throw_error("decode kernels: expected v0..v{} with an optional f (fused), got '{}'",
+    throw_error("decode kernels: expected v0..v{}, then f (fused) and p (PDL) if wanted, got '{}'",
                 kMatvecVariants - 1, spec);
   set_matvec_variant(v[1] - '0');
   set_fused_decode(fused);
+  set_pdl(pdl);
 }
 
 }  // namespace channel::cuda
