@@ -260,6 +260,22 @@ CORES = ["the {a} of {e} is {v}", "the {a} of {e} was {v}", "{e}'s {a} is {v}", 
          "our notes show {v} for the {a} of {e}", "{e} picked {v} for {pos} {a}", "{v}, that is the {a} of {e}",
          "{e} wrote down {v} as {pos} {a}", "the {a} belonging to {e} was set to {v}",
          "{e} and the {a} {v} go together", "{e} registered {v} as {pos} {a}"]
+# The value stated before its attribute and entity, or the entity far from the value: the forms
+# that the end-to-end benchmark's misses came from (its own templates stay out of training).
+CORES_VALUE_FIRST = [
+    "{v} is recorded as the {a} of {e}", "the files give {v} as the {a} for {e}",
+    "the register shows {v} as {e}'s {a}", "{v} appears as the {a} of {e} in the database",
+    "according to the ledger, {v} is the {a} of {e}", "the system has {v} as {e}'s {a}",
+    "{v} has been assigned as the {a} for {e}", "{v} went down as the {a} of {e}",
+    "the sheet says {v} for the {a} of {e}", "the directory shows {v} under the {a} of {e}",
+    "they entered {v} as the {a} of {e}", "{v} (the {a} of {e})",
+    "{v} will serve as the {a} for {e}", "the form names {v} as the {a} of {e}",
+    "you will find {v} as the {a} of {e}", "the archive keeps {v} as {e}'s {a}",
+    "{v} was chosen as the {a} by {e}", "{v} stands as the {a} of {e} for now",
+    "{e} informed us that the {a} is {v}", "{e} mentioned that {pos} {a} is {v}",
+    "{e} explained that the {a} was {v}", "{e} reported the {a} as {v}",
+    "word from {e}: the {a} is {v}", "{e} let us know that the {a} will be {v}",
+    "{e} phoned to say the {a} changed to {v}", "{e}, as it happens, has the {a} {v}"]
 SUFFIXES = [".", ".", ".", ".", "!", ". Please keep it safe.", ", just so you know.", ". Don't forget it.",
             " (updated).", ", according to the form.", "; that is final.", ". Thanks."]
 ASKS = ["What is the {a} for {e}?", "What's {e}'s {a}?", "Which {a} did {e} give?", "What {a} is on file for {e}?",
@@ -371,7 +387,8 @@ class TrainFactMaker:
         if attr in ATTRS and r.random() < 0.3:
             s = r.choice(STATEMENTS[:N_TRAIN_STATEMENTS]).format(e=e, a=a, v=v)
         else:
-            s = r.choice(PREFIXES) + r.choice(CORES).format(e=e, a=a, v=v, pos=pos) + r.choice(SUFFIXES)
+            cores = CORES_VALUE_FIRST if r.random() < 0.35 else CORES
+            s = r.choice(PREFIXES) + r.choice(cores).format(e=e, a=a, v=v, pos=pos) + r.choice(SUFFIXES)
         return s[0].upper() + s[1:]
 
     def ask(self, e, attr):
