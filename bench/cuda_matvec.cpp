@@ -52,8 +52,14 @@ double time_variant(const std::vector<cuda::DevMatrix>& mats, const void* act, f
   cudaGraph_t g = nullptr;
   cudaGraphExec_t exec = nullptr;
   cuda::check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-  for (int i = 0; i < iters; ++i)
-    cuda::matmul_variant(mats[static_cast<size_t>(i) % mats.size()], act, 1, y, 0, s, v);
+  try {
+    for (int i = 0; i < iters; ++i)
+      cuda::matmul_variant(mats[static_cast<size_t>(i) % mats.size()], act, 1, y, 0, s, v);
+  } catch (...) {  // leave the stream usable
+    cudaStreamEndCapture(s, &g);
+    if (g) cudaGraphDestroy(g);
+    throw;
+  }
   cuda::check(cudaStreamEndCapture(s, &g), "capture");
   cuda::check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
   cudaGraphDestroy(g);
