@@ -60,8 +60,9 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 //   v4: as v2 four loads deep (more warps resident);
 //   v5: four rows per block of four warps that split each row, two loads a row a thread.
 // F32 weights, the K-quants and F16/BF16 rows not a multiple of 8 always run v0.
-// Default: CHANNEL_CUDA_MATVEC=v0..v5 when set (a bad value is a one-line error), else the
-// measured best (docs/cuda.md); set_matvec_variant overrides both.
+// Default: CHANNEL_CUDA_MATVEC=v0..v5 when set (a bad value is a one-line error), else
+// v0 (kDefaultVariant, cuda_variant.cpp, until the variants are measured on a GPU);
+// set_matvec_variant overrides both.
 constexpr int kMatvecVariants = 6;
 int matvec_variant();
 void set_matvec_variant(int variant);
