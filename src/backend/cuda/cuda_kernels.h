@@ -60,11 +60,13 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 //   v4: as v2 four loads deep (more warps resident);
 //   v5: four rows per block of four warps that split each row, two loads a row a thread.
 // F32 weights, the K-quants and F16/BF16 rows not a multiple of 8 always run v0.
-// Default: CHANNEL_CUDA_MATVEC=v0..v5 when set (a bad value is a one-line error), else
-// v0 (kDefaultVariant, cuda_variant.cpp, until the variants are measured on a GPU);
-// set_matvec_variant overrides both.
+// Default: CHANNEL_CUDA_MATVEC=v0..v5 when set (a bad value is a one-line error), else the
+// fastest measured on the H200 for the weight type (cuda_variant.cpp: v5 for Q8_0 and Q4_0,
+// v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).
 constexpr int kMatvecVariants = 6;
-int matvec_variant();
+constexpr int kMatvecPerType = -2;
+int matvec_variant();  // 0..5, or kMatvecPerType
+int matvec_variant_for(GgmlType type);
 void set_matvec_variant(int variant);
 // matmul with an explicit variant (tests and the kernel benchmark).
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,

@@ -671,7 +671,7 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
 }
 
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {
-  matmul_variant(w, act, n, y, ldy, s, n == 1 ? matvec_variant() : 0);
+  matmul_variant(w, act, n, y, ldy, s, n == 1 ? matvec_variant_for(w.type) : 0);
 }
 
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,

@@ -14,9 +14,15 @@ namespace channel::cuda {
 
 namespace {
 
-constexpr int kDefaultVariant = 0;
-constexpr bool kDefaultFuse = false;
-constexpr bool kDefaultPdl = false;
+// Measured on the H200 (bench/results/cuda_h200/matvec_variants.md): v5 reads the 12B
+// shape's q8_0 and q4_0 rows fastest (3.87 / 2.43 ms of matvecs a token against v0's 4.42 /
+// 3.09), v0 its f16 rows (6.22 ms against v5's 6.72); the fused stages and PDL each add 2-4 %.
+constexpr bool kDefaultFuse = true;
+constexpr bool kDefaultPdl = true;
+
+int default_variant(GgmlType type) {
+  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 5;
+}
 
 int parse_variant(const char* s) {
   const std::string v(s);
@@ -45,13 +51,18 @@ int matvec_variant() {
   int v = g_variant.load(std::memory_order_relaxed);
   if (v >= 0) return v;
   const char* env = std::getenv("CHANNEL_CUDA_MATVEC");
-  v = env && *env ? parse_variant(env) : kDefaultVariant;
+  v = env && *env ? parse_variant(env) : kMatvecPerType;
   g_variant.store(v, std::memory_order_relaxed);
   return v;
 }
 
+int matvec_variant_for(GgmlType type) {
+  const int v = matvec_variant();
+  return v == kMatvecPerType ? default_variant(type) : v;
+}
+
 void set_matvec_variant(int variant) {
-  if (variant < 0 || variant >= kMatvecVariants)
+  if (variant != kMatvecPerType && (variant < 0 || variant >= kMatvecVariants))
     throw_error("matvec variant: expected 0..{}, got {}", kMatvecVariants - 1, variant);
   g_variant.store(variant, std::memory_order_relaxed);
 }
