@@ -46,6 +46,7 @@ TEST(CudaDevice, ParsesDeviceNames) {
 
 #if defined(CHANNEL_HAS_CUDA)
 
+#include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_session.h"
 #include "backend/cuda/kquant_group.h"
 
@@ -185,6 +186,50 @@ INSTANTIATE_TEST_SUITE_P(
       const char* arch = info.param.arch == Arch::llama ? "llama" : info.param.arch == Arch::gemma3 ? "gemma3" : "qwen3";
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
     });
+
+// Every matvec variant, with and without decode's fused activation stages and programmatic
+// dependent launch (cuda_kernels.h), gives the decode of v0 unfused up to summation order.
+TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
+  CHANNEL_REQUIRE_CUDA();
+  const int saved_variant = cuda::matvec_variant();
+  const bool saved_fuse = cuda::fused_decode();
+  const bool saved_pdl = cuda::pdl_enabled();
+  for (const ModelCase c : {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::Q4_0},
+                            ModelCase{Arch::gemma3, GgmlType::F16}}) {
+    auto model = random_model(c.arch, c.type);
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    const int n_vocab = model->hparams().n_vocab;
+    std::vector<int32_t> prompt(9);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % n_vocab);
+    auto run = [&](int variant, bool fuse, bool pdl) {
+      cuda::set_matvec_variant(variant);
+      cuda::set_fused_decode(fuse);
+      cuda::set_pdl(pdl);
+      cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 16});
+      gpu.decode(prompt);
+      std::vector<float> out;
+      for (int i = 0; i < 4; ++i) {
+        const int32_t tok = static_cast<int32_t>((i * 11 + 3) % n_vocab);
+        const std::span<const float> l = gpu.decode(std::span(&tok, 1));
+        out.insert(out.end(), l.begin(), l.end());
+      }
+      return out;
+    };
+    const std::vector<float> want = run(0, false, false);
+    for (int v = 0; v < cuda::kMatvecVariants; ++v)
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool fuse = mode & 1, pdl = mode & 2;
+        const double e = nmse(run(v, fuse, pdl), want);
+        std::printf("[ cuda ] decode %s v%d fuse %d pdl %d nmse %.3g\n",
+                    ggml_type_name(static_cast<uint32_t>(c.type)).c_str(), v, fuse, pdl, e);
+        EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " v" << v
+                           << " fuse " << fuse << " pdl " << pdl;
+      }
+  }
+  cuda::set_matvec_variant(saved_variant);
+  cuda::set_fused_decode(saved_fuse);
+  cuda::set_pdl(saved_pdl);
+}
 
 // ---- llama.cpp's goldens ----------------------------------------------------------------------
 

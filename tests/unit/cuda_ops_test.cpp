@@ -22,6 +22,8 @@ TEST(CudaOps, BuiltWithoutCuda) {
 
 #else
 
+#include <cstring>
+
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/kquant_group.h"
 #include "gguf/ggml_type.h"
@@ -92,23 +94,28 @@ TEST_P(CudaMatmul, MatchesCpuReference) {
   cuda::DeviceBuffer dx = to_device(x);
   cuda::DeviceBuffer act(cuda::act_bytes(c.type, c.n, c.cols), "act");
   const int64_t ldy = c.rows + 5;
-  cuda::DeviceBuffer dy(static_cast<size_t>(c.n * ldy) * 4, "y");
   cuda::convert_act(c.type, dx.as<float>(), c.n, c.cols, ldx, act.get(), nullptr);
-  cuda::matmul(w.dev, act.get(), c.n, dy.as<float>(), ldy, nullptr);
-  const std::vector<float> yl = from_device<float>(dy, static_cast<size_t>(c.n * ldy));
-  std::vector<float> got(want.size());
-  for (int64_t t = 0; t < c.n; ++t)
-    std::copy_n(yl.begin() + t * ldy, c.rows, got.begin() + t * c.rows);
-  const double e = nmse(got, want);
-  // One token: the CPU's own arithmetic (integer block dots, rounded activations), summed in
-  // another order. Several tokens: f16 / bf16 tensor-core inputs, llama.cpp's mul_mat bound.
-  // K-quants: f32 activations (one token) or f16 (several) against the reference's Q8_K
-  // activations, so the bound is the activation quantization's, at any n.
-  const bool quant = c.type == GgmlType::Q8_0 || c.type == GgmlType::Q4_0;
-  const bool kquant = cuda::is_kquant(c.type);
-  const double bound = kquant ? 5e-4 : c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
-  std::printf("[ cuda ] matmul %s nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(), e, bound);
-  EXPECT_LE(e, bound);
+  // One token runs every matvec variant (cuda_kernels.h); several tokens the tiles.
+  const int variants = c.n == 1 ? cuda::kMatvecVariants : 1;
+  for (int v = 0; v < variants; ++v) {
+    cuda::DeviceBuffer dy(static_cast<size_t>(c.n * ldy) * 4, "y");
+    cuda::matmul_variant(w.dev, act.get(), c.n, dy.as<float>(), ldy, nullptr, v);
+    const std::vector<float> yl = from_device<float>(dy, static_cast<size_t>(c.n * ldy));
+    std::vector<float> got(want.size());
+    for (int64_t t = 0; t < c.n; ++t)
+      std::copy_n(yl.begin() + t * ldy, c.rows, got.begin() + t * c.rows);
+    const double e = nmse(got, want);
+    // One token: the CPU's own arithmetic (integer block dots, rounded activations), summed in
+    // another order. Several tokens: f16 / bf16 tensor-core inputs, llama.cpp's mul_mat bound.
+    // K-quants: f32 activations (one token) or f16 (several) against the reference's Q8_K
+    // activations, so the bound is the activation quantization's, at any n.
+    const bool quant = c.type == GgmlType::Q8_0 || c.type == GgmlType::Q4_0;
+    const bool kquant = cuda::is_kquant(c.type);
+    const double bound = kquant ? 5e-4 : c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
+    std::printf("[ cuda ] matmul %s v%d nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(), v, e,
+                bound);
+    EXPECT_LE(e, bound) << "variant v" << v;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -131,7 +138,11 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{GgmlType::Q5_K, 67, 768, 1}, MatmulCase{GgmlType::Q5_K, 129, 512, 33},
         MatmulCase{GgmlType::Q6_K, 67, 256, 1}, MatmulCase{GgmlType::Q6_K, 300, 2560, 1},
         MatmulCase{GgmlType::Q6_K, 300, 2560, 70}, MatmulCase{GgmlType::Q3_K, 129, 512, 5},
-        MatmulCase{GgmlType::Q2_K, 129, 512, 70}),
+        MatmulCase{GgmlType::Q2_K, 129, 512, 70}, MatmulCase{GgmlType::Q8_0, 67, 4160, 1},
+        MatmulCase{GgmlType::Q8_0, 5, 32, 1}, MatmulCase{GgmlType::Q8_0, 1, 8224, 1},
+        MatmulCase{GgmlType::Q4_0, 67, 8224, 1}, MatmulCase{GgmlType::Q4_0, 3, 64, 1},
+        MatmulCase{GgmlType::F16, 67, 2056, 1}, MatmulCase{GgmlType::F16, 5, 8, 1},
+        MatmulCase{GgmlType::BF16, 19, 2056, 1}),
     case_name);
 
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
@@ -245,6 +256,56 @@ TEST(CudaOps, GluMatchesReference) {
   cuda::DeviceBuffer dx = to_device(x);
   cuda::softcap(dx.as<float>(), 1000, 30.0f, nullptr);
   EXPECT_LE(nmse(from_device<float>(dx, 1000), want), 1e-12);
+}
+
+// The Q8_0 activation blocks of one token ([n] int8 then [n/32] f32 scales), dequantized.
+std::vector<float> dequant_act(const cuda::DeviceBuffer& act, int64_t n) {
+  const std::vector<int8_t> raw = from_device<int8_t>(act, static_cast<size_t>(n) + static_cast<size_t>(n / 32) * 4);
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float d;
+    std::memcpy(&d, raw.data() + n + (i / 32) * 4, 4);
+    out[static_cast<size_t>(i)] = d * static_cast<float>(raw[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+// Decode's fused stages against the kernels they replace, run in sequence.
+TEST(CudaOps, FusedNormAndGluQuantMatchTheSequence) {
+  CHANNEL_REQUIRE_CUDA();
+  for (int64_t n : {32, 96, 3840}) {
+    const std::vector<float> proj = randn(static_cast<size_t>(n), 21, 2.0f);
+    const std::vector<float> resid = randn(static_cast<size_t>(n), 22, 3.0f);
+    const std::vector<float> pw = randn(static_cast<size_t>(n), 23);
+    const std::vector<float> nw = randn(static_cast<size_t>(n), 24);
+    cuda::DeviceBuffer dp = to_device(proj), dpw = to_device(pw), dnw = to_device(nw);
+    for (int mode = 0; mode < 3; ++mode) {  // no proj; proj added; proj normed and added
+      const float* p = mode ? dp.as<float>() : nullptr;
+      const float* post = mode == 2 ? dpw.as<float>() : nullptr;
+      cuda::DeviceBuffer r1 = to_device(resid), r2 = to_device(resid);
+      cuda::DeviceBuffer xn(static_cast<size_t>(n) * 4, "xn");
+      cuda::DeviceBuffer a1(cuda::act_bytes(GgmlType::Q8_0, 1, n), "act");
+      cuda::DeviceBuffer a2(cuda::act_bytes(GgmlType::Q8_0, 1, n), "act");
+      if (p) cuda::add_normed(p, post, 1, n, 1e-6f, r1.as<float>(), nullptr);
+      cuda::rms_norm(r1.as<float>(), n, dnw.as<float>(), 1, n, 1e-6f, xn.as<float>(), n, nullptr);
+      cuda::convert_act(GgmlType::Q8_0, xn.as<float>(), 1, n, n, a1.get(), nullptr);
+      cuda::norm_quant(p, post, r2.as<float>(), dnw.as<float>(), 1, n, 1e-6f, a2.get(), nullptr);
+      const std::vector<float> want_r = from_device<float>(r1, static_cast<size_t>(n));
+      EXPECT_LE(nmse(from_device<float>(r2, static_cast<size_t>(n)), want_r), 1e-12) << n << " " << mode;
+      EXPECT_LE(nmse(dequant_act(a2, n), dequant_act(a1, n)), 1e-6) << n << " " << mode;
+    }
+  }
+  const int64_t n_ff = 15360;
+  const std::vector<float> gu = randn(static_cast<size_t>(2 * n_ff), 25, 3.0f);
+  cuda::DeviceBuffer dg = to_device(gu), ff(static_cast<size_t>(n_ff) * 4, "ff");
+  for (bool gelu : {false, true}) {
+    cuda::DeviceBuffer a1(cuda::act_bytes(GgmlType::Q8_0, 1, n_ff), "act");
+    cuda::DeviceBuffer a2(cuda::act_bytes(GgmlType::Q8_0, 1, n_ff), "act");
+    cuda::glu(dg.as<float>(), 2 * n_ff, 1, n_ff, gelu, ff.as<float>(), nullptr);
+    cuda::convert_act(GgmlType::Q8_0, ff.as<float>(), 1, n_ff, n_ff, a1.get(), nullptr);
+    cuda::glu_quant(dg.as<float>(), 2 * n_ff, 1, n_ff, gelu, a2.get(), nullptr);
+    EXPECT_LE(nmse(dequant_act(a2, n_ff), dequant_act(a1, n_ff)), 1e-6) << gelu;
+  }
 }
 
 // q/k/v of n tokens through per-head norms and rope; K/V land in the f16 cache at their slots.

@@ -3,6 +3,8 @@
 // of P tokens, tg = N single-token decodes, each after --depth tokens already in the context.
 // --device cuda runs the same tests on the GPU (backend/cuda). A table goes to stderr and one
 // JSON line, {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s", "device"}, ends stdout.
+// --cuda-decode v0,v2f,... repeats tg per decode kernel choice (CHANNEL_CUDA_MATVEC variant,
+// f = CHANNEL_CUDA_FUSE), alternating them in each round: a JSON line {"decode", ...} each.
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +24,7 @@
 #include "backend/device.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 #if defined(CHANNEL_HAS_CUDA)
 #include "backend/cuda/cuda_session.h"
 #endif
@@ -39,6 +42,7 @@ struct BenchArgs {
   bool no_warmup = false;
   std::string device;
   bool no_cuda_graphs = false;
+  std::string cuda_decode;  // "v0,v2f,...": the tg test once per decode kernel choice
 };
 
 struct Samples {
@@ -198,6 +202,8 @@ int run_bench(const BenchArgs& args) {
   const DeviceSpec device = parse_device(args.device);
   Samples pp, tg;
   std::string where = "cpu";
+  if (!device.is_cuda() && !args.cuda_decode.empty())
+    throw_error("bench: --cuda-decode needs --device cuda");
   if (!device.is_cuda()) {
     for (bool prompt : {true, false}) {
       const int n = prompt ? args.n_prompt : args.n_gen;
@@ -219,6 +225,33 @@ int run_bench(const BenchArgs& args) {
                                                                  .n_batch = std::max(n, 512),
                                                                  .graphs = !args.no_cuda_graphs});
       (prompt ? pp : tg) = run_test(session, *model, args, prompt);
+    }
+    // --cuda-decode: the tg test per kernel choice, the choices alternating within each round.
+    std::vector<std::string> choices;
+    for (size_t p = 0; !args.cuda_decode.empty() && p <= args.cuda_decode.size();) {
+      const size_t q = std::min(args.cuda_decode.find(',', p), args.cuda_decode.size());
+      choices.push_back(args.cuda_decode.substr(p, q - p));
+      p = q + 1;
+    }
+    std::vector<Samples> per(choices.size());
+    for (const std::string& c : choices) cuda::set_decode_kernels(c);  // all valid before timing
+    for (int r = 0; r < args.reps && args.n_gen > 0; ++r) {
+      for (size_t i = 0; i < choices.size(); ++i) {
+        cuda::set_decode_kernels(choices[i]);
+        cuda::CudaSession session(weights, cuda::CudaSessionConfig{.n_ctx = args.n_gen + args.depth,
+                                                                   .n_batch = std::max(args.n_gen, 512),
+                                                                   .graphs = !args.no_cuda_graphs});
+        TokenSource tokens(*model);
+        time_gen(session, tokens, 1, 0);  // warm-up: captures the graph
+        per[i].tok_per_s.push_back(args.n_gen / time_gen(session, tokens, args.n_gen, args.depth));
+      }
+    }
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const nlohmann::ordered_json line = {
+          {"decode", choices[i]}, {"gen_tok_per_s", per[i].mean()}, {"stdev", per[i].stdev()},
+          {"gen_gb_per_s", per[i].mean() * static_cast<double>(streamed_bytes_per_token(*model)) / 1e9},
+          {"depth", args.depth}};
+      std::printf("%s\n", line.dump().c_str());
     }
 #endif
   }
@@ -275,6 +308,9 @@ const CommandRegistrar registrar{
       add_device_option(sub, args->device);
       sub.add_flag("--no-cuda-graphs", args->no_cuda_graphs,
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
+      sub.add_option("--cuda-decode", args->cuda_decode,
+                     "CUDA: also run tg once per decode kernel choice (v0..v5, f = fused), e.g. "
+                     "v0,v2f; one JSON line each before the summary");
       return [args] { return run_bench(*args); };
     }};
 

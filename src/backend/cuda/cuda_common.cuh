@@ -5,8 +5,40 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <utility>
+
+#include "backend/cuda/cuda_device.h"
 
 namespace channel::cuda {
+
+// Programmatic dependent launch (sm_90): every kernel waits here for the grid before it in the
+// stream (a no-op when it was launched without the attribute), so a launch with it may start
+// while that grid drains. Work that reads nothing the earlier grid writes may come first.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+bool pdl_enabled();  // cuda_kernels.h
+
+// kernel<<<grid, block, smem, s>>>(args...), with programmatic stream serialization when
+// pdl_enabled(); a failed launch throws (check).
+template <typename... Params, typename... Args>
+void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+              Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), "launching a kernel");
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

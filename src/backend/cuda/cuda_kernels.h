@@ -45,7 +45,32 @@ size_t act_bytes(GgmlType type, int64_t n, int64_t cols);
 void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t ldx, void* out,
                  cudaStream_t s);
 // y[t * ldy + r] = W[r] . x[t] for t < n, r < rows; act from convert_act(w.type, ..., n, ...).
+// One token runs the matvec variant of matvec_variant().
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s);
+
+// The one-token product (matvec) for Q8_0, Q4_0, F16 and BF16 weights comes in variants, all
+// with the same arithmetic per 16-byte unit of a row (Q8_0: 16 elements, Q4_0: one 32-element
+// block, F16/BF16: 8 elements), so they differ only in summation order:
+//   v0: a warp per row, 16-byte loads four deep per lane, scales loaded with the products;
+//   v1..v5 (matvec_chunk_kernel): per chunk, each thread issues all its 16-byte weight loads
+//     and their block scales (predicated, no divergent tail) before any dot:
+//   v1: a warp per row, eight loads a thread (4 KiB in flight a warp);
+//   v2: as v1, the loads not kept in L1 and the L2 asked for 256-byte spans;
+//   v3: as v2 over two rows per warp sharing the activation (8 KiB a warp);
+//   v4: as v2 four loads deep (more warps resident);
+//   v5: four rows per block of four warps that split each row, two loads a row a thread.
+// F32 weights, the K-quants and F16/BF16 rows not a multiple of 8 always run v0.
+// Default: CHANNEL_CUDA_MATVEC=v0..v5 when set (a bad value is a one-line error), else the
+// fastest measured on the H200 for the weight type (cuda_variant.cpp: v5 for Q8_0 and Q4_0,
+// v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).
+constexpr int kMatvecVariants = 6;
+constexpr int kMatvecPerType = -2;
+int matvec_variant();  // 0..5, or kMatvecPerType
+int matvec_variant_for(GgmlType type);
+void set_matvec_variant(int variant);
+// matmul with an explicit variant (tests and the kernel benchmark).
+void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
+                    cudaStream_t s, int variant);
 
 // y[r] = x[r] / rms(x[r]) * w, rows of n; ldx/ldy in floats.
 void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
@@ -111,6 +136,29 @@ void attention(const AttnArgs& a, cudaStream_t s);
 // out[t] = act(gate[t]) * up[t]; gu: [n][ld], gate at 0, up at n_ff. gelu: llama.cpp's
 // f16-rounded GELU-tanh (ops/activation.h); else SiLU.
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out, cudaStream_t s);
+
+// Decode's fused activation stages, for products whose input form is Q8_0 blocks (Q8_0/Q4_0
+// weights); `out` as convert_act writes it for `rows` (n) tokens, n a multiple of 32.
+// norm_quant: with proj, first resid[r] += (post_w ? rms_norm(proj[r]) * post_w : proj[r])
+//   (add_normed), then out = the Q8_0 blocks of rms_norm(resid[r]) * norm_w (rms_norm, then
+//   convert_act), in one kernel and with their arithmetic. proj and resid: [rows][n].
+void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
+                int64_t rows, int64_t n, float eps, void* out, cudaStream_t s);
+// glu_quant: out = the Q8_0 blocks of glu(gu) (glu, then convert_act); n_ff a multiple of 32.
+void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void* out,
+               cudaStream_t s);
+// CHANNEL_CUDA_FUSE=0|1 (read once; a bad value is a one-line error): decode (one token, all
+// products on Q8_0/Q4_0 weights with q|k|v and gate|up stacked) runs norm_quant and glu_quant
+// instead of add_normed, rms_norm, glu and convert_act: 10 kernels a layer instead of 15.
+// set_fused_decode overrides it.
+bool fused_decode();
+void set_fused_decode(bool on);
+// CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
+// serialization and waits for the grid before it on entry (griddepcontrol.wait), so its
+// launch and prologue overlap that grid's tail; the chunked matvecs first send their first
+// weight chunk towards L2. set_pdl overrides it.
+bool pdl_enabled();
+void set_pdl(bool on);
 
 // x[t] = row tokens[t] of the embedding matrix (repacked) times scale.
 void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x, cudaStream_t s);

@@ -1,6 +1,7 @@
 // Weight repacking, activation input forms, and the products y = x . W^T for F32, F16, BF16,
 // Q8_0, Q4_0 and the K-quants Q2_K..Q6_K (see cuda_kernels.h for the layouts). One token: a
-// warp per output row streams the row with 16-byte loads, four in flight, integer dp4a dots
+// warp per output row (v0) or per one to four rows with a chunk's loads issued together
+// (v1..v5, cuda_kernels.h) streams the row with 16-byte loads, integer dp4a dots
 // for Q8_0/Q4_0; K-quant rows are dequantized 16 elements at a time (kquant_group.h) against
 // f32 activations. Several tokens: 128 x 64 tiles on the tensor cores (wmma, f16 or bf16
 // inputs, f32 accumulation), weights dequantized into shared memory.
@@ -51,6 +52,7 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
 
 template <typename T>
 __global__ void convert_kernel(const float* x, int64_t cols, int64_t ldx, T* out) {
+  pdl_wait();
   const int64_t t = blockIdx.y;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cols;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -60,6 +62,7 @@ __global__ void convert_kernel(const float* x, int64_t cols, int64_t ldx, T* out
 // A warp per 32-element block: the CPU's Q8_0 activation arithmetic (ops/quant.h).
 __global__ void quantize_q8_kernel(const float* x, int64_t n, int64_t cols, int64_t ldx,
                                    int8_t* q, float* d) {
+  pdl_wait();
   const int64_t nb = cols / kQ;
   const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -244,12 +247,188 @@ constexpr int kMatvecThreads = 256;  // 8 rows per block
 template <int K>
 __global__ void __launch_bounds__(kMatvecThreads)
     matvec_kernel(DevMatrix w, const void* act, int64_t n, float* y, int64_t ldy) {
+  pdl_wait();
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (kMatvecThreads / 32) + threadIdx.x / 32;
   const int64_t t = blockIdx.y;
   if (r >= w.rows) return;
   const float sum = warp_sum(row_dot<K>(w, act, r, t, w.cols, n, lane));
   if (lane == 0) y[t * ldy + r] = sum;
+}
+
+// ---- one token, variants v1..v5: a chunk's loads issued together --------------------------------
+
+// A row is a run of 16-byte units: Q8_0 16 elements, Q4_0 one 32-element block, F16/BF16 8.
+template <int K>
+__device__ __forceinline__ int64_t units_per_row(int64_t cols) {
+  return K == kQ4 ? cols / kQ : K == kQ8 ? cols / 16 : cols / 8;
+}
+
+// Unit u of a row (weights a, weight scale ws) against the activation's unit u of token t.
+template <int K>
+__device__ __forceinline__ float unit_dot(int4 a, __half ws, const void* act, int64_t t,
+                                          int64_t cols, int64_t n, int64_t u) {
+  if constexpr (K == kQ8) {
+    const int8_t* xq = static_cast<const int8_t*>(act) + t * cols;
+    const float* xd = reinterpret_cast<const float*>(static_cast<const int8_t*>(act) + n * cols) +
+                      t * (cols / kQ);
+    const int4 b = *reinterpret_cast<const int4*>(xq + u * 16);
+    return static_cast<float>(dot16_i8(a, b, 0)) * (__half2float(ws) * xd[u / 2]);
+  } else if constexpr (K == kQ4) {
+    const int8_t* xq = static_cast<const int8_t*>(act) + t * cols;
+    const float* xd = reinterpret_cast<const float*>(static_cast<const int8_t*>(act) + n * cols) +
+                      t * (cols / kQ);
+    const int4 x0 = *reinterpret_cast<const int4*>(xq + u * kQ);
+    const int4 x1 = *reinterpret_cast<const int4*>(xq + u * kQ + 16);
+    int isum = 0;
+    isum = __dp4a(a.x & 0x0f0f0f0f, x0.x, isum);
+    isum = __dp4a(a.y & 0x0f0f0f0f, x0.y, isum);
+    isum = __dp4a(a.z & 0x0f0f0f0f, x0.z, isum);
+    isum = __dp4a(a.w & 0x0f0f0f0f, x0.w, isum);
+    isum = __dp4a((a.x >> 4) & 0x0f0f0f0f, x1.x, isum);
+    isum = __dp4a((a.y >> 4) & 0x0f0f0f0f, x1.y, isum);
+    isum = __dp4a((a.z >> 4) & 0x0f0f0f0f, x1.z, isum);
+    isum = __dp4a((a.w >> 4) & 0x0f0f0f0f, x1.w, isum);
+    const int4 ones = make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101);
+    const int xs = dot16_i8(ones, x0, dot16_i8(ones, x1, 0));
+    return static_cast<float>(isum - 8 * xs) * (__half2float(ws) * xd[u]);
+  } else {
+    const int4 b = *reinterpret_cast<const int4*>(static_cast<const uint16_t*>(act) + t * cols + u * 8);
+    return K == kF16 ? dot8_h(a, b) : dot8_bf(a, b);
+  }
+}
+
+// 16 weight bytes, read-only; Hint: not kept in L1 (the activation stays there) and the L2
+// asked to fetch 256-byte spans.
+template <bool Hint>
+__device__ __forceinline__ int4 load_w16(const int4* p) {
+  if constexpr (Hint) {
+    int4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+  } else {
+    return __ldg(p);
+  }
+}
+
+// A group of W warps (32 * W threads) owns R consecutive rows; per chunk every thread issues U
+// 16-byte weight loads per row (units g, g + 32W, ...) and the block scales they need before
+// any dot, so a group has R * U * W * 512 bytes in flight and no lane runs a serial tail. A
+// block is 128 threads: 4 / W groups. Rows past the end read the last row and are not
+// written.
+template <int K, int W, int R, int U, bool Hint>
+__global__ void __launch_bounds__(128)
+    matvec_chunk_kernel(DevMatrix w, const void* act, int64_t n, float* y, int64_t ldy) {
+  constexpr int G = 32 * W;
+  const int g = threadIdx.x % G;
+  const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * (128 / G) + threadIdx.x / G) * R;
+  const int64_t t = blockIdx.y;
+  if (r0 >= w.rows) {  // W > 1: the whole block returns together
+    pdl_wait();
+    return;
+  }
+  const int64_t cols = w.cols, units = units_per_row<K>(cols);
+  constexpr bool kScaled = K == kQ8 || K == kQ4;
+  const int4* wrow[R];
+  const __half* drow[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t r = r0 + i < w.rows ? r0 + i : w.rows - 1;
+    wrow[i] = reinterpret_cast<const int4*>(static_cast<const uint8_t*>(w.q) + r * units * 16);
+    drow[i] = kScaled ? static_cast<const __half*>(w.d) + r * (cols / kQ) : nullptr;
+  }
+  // The weights depend on no earlier kernel: the first chunk heads for L2 while the grid
+  // before this one (programmatic dependent launch) drains.
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (g + static_cast<int64_t>(G) * u < units)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[i] + g + static_cast<int64_t>(G) * u));
+  pdl_wait();
+  float sum[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) sum[i] = 0.0f;
+  for (int64_t base = g; base < units; base += static_cast<int64_t>(G) * U) {
+    int4 a[R][U];
+    __half ws[R][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t idx = base + static_cast<int64_t>(G) * u;
+      const bool in = idx < units;
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        a[i][u] = in ? load_w16<Hint>(wrow[i] + idx) : make_int4(0, 0, 0, 0);
+        if constexpr (kScaled)
+          ws[i][u] = in ? __ldg(drow[i] + (K == kQ8 ? idx / 2 : idx)) : __float2half_rn(0.0f);
+        else
+          ws[i][u] = __float2half_rn(0.0f);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t idx = base + static_cast<int64_t>(G) * u;
+      if (idx < units) {
+#pragma unroll
+        for (int i = 0; i < R; ++i) sum[i] += unit_dot<K>(a[i][u], ws[i][u], act, t, cols, n, idx);
+      }
+    }
+  }
+  if constexpr (W == 1) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const float v = warp_sum(sum[i]);
+      if (g == 0 && r0 + i < w.rows) y[t * ldy + r0 + i] = v;
+    }
+  } else {
+    __shared__ float part[R][W];
+    const int warp = threadIdx.x / 32;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const float v = warp_sum(sum[i]);
+      if (threadIdx.x % 32 == 0) part[i][warp] = v;
+    }
+    __syncthreads();
+    if (g < R && r0 + g < w.rows) {
+      float v = 0.0f;
+#pragma unroll
+      for (int j = 0; j < W; ++j) v += part[g][j];
+      y[t * ldy + r0 + g] = v;
+    }
+  }
+}
+
+// The chunk variants: {W, R, U, hint} (cuda_kernels.h).
+template <int K, int W, int R, int U, bool Hint>
+void launch_chunk(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
+                  cudaStream_t s) {
+  constexpr int64_t per_block = (128 / (32 * W)) * R;
+  const dim3 grid(static_cast<unsigned>((w.rows + per_block - 1) / per_block), static_cast<unsigned>(n));
+  launch_k(matvec_chunk_kernel<K, W, R, U, Hint>, grid, 128, 0, s, w, act, n, y, ldy);
+}
+
+template <int K>
+void launch_matvec_chunk(int variant, const DevMatrix& w, const void* act, int64_t n, float* y,
+                         int64_t ldy, cudaStream_t s) {
+  switch (variant) {
+    case 1:
+      launch_chunk<K, 1, 1, 8, false>(w, act, n, y, ldy, s);
+      break;
+    case 2:
+      launch_chunk<K, 1, 1, 8, true>(w, act, n, y, ldy, s);
+      break;
+    case 3:
+      launch_chunk<K, 1, 2, 8, true>(w, act, n, y, ldy, s);
+      break;
+    case 4:
+      launch_chunk<K, 1, 1, 4, true>(w, act, n, y, ldy, s);
+      break;
+    default:
+      launch_chunk<K, 4, 4, 2, true>(w, act, n, y, ldy, s);
+      break;
+  }
 }
 
 // ---- several tokens: tensor-core tiles --------------------------------------------------------
@@ -299,6 +478,7 @@ __device__ __forceinline__ void load_a16(const DevMatrix& w, int64_t r, int64_t 
 template <int K, typename T>
 __global__ void __launch_bounds__(kGemmThreads)
     gemm_kernel(DevMatrix w, const T* x, int64_t n, float* y, int64_t ldy) {
+  pdl_wait();
   using namespace nvcuda;
   constexpr int kAB = (kBM + kBN) * kLdA * 2, kC = kBN * kLdC * 4;
   __shared__ __align__(128) unsigned char smem[kAB > kC ? kAB : kC];
@@ -388,6 +568,7 @@ __device__ __forceinline__ float weight_at(const DevMatrix& w, int64_t r, int64_
 }
 
 __global__ void embed_kernel(DevMatrix w, const int32_t* tokens, float scale, float* x) {
+  pdl_wait();
   const int64_t t = blockIdx.x;
   const int64_t r = tokens[t];
   for (int64_t i = threadIdx.x; i < w.cols; i += blockDim.x) {
@@ -475,73 +656,95 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
   const dim3 grid(grid_for(cols, 256) < 64 ? grid_for(cols, 256) : 64, static_cast<unsigned>(n));
   if (quantized(type) && n == 1) {
     const int64_t blocks = n * (cols / kQ);
-    quantize_q8_kernel<<<grid_for(blocks * 32, 256), 256, 0, s>>>(
+    launch_k(quantize_q8_kernel, grid_for(blocks * 32, 256), 256, 0, s,
         x, n, cols, ldx, static_cast<int8_t*>(out),
         reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * cols));
   } else if (type == GgmlType::F32 || (is_kquant(type) && n == 1)) {
-    convert_kernel<float><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<float*>(out));
+    launch_k(convert_kernel<float>, grid, 256, 0, s, x, cols, ldx, static_cast<float*>(out));
   } else if (type == GgmlType::BF16) {
-    convert_kernel<__nv_bfloat16><<<grid, 256, 0, s>>>(x, cols, ldx,
+    launch_k(convert_kernel<__nv_bfloat16>, grid, 256, 0, s, x, cols, ldx,
                                                        static_cast<__nv_bfloat16*>(out));
   } else {
-    convert_kernel<__half><<<grid, 256, 0, s>>>(x, cols, ldx, static_cast<__half*>(out));
+    launch_k(convert_kernel<__half>, grid, 256, 0, s, x, cols, ldx, static_cast<__half*>(out));
   }
   check_launch("convert_act");
 }
 
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {
+  matmul_variant(w, act, n, y, ldy, s, n == 1 ? matvec_variant_for(w.type) : 0);
+}
+
+void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
+                    cudaStream_t s, int variant) {
   const bool tiles = n > 1 && w.type != GgmlType::F32 && w.cols % kBK == 0;
   if (tiles) {
     const dim3 grid(grid_for(w.rows, kBM), grid_for(n, kBN));
     switch (w.type) {
       case GgmlType::F16:
-        gemm_kernel<kF16, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kF16, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
       case GgmlType::BF16:
-        gemm_kernel<kBF16, __nv_bfloat16><<<grid, kGemmThreads, 0, s>>>(
+        launch_k(gemm_kernel<kBF16, __nv_bfloat16>, grid, kGemmThreads, 0, s,
             w, static_cast<const __nv_bfloat16*>(act), n, y, ldy);
         break;
       case GgmlType::Q8_0:
-        gemm_kernel<kQ8, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kQ8, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
       case GgmlType::Q4_0:
-        gemm_kernel<kQ4, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kQ4, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
       default:
-        gemm_kernel<kKq, __half><<<grid, kGemmThreads, 0, s>>>(w, static_cast<const __half*>(act), n, y, ldy);
+        launch_k(gemm_kernel<kKq, __half>, grid, kGemmThreads, 0, s, w, static_cast<const __half*>(act), n, y, ldy);
         break;
     }
     check_launch("gemm");
     return;
   }
+  if (variant > 0 && n == 1) {
+    bool done = true;
+    if (w.type == GgmlType::Q8_0)
+      launch_matvec_chunk<kQ8>(variant, w, act, n, y, ldy, s);
+    else if (w.type == GgmlType::Q4_0)
+      launch_matvec_chunk<kQ4>(variant, w, act, n, y, ldy, s);
+    else if (w.type == GgmlType::F16 && w.cols % 8 == 0)
+      launch_matvec_chunk<kF16>(variant, w, act, n, y, ldy, s);
+    else if (w.type == GgmlType::BF16 && w.cols % 8 == 0)
+      launch_matvec_chunk<kBF16>(variant, w, act, n, y, ldy, s);
+    else
+      done = false;
+    if (done) {
+      check_launch("matvec");
+      return;
+    }
+  }
   const dim3 grid(grid_for(w.rows, kMatvecThreads / 32), static_cast<unsigned>(n));
   switch (w.type) {
     case GgmlType::F32:
       if (w.cols % 4 == 0)
-        matvec_kernel<kF32><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF32>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       else
-        matvec_kernel<kF32s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF32s>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::F16:
       if (w.cols % 8 == 0)
-        matvec_kernel<kF16><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF16>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       else
-        matvec_kernel<kF16s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kF16s>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::BF16:
       if (w.cols % 8 == 0)
-        matvec_kernel<kBF16><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kBF16>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       else
-        matvec_kernel<kBF16s><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+        launch_k(matvec_kernel<kBF16s>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::Q8_0:
-      matvec_kernel<kQ8><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      launch_k(matvec_kernel<kQ8>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     case GgmlType::Q4_0:
-      matvec_kernel<kQ4><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      launch_k(matvec_kernel<kQ4>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
     default:
-      matvec_kernel<kKq><<<grid, kMatvecThreads, 0, s>>>(w, act, n, y, ldy);
+      launch_k(matvec_kernel<kKq>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
   }
   check_launch("matvec");
@@ -549,7 +752,7 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 
 void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x,
            cudaStream_t s) {
-  embed_kernel<<<static_cast<unsigned>(n), 256, 0, s>>>(w, tokens, scale, x);
+  launch_k(embed_kernel, static_cast<unsigned>(n), 256, 0, s, w, tokens, scale, x);
   check_launch("embed");
 }
 

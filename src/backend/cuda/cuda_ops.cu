@@ -1,7 +1,8 @@
 // The element-wise and attention kernels: RMSNorm, rope (NORMAL, NEOX, partial), the q/k/v
 // stage of a layer (per-head norms, rope, K/V into the f16 cache), slot attention through a
 // slot table with an online softmax (split over blocks for decode, then merged), the GLU
-// activations and the logit soft-cap. CPU references: ops/norm.h, ops/rope.h,
+// activations and the logit soft-cap, and decode's fused norm/GLU + Q8_0 activation stages.
+// CPU references: ops/norm.h, ops/rope.h,
 // ops/attention.h, ops/activation.h.
 #include <cmath>
 
@@ -19,6 +20,7 @@ unsigned grid_for(int64_t n, int threads) {
 
 __global__ void rms_norm_kernel(const float* x, int64_t ldx, const float* w, int64_t n, float eps,
                                 float* y, int64_t ldy) {
+  pdl_wait();
   __shared__ float red[32];
   const float* xr = x + blockIdx.x * ldx;
   float* yr = y + blockIdx.x * ldy;
@@ -31,6 +33,7 @@ __global__ void rms_norm_kernel(const float* x, int64_t ldx, const float* w, int
 
 __global__ void add_normed_kernel(const float* x, const float* w, int64_t n, float eps,
                                   float* resid) {
+  pdl_wait();
   __shared__ float red[32];
   const float* xr = x + blockIdx.x * n;
   float* rr = resid + blockIdx.x * n;
@@ -69,6 +72,7 @@ __device__ __forceinline__ void rope_head(const RopeDev& p, int32_t pos, float* 
 
 __global__ void rope_kernel(RopeDev p, float* x, int64_t ldx, int head_dim,
                             const int32_t* positions) {
+  pdl_wait();
   const int h = blockIdx.x, t = blockIdx.y;
   rope_head(p, positions[t], x + t * ldx + static_cast<int64_t>(h) * head_dim);
 }
@@ -90,6 +94,7 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
                                   float eps, RopeDev rope, const int32_t* positions,
                                   const int32_t* store_slots, T* k_cache, T* v_cache,
                                   int64_t cap) {
+  pdl_wait();
   __shared__ float head[512];
   __shared__ float red[32];
   const int h = blockIdx.x, t = blockIdx.y;
@@ -180,6 +185,7 @@ __device__ __forceinline__ void load_kv(const __half* p, float* out) {
 // online softmax per query head of the group, then the warps merge through shared memory.
 template <int D, typename T>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) {
+  pdl_wait();
   constexpr int HD = D * 32;
   __shared__ float sm_o[kAttnWarps][kMaxGroup][HD];
   __shared__ float sm_m[kAttnWarps][kMaxGroup], sm_l[kAttnWarps][kMaxGroup];
@@ -280,6 +286,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
 
 // Block per (query head, token): merges the splits' (O, max, L).
 __global__ void attention_merge_kernel(AttnArgs a) {
+  pdl_wait();
   const int h = blockIdx.x, t = blockIdx.y, hd = a.head_dim_v;
   const float* part = a.part + (static_cast<int64_t>(t) * a.n_head + h) * a.splits * (hd + 2);
   float mx = -INFINITY;
@@ -313,6 +320,7 @@ __device__ __forceinline__ float gelu_f16_table(float x) {
 }
 
 __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, float* out) {
+  pdl_wait();
   const int64_t t = blockIdx.y;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -321,7 +329,57 @@ __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu,
   }
 }
 
+// ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
+
+// Element i of a row, all 32 lanes of the warp on one 32-element block: the Q8_0 activation
+// arithmetic of convert_act (quantize_q8_kernel in cuda_matmul.cu, ops/quant.h).
+__device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float* d) {
+  const float amax = warp_max(fabsf(v));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  q[i] = static_cast<int8_t>(rintf(v * id));
+  if (threadIdx.x % 32 == 0) d[i / 32] = __half2float(__float2half_rn(amax / 127.0f));
+}
+
+// A block per row of n (a multiple of 32) with 256 threads, as add_normed_kernel and
+// rms_norm_kernel, whose expressions it repeats: thread k owns elements k, k + 256, ...
+__global__ void norm_quant_kernel(const float* proj, const float* post_w, float* resid,
+                                  const float* norm_w, int64_t n, float eps, int8_t* q, float* d) {
+  pdl_wait();
+  __shared__ float red[32];
+  float* rr = resid + blockIdx.x * n;
+  if (proj) {
+    const float* xr = proj + blockIdx.x * n;
+    float scale = 1.0f;
+    if (post_w) {
+      float ss = 0.0f;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+      ss = block_sum(ss, red);
+      scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+    }
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      rr[i] += post_w ? (xr[i] * scale) * post_w[i] : xr[i];
+  }
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += rr[i] * rr[i];
+  ss = block_sum(ss, red);
+  const float scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    quant_store((rr[i] * scale) * norm_w[i], blockIdx.x * n + i, q, d);
+}
+
+__global__ void glu_quant_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, int8_t* q,
+                                 float* d) {
+  pdl_wait();
+  const int64_t t = blockIdx.y;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = gu[t * ld + i], u = gu[t * ld + n_ff + i];
+    quant_store(gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u, t * n_ff + i, q, d);
+  }
+}
+
 __global__ void softcap_kernel(float* x, int64_t count, float cap) {
+  pdl_wait();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     x[i] = cap * tanhf(x[i] / cap);
@@ -342,19 +400,19 @@ RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
 
 void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
               float* y, int64_t ldy, cudaStream_t s) {
-  rms_norm_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, ldx, w, n, eps, y, ldy);
+  launch_k(rms_norm_kernel, static_cast<unsigned>(rows), 256, 0, s, x, ldx, w, n, eps, y, ldy);
   check_launch("rms_norm");
 }
 
 void add_normed(const float* x, const float* norm_w, int64_t rows, int64_t n, float eps,
                 float* resid, cudaStream_t s) {
-  add_normed_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, norm_w, n, eps, resid);
+  launch_k(add_normed_kernel, static_cast<unsigned>(rows), 256, 0, s, x, norm_w, n, eps, resid);
   check_launch("add_normed");
 }
 
 void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,
           const int32_t* positions, cudaStream_t s) {
-  rope_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n)), 64, 0, s>>>(
+  launch_k(rope_kernel, dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n)), 64, 0, s,
       p, x, ldx, head_dim, positions);
   check_launch("rope");
 }
@@ -365,11 +423,11 @@ void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const fl
                 cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(l.n_head + 2 * l.n_head_kv), static_cast<unsigned>(n));
   if (l.kv_f32)
-    qkv_finish_kernel<float><<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions, store_slots,
+    launch_k(qkv_finish_kernel<float>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, positions, store_slots,
                                                   static_cast<float*>(k_cache),
                                                   static_cast<float*>(v_cache), cap);
   else
-    qkv_finish_kernel<__half><<<grid, 128, 0, s>>>(l, qkv, qn, kn, eps, rope, positions,
+    launch_k(qkv_finish_kernel<__half>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, positions,
                                                    store_slots, static_cast<__half*>(k_cache),
                                                    static_cast<__half*>(v_cache), cap);
   check_launch("qkv_finish");
@@ -390,34 +448,34 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   const int threads = kAttnWarps * 32;
   switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
     case 64:
-      attention_kernel<1, __half><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<1, __half>, grid, threads, 0, s, a);
       break;
     case 65:
-      attention_kernel<1, float><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<1, float>, grid, threads, 0, s, a);
       break;
     case 128:
-      attention_kernel<2, __half><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<2, __half>, grid, threads, 0, s, a);
       break;
     case 129:
-      attention_kernel<2, float><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<2, float>, grid, threads, 0, s, a);
       break;
     case 256:
-      attention_kernel<4, __half><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<4, __half>, grid, threads, 0, s, a);
       break;
     case 257:
-      attention_kernel<4, float><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<4, float>, grid, threads, 0, s, a);
       break;
     case 513:
-      attention_kernel<8, float><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<8, float>, grid, threads, 0, s, a);
       break;
     default:
-      attention_kernel<8, __half><<<grid, threads, 0, s>>>(a);
+      launch_k(attention_kernel<8, __half>, grid, threads, 0, s, a);
       break;
   }
   check_launch("attention");
   if (a.splits > 1) {
-    attention_merge_kernel<<<dim3(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n)),
-                             128, 0, s>>>(a);
+    launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n)),
+                             128, 0, s, a);
     check_launch("attention_merge");
   }
 }
@@ -425,12 +483,29 @@ void attention(const AttnArgs& a, cudaStream_t s) {
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out,
          cudaStream_t s) {
   const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;
-  glu_kernel<<<dim3(gx, static_cast<unsigned>(n)), 256, 0, s>>>(gu, ld, n_ff, gelu, out);
+  launch_k(glu_kernel, dim3(gx, static_cast<unsigned>(n)), 256, 0, s, gu, ld, n_ff, gelu, out);
   check_launch("glu");
 }
 
+void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
+                int64_t rows, int64_t n, float eps, void* out, cudaStream_t s) {
+  int8_t* q = static_cast<int8_t*>(out);
+  launch_k(norm_quant_kernel, static_cast<unsigned>(rows), 256, 0, s,
+      proj, post_w, resid, norm_w, n, eps, q, reinterpret_cast<float*>(q + rows * n));
+  check_launch("norm_quant");
+}
+
+void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void* out,
+               cudaStream_t s) {
+  int8_t* q = static_cast<int8_t*>(out);
+  const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;
+  launch_k(glu_quant_kernel, dim3(gx, static_cast<unsigned>(n)), 256, 0, s,
+      gu, ld, n_ff, gelu, q, reinterpret_cast<float*>(q + n * n_ff));
+  check_launch("glu_quant");
+}
+
 void softcap(float* x, int64_t count, float cap, cudaStream_t s) {
-  softcap_kernel<<<grid_for(count, 256) < 1024 ? grid_for(count, 256) : 1024, 256, 0, s>>>(
+  launch_k(softcap_kernel, grid_for(count, 256) < 1024 ? grid_for(count, 256) : 1024, 256, 0, s,
       x, count, cap);
   check_launch("softcap");
 }

@@ -15,6 +15,18 @@ namespace channel::cuda {
 
 namespace {
 
+bool q8_input(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0; }
+
+// Decode can run the fused activation stages (cuda_kernels.h: norm_quant, glu_quant) when
+// every product they feed takes Q8_0 activation blocks and q|k|v and gate|up are stacked.
+bool fusable(const WeightsLayout& W) {
+  for (const DevLayer& L : W.layers)
+    if (!L.qkv.q || !L.gate_up.q || !q8_input(L.qkv.type) || !q8_input(L.gate_up.type) ||
+        !q8_input(L.down.type))
+      return false;
+  return q8_input(W.output.type);
+}
+
 // Attention blocks per query: enough (KV head, split, token) blocks to fill the device twice.
 int splits_for(int n, int n_head_kv, int sm_count) {
   const int want = (2 * sm_count + n_head_kv * n - 1) / (n_head_kv * n);
@@ -141,6 +153,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   const RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
   const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w, s.kv_f32};
   const int splits = splits_for(n, hp.n_head_kv, weights_->device().sm_count);
+  const bool fuse = n == 1 && fused_decode() && fusable(W);
 
   // y[:, at..] = x . W^T for each matrix of a group (fused when the upload fused it).
   auto product = [&](const float* in, int64_t cols, std::initializer_list<const DevMatrix*> parts,
@@ -159,6 +172,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   };
 
   embed(W.token_embd, tokens, n, hp.embd_scale, x, cs);
+  if (fuse) norm_quant(nullptr, nullptr, x, W.layers.front().attn_norm, 1, E, hp.rms_eps, act, cs);
   for (int il = 0; il < hp.n_layer; ++il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     const bool sliding = hp.is_sliding(il);
@@ -167,8 +181,12 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     void* kc = static_cast<char*>(s.k_cache) + layer_k * s.kv_elem;
     void* vc = static_cast<char*>(s.v_cache) + layer_v * s.kv_elem;
 
-    rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
-    product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, qkv, s.qkv_w);
+    if (fuse) {
+      matmul(L.qkv, act, 1, qkv, s.qkv_w, cs);
+    } else {
+      rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
+      product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, qkv, s.qkv_w);
+    }
     qkv_finish(ql, qkv, n, L.q_norm, L.k_norm, hp.rms_eps, sliding ? rope_sliding : rope_global,
                positions, positions, kc, vc, static_cast<int64_t>(cap), cs);
     AttnArgs a;
@@ -192,6 +210,18 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     a.out = s.attn.as<float>();
     attention(a, cs);
     product(s.attn.as<float>(), s.attn_w, {&L.wo}, DevMatrix{}, proj, E);
+    if (fuse) {  // the residual add, the FFN norm and the activation blocks in one kernel
+      norm_quant(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, x, L.ffn_norm, 1, E,
+                 hp.rms_eps, act, cs);
+      matmul(L.gate_up, act, 1, s.gu.as<float>(), 2 * F, cs);
+      glu_quant(s.gu.as<float>(), 2 * F, 1, F, hp.gelu_ffn, act, cs);
+      matmul(L.down, act, 1, proj, E, cs);
+      const bool last = il + 1 == hp.n_layer;
+      norm_quant(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, x,
+                 last ? W.output_norm : W.layers[static_cast<size_t>(il) + 1].attn_norm, 1, E,
+                 hp.rms_eps, act, cs);
+      continue;
+    }
     add_normed(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, n, E, hp.rms_eps, x, cs);
 
     rms_norm(x, E, L.ffn_norm, n, E, hp.rms_eps, xn, E, cs);
@@ -202,8 +232,10 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   }
   const int first = all_logits ? 0 : n - 1;
   const int n_out = n - first;
-  rms_norm(x + first * E, E, W.output_norm, n_out, E, hp.rms_eps, xn, E, cs);
-  convert_act(W.output.type, xn, n_out, E, E, act, cs);
+  if (!fuse) {  // fused: the last layer's norm_quant left the output norm's blocks in act
+    rms_norm(x + first * E, E, W.output_norm, n_out, E, hp.rms_eps, xn, E, cs);
+    convert_act(W.output.type, xn, n_out, E, E, act, cs);
+  }
   matmul(W.output, act, n_out, s.logits.as<float>(), hp.n_vocab, cs);
   if (hp.final_logit_softcap > 0)
     softcap(s.logits.as<float>(), static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap, cs);

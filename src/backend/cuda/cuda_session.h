@@ -45,6 +45,13 @@ class CudaWeights {
   std::unique_ptr<Impl> impl_;
 };
 
+// Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE
+// and CHANNEL_CUDA_PDL set them (cuda_kernels.h): the one-token product's variant (0..5), the
+// fused activation stages and programmatic dependent launch. A session captures them with its
+// decode graph, so they apply to sessions made after. `spec`: "vN", then "f" (fused) and "p"
+// (PDL) if wanted, e.g. "v2fp"; a bad spec is a one-line error.
+void set_decode_kernels(const std::string& spec);
+
 struct CudaSessionConfig {
   int n_ctx = 4096;    // KV slots
   int n_batch = 512;   // tokens per forward chunk of a long prompt

@@ -1,0 +1,104 @@
+// Decode's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
+// CHANNEL_CUDA_MATVEC (v0..v5), the fused activation stages, CHANNEL_CUDA_FUSE (0|1), and
+// programmatic dependent launch, CHANNEL_CUDA_PDL (0|1); each read once from the environment
+// unless set first.
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_session.h"
+#include "util/error.h"
+
+namespace channel::cuda {
+
+namespace {
+
+// Measured on the H200 (bench/results/cuda_h200/matvec_variants.md): v5 reads the 12B
+// shape's q8_0 and q4_0 rows fastest (3.87 / 2.43 ms of matvecs a token against v0's 4.42 /
+// 3.09), v0 its f16 rows (6.22 ms against v5's 6.72); the fused stages and PDL each add 2-4 %.
+constexpr bool kDefaultFuse = true;
+constexpr bool kDefaultPdl = true;
+
+int default_variant(GgmlType type) {
+  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 5;
+}
+
+int parse_variant(const char* s) {
+  const std::string v(s);
+  const std::string digits = !v.empty() && v[0] == 'v' ? v.substr(1) : v;
+  if (digits.size() == 1 && digits[0] >= '0' && digits[0] < '0' + kMatvecVariants)
+    return digits[0] - '0';
+  throw_error("CHANNEL_CUDA_MATVEC: expected v0..v{}, got '{}'", kMatvecVariants - 1, v);
+}
+
+std::atomic<int> g_variant{-1};
+std::atomic<int> g_fuse{-1};
+std::atomic<int> g_pdl{-1};
+
+// 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
+int env_flag(const char* name, bool fallback) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return fallback ? 1 : 0;
+  const std::string e(env);
+  if (e != "0" && e != "1") throw_error("{}: expected 0 or 1, got '{}'", name, e);
+  return e == "1" ? 1 : 0;
+}
+
+}  // namespace
+
+int matvec_variant() {
+  int v = g_variant.load(std::memory_order_relaxed);
+  if (v >= 0) return v;
+  const char* env = std::getenv("CHANNEL_CUDA_MATVEC");
+  v = env && *env ? parse_variant(env) : kMatvecPerType;
+  g_variant.store(v, std::memory_order_relaxed);
+  return v;
+}
+
+int matvec_variant_for(GgmlType type) {
+  const int v = matvec_variant();
+  return v == kMatvecPerType ? default_variant(type) : v;
+}
+
+void set_matvec_variant(int variant) {
+  if (variant != kMatvecPerType && (variant < 0 || variant >= kMatvecVariants))
+    throw_error("matvec variant: expected 0..{}, got {}", kMatvecVariants - 1, variant);
+  g_variant.store(variant, std::memory_order_relaxed);
+}
+
+bool fused_decode() {
+  int v = g_fuse.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  v = env_flag("CHANNEL_CUDA_FUSE", kDefaultFuse);
+  g_fuse.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_fused_decode(bool on) { g_fuse.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+bool pdl_enabled() {
+  int v = g_pdl.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  v = env_flag("CHANNEL_CUDA_PDL", kDefaultPdl);
+  g_pdl.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_pdl(bool on) { g_pdl.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+void set_decode_kernels(const std::string& spec) {
+  std::string v = spec;
+  const bool pdl = !v.empty() && v.back() == 'p';
+  if (pdl) v.pop_back();
+  const bool fused = !v.empty() && v.back() == 'f';
+  if (fused) v.pop_back();
+  if (v.size() != 2 || v[0] != 'v' || v[1] < '0' || v[1] >= '0' + kMatvecVariants)
+    throw_error("decode kernels: expected v0..v{}, then f (fused) and p (PDL) if wanted, got '{}'",
+                kMatvecVariants - 1, spec);
+  set_matvec_variant(v[1] - '0');
+  set_fused_decode(fused);
+  set_pdl(pdl);
+}
+
+}  // namespace channel::cuda
