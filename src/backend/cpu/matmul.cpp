@@ -67,8 +67,7 @@ void prepare_quant(const float* x, int64_t cols, int32_t zero_point, int64_t t0,
 }
 
 // Prepares x for w's type (see matmul.h) in the calling thread's scratch.
-cpu::MatmulInput prepare_input(const WeightMatrix& w, const float* x, int64_t n,
-                               ThreadPool& pool) {
+cpu::MatmulInput prepare_input(const WeightMatrix& w, const float* x, int64_t n, ThreadPool& pool) {
   cpu::MatmulInput in;
   in.n = n;
   const int64_t nb = w.cols / kQK;
