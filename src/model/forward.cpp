@@ -100,9 +100,10 @@ void embed(const Model& model, std::span<const int32_t> tokens, float* x, Thread
 // (bounded/bounded_attention.h), the others with the SIMD norm.
 void project_qkv(const ModelHparams& hp, const LayerWeights& L, bool bounded, int n,
                  ForwardScratch& s, ThreadPool& pool) {
-  matmul(L.wq, s.xn.data(), n, s.q.data(), pool);  // [n][n_head][head_dim]
-  matmul(L.wk, s.xn.data(), n, s.k.data(), pool);  // [n][n_head_kv][head_dim]
-  matmul(L.wv, s.xn.data(), n, s.v.data(), pool);  // [n][n_head_kv][head_dim_v]
+  // q [n][n_head][head_dim], k [n][n_head_kv][head_dim], v [n][n_head_kv][head_dim_v]
+  const WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
+  float* const out[] = {s.q.data(), s.k.data(), s.v.data()};
+  matmul_fused(qkv, s.xn.data(), n, out, pool);
   if (!hp.has_qk_norm) return;
   const int64_t hd = hp.head_dim;
   const auto head_norm = bounded ? rms_norm_ref : rms_norm;
@@ -120,8 +121,9 @@ void project_qkv(const ModelHparams& hp, const LayerWeights& L, bool bounded, in
 void feed_forward(const ModelHparams& hp, const LayerWeights& L, int n, ForwardScratch& s,
                   ThreadPool& pool) {
   const int64_t n_ff = hp.n_ff;
-  matmul(L.ffn_gate, s.xn.data(), n, s.gate.data(), pool);  // [n][n_ff]
-  matmul(L.ffn_up, s.xn.data(), n, s.up.data(), pool);      // [n][n_ff]
+  const WeightMatrix* gate_up[] = {&L.ffn_gate, &L.ffn_up};
+  float* const out[] = {s.gate.data(), s.up.data()};  // [n][n_ff] each
+  matmul_fused(gate_up, s.xn.data(), n, out, pool);
   for_rows(pool, n, [&](int64_t t) {
     float* g = s.gate.data() + t * n_ff;
     const float* u = s.up.data() + t * n_ff;

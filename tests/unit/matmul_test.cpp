@@ -196,6 +196,43 @@ TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
   }
 }
 
+// Q/K/V and gate/up run as one fused job: each matrix's outputs are the same bits as a
+// matmul of it alone, for the decode matvec and the prompt GEMMs, with row counts that are
+// not multiples of the split granule; a group of mixed types runs one matrix at a time.
+TEST(Matmul, FusedGroupGivesTheBitsOfOneMatmulEach) {
+  ThreadPool one(1), three(3);
+  const int64_t cols = 256;
+  const int64_t rows[] = {70, 33, 128};
+  for (GgmlType type : kTypes) {
+    std::vector<OwnedWeight> owned;
+    for (int i = 0; i < 3; ++i)
+      owned.push_back(make_random_weight(type, rows[i], cols, static_cast<uint32_t>(50 + i)));
+    if (type == GgmlType::F16) owned[1] = make_random_weight(GgmlType::Q8_0, 33, cols, 51);
+    const WeightMatrix* ws[] = {&owned[0].w, &owned[1].w, &owned[2].w};
+    for (int64_t n : {1, 5, 40}) {
+      const auto x = random_activations(n * cols, static_cast<uint32_t>(n));
+      std::vector<std::vector<float>> fused(3), alone(3);
+      float* ys[3];
+      for (int i = 0; i < 3; ++i) {
+        fused[i].assign(static_cast<size_t>(n * rows[i]), -1.0f);
+        alone[i].resize(fused[i].size());
+        ys[i] = fused[i].data();
+        matmul(*ws[i], x.data(), n, alone[i].data(), one);
+      }
+      matmul_fused(ws, x.data(), n, ys, three);
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(std::memcmp(fused[i].data(), alone[i].data(), fused[i].size() * 4), 0)
+            << ggml_type_name(static_cast<uint32_t>(type)) << " n " << n << " matrix " << i;
+    }
+  }
+  const auto o = make_random_weight(GgmlType::Q8_0, 4, 32, 7);
+  const WeightMatrix* ws[] = {&o.w, &o.w};
+  float y[4];
+  float* ys[] = {y};
+  const std::vector<float> x(32, 1.0f);
+  EXPECT_THROW(matmul_fused(ws, x.data(), 1, ys, one), Error);
+}
+
 // Float weights too (F32, F16, BF16): the GEMM tile and the decode loop give every output
 // the same FMA chain and horizontal sum, so a token's outputs are the same bits whatever the
 // batch: awkward row and column counts, every batch size up to 17 and 33, several threads.

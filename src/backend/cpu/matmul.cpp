@@ -66,11 +66,8 @@ void prepare_quant(const float* x, int64_t cols, int32_t zero_point, int64_t t0,
   }
 }
 
-}  // namespace
-
-void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  check_type(w);
-  if (n <= 0) return;
+// Prepares x for w's type (see matmul.h) in the calling thread's scratch.
+cpu::MatmulInput prepare_input(const WeightMatrix& w, const float* x, int64_t n, ThreadPool& pool) {
   cpu::MatmulInput in;
   in.n = n;
   const int64_t nb = w.cols / kQK;
@@ -121,11 +118,51 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
     });
     in.xf = xf;
   }
-  const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols};
-  const int64_t granule = cpu::matmul_row_granule(w.type, n);
-  const int64_t units = (w.rows + granule - 1) / granule;
-  pool.parallel_for(units, [&](int64_t u0, int64_t u1, int) {
-    cpu::matmul_rows(cw, in, u0 * granule, std::min(u1 * granule, w.rows), y, w.rows);
+  return in;
+}
+
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const WeightMatrix* ws[] = {&w};
+  float* const ys[] = {y};
+  matmul_fused(ws, x, n, ys, pool);
+}
+
+void matmul_fused(std::span<const WeightMatrix* const> ws, const float* x, int64_t n,
+                  std::span<float* const> ys, ThreadPool& pool) {
+  constexpr size_t kMaxFused = 8;
+  if (ws.size() != ys.size() || ws.size() > kMaxFused)
+    throw_error("matmul_fused: {} weights and {} outputs (at most {})", ws.size(), ys.size(),
+                kMaxFused);
+  if (ws.empty() || n <= 0) {
+    for (const WeightMatrix* w : ws) check_type(*w);
+    return;
+  }
+  const WeightMatrix& w0 = *ws[0];
+  for (const WeightMatrix* w : ws) {
+    check_type(*w);
+    if (w->type != w0.type || w->cols != w0.cols) {  // different activations: one at a time
+      for (size_t i = 0; i < ws.size(); ++i) matmul(*ws[i], x, n, ys[i], pool);
+      return;
+    }
+  }
+  const cpu::MatmulInput in = prepare_input(w0, x, n, pool);
+  // Each matrix's rows in units of `granule` rows, numbered one matrix after another, so a
+  // unit never spans two matrices and every matrix is split where it would be alone.
+  const int64_t granule = cpu::matmul_row_granule(w0.type, n);
+  int64_t first_unit[kMaxFused + 1] = {0};
+  for (size_t i = 0; i < ws.size(); ++i)
+    first_unit[i + 1] = first_unit[i] + (ws[i]->rows + granule - 1) / granule;
+  pool.parallel_for(first_unit[ws.size()], [&](int64_t u0, int64_t u1, int) {
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const int64_t a = std::max(u0, first_unit[i]), b = std::min(u1, first_unit[i + 1]);
+      if (a >= b) continue;
+      const WeightMatrix& w = *ws[i];
+      const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols};
+      cpu::matmul_rows(cw, in, (a - first_unit[i]) * granule,
+                       std::min((b - first_unit[i]) * granule, w.rows), ys[i], w.rows);
+    }
   });
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "backend/cpu/thread_pool.h"
 #include "ops/weight.h"
@@ -23,6 +24,12 @@ namespace channel {
 // y[n][w.rows] = x[n][w.cols] · Wᵀ; n == 1 is a matvec. Threads over rows (and tokens for
 // large n). x and y must not overlap.
 void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// ys[i][n][ws[i]->rows] = x · ws[i]ᵀ for up to 8 matrices that read the same x (Q/K/V, gate
+// and up): one activation preparation and one parallel job over all their rows, with the
+// same bits as a matmul of each. Matrices of different types or widths run one at a time.
+void matmul_fused(std::span<const WeightMatrix* const> ws, const float* x, int64_t n,
+                  std::span<float* const> ys, ThreadPool& pool);
 
 // out[w.cols] = row `row` of W as f32.
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out);

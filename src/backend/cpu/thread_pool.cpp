@@ -102,7 +102,9 @@ void ThreadPool::worker_main(int index) {
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
-  if (tls_pool == this || n_threads_ == 1) {  // nested (or no workers): run inline
+  // Nested, no workers, or a single item (nothing to share; publishing it would only let a
+  // worker race the caller for it and make the caller wait on that worker): run inline.
+  if (tls_pool == this || n_threads_ == 1 || n == 1) {
     fn(0, n, tls_pool == this ? tls_index : 0);
     return;
   }

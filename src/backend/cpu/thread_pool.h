@@ -30,7 +30,8 @@ class ThreadPool {
   // thread_index (in [0, size()), 0 = the caller) names the thread running this one, so it
   // can index per-thread scratch. An exception thrown by fn is rethrown here (the first one,
   // once no chunk is running). Calls from several threads are serialised; a call from inside
-  // fn runs the whole range inline with the same thread_index.
+  // fn runs the whole range inline with the same thread_index, and a call with n == 1 runs
+  // inline on the caller (thread_index 0).
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:
