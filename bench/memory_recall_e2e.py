@@ -186,6 +186,8 @@ def main():
     ap.add_argument("--filler", nargs="*", default=DEFAULT_FILLER)
     ap.add_argument("--reuse", action="store_true", help="keep an existing stream in --out")
     ap.add_argument("--jobs", type=int, default=1, help="questions asked at once (processes)")
+    ap.add_argument("--min-ratio", type=float, default=None,
+                    help="--recall-min-ratio for the questions (the score gate; default: the CLI's)")
     args = ap.parse_args()
     ch = os.path.abspath(args.channel)
     model = args.model
@@ -279,6 +281,8 @@ def main():
                     "--recall-method", name]
             if lex:
                 cmd += ["--recall-lexical", lex]
+            if args.min_ratio is not None:
+                cmd += ["--recall-min-ratio", str(args.min_ratio)]
         r = run(cmd)
         os.remove(work)
         return r
