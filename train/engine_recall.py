@@ -31,9 +31,7 @@ def encode_in_context(model, episodes, corpus, nprng, device, src_len=2048, per_
     globals_ = [il for il in range(model.cfg.n_layer) if model.cfg.is_global(il)]
     seg = (src_len - 1) // per_row
     out = [None] * len(episodes)
-    # in the model's own mode: in training, with dropout, so that the episodes' states look like
-    # every other state of the batch (in eval mode the retrieval head learnt to tell them apart
-    # by the missing dropout noise, and its recall fell from 0.97 to 0.81)
+    # in the model's own mode (in training: with dropout, as every other state of the batch)
     for b0 in range(0, len(episodes), per_row * batch):
         group = list(range(b0, min(len(episodes), b0 + per_row * batch)))
         rows, where = [], []
@@ -64,24 +62,20 @@ def encode_in_context(model, episodes, corpus, nprng, device, src_len=2048, per_
 
 def place(model, rows_spans, encoded, B, T, device):
     """The `mem` argument of model.Model for a batch: rows_spans[r] lists (start, n, episode
-    index) of the tier-3 positions of row r (empty: the row has no recalled K/V).  Also returns
-    the source hidden states at those positions ([B, T, d], zero elsewhere) and their mask
-    ([B, T, 1]), for the retrieval loss."""
+    index) of the tier-3 positions of row r (empty: the row has no recalled K/V)."""
     cfg = model.cfg
     globals_ = [il for il in range(cfg.n_layer) if cfg.is_global(il)]
     kv = {il: (torch.zeros(B, cfg.n_kv, T, cfg.head_dim, device=device),
                torch.zeros(B, cfg.n_kv, T, cfg.head_dim, device=device)) for il in globals_}
     sel = torch.zeros(B, 1, T, 1, dtype=torch.bool, device=device)
-    hid = torch.zeros(B, T, cfg.d, device=device)
     for r, spans in enumerate(rows_spans):
         for (st, n, e) in spans:
-            ekv, eh = encoded[e]
+            ekv = encoded[e][0]
             n = min(n, T - st)
             if n <= 0:
                 continue
             for il in globals_:
                 kv[il][0][r, :, st:st + n] = ekv[il][0][:, :n]
                 kv[il][1][r, :, st:st + n] = ekv[il][1][:, :n]
-            hid[r, st:st + n] = eh[:n]
             sel[r, 0, st:st + n, 0] = True
-    return {"sel": sel, "kv": kv}, hid, sel[:, 0]
+    return {"sel": sel, "kv": kv}

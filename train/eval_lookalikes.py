@@ -81,7 +81,7 @@ def evaluate(path, facts, sp, window_ids, window, seed, engine=False):
                 for k, e in enumerate(eps):
                     spans.append((st, len(e), k))
                     st += len(e)
-                mem, _, _ = place(model, [spans], enc, 1, len(row), "cpu")
+                mem = place(model, [spans], enc, 1, len(row), "cpu")
             else:
                 row = [BOS] + sum(eps, []) + body + q + a
             x = torch.tensor([row])

@@ -291,7 +291,7 @@ class MemoryBatcher:
 
 def batch_mem(model, meta, corpus, nprng, B, T, device):
     """model.Model's `mem` for the rows of a batch laid out for the engine (meta["src"]): their
-    episodes encoded in context; with the source hidden states for the retrieval loss."""
+    episodes encoded in context."""
     eps, rows_spans = [], []
     for r in range(B):
         spans = []
@@ -317,7 +317,10 @@ def candidate_index(meta, B, T, device):
             for s in range(0, T - 64 + 1, 64):
                 cands.append(r * T + s + ar)
             continue
-        for (st, n, own) in m["spans"]:
+        # a row laid out for the engine holds its episodes' K/V, not their states: its episodes
+        # are no candidates (their questions are skipped).  Mixing in states encoded elsewhere
+        # let the head tell the two kinds apart, and recall fell (runs srcA..srcV2)
+        for (st, n, own) in ([] if m.get("src") else m["spans"]):
             if own is not None:
                 owner[own] = len(cands)
             c = np.full(64, -1)
@@ -392,7 +395,7 @@ def eval_answers(model, bank, corpus, T, device, n=300, seed=11, engine=False):
                         sp.append((st, len(e), None))
                         st += len(e)
                     meta.append(dict(src=True, spans=sp, eps=eps))
-                mem, _, _ = batch_mem(model, meta, corpus, b.nprng, x.shape[0], x.shape[1], device)
+                mem = batch_mem(model, meta, corpus, b.nprng, x.shape[0], x.shape[1], device)
             with autocast(device):
                 pred = model(x, mem=mem).argmax(-1).cpu().numpy()
             for j, r in enumerate(rows[i:i + 16]):
@@ -590,15 +593,14 @@ def main():
 
     def step_fn(x, w, meta, am=None):
         x, w = x.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
-        mem = hsrc = hsel = None
+        mem = None
         if args.p_src > 0:   # always passed, so that torch.compile makes one graph
-            mem, hsrc, hsel = batch_mem(model, meta, tr, batcher.nprng, x.shape[0], x.shape[1] - 1, dev)
+            mem = batch_mem(model, meta, tr, batcher.nprng, x.shape[0], x.shape[1] - 1, dev)
         with autocast(dev):
             logits, hidden = fwd(x[:, :-1], masks, return_hidden=True, mem=mem)
         ce = F.cross_entropy(logits.float().reshape(-1, cfg.vocab), x[:, 1:].reshape(-1), reduction="none")
         lm = (ce * w.reshape(-1)).sum() / w.sum()
-        hr = hidden.float() if hsel is None else torch.where(hsel, hsrc, hidden.float())
-        rl, racc = retrieval_loss(head, hr, meta, args.tau)
+        rl, racc = retrieval_loss(head, hidden.float(), meta, args.tau)
         loss = lm + (args.ret_weight * rl if rl is not None else 0.0)
         if args.ans_loss > 0 and am is not None:
             am = am.to(dev, non_blocking=True).reshape(-1)
