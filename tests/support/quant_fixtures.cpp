@@ -79,6 +79,22 @@ std::vector<float> dequantize_activations(GgmlType type, const uint8_t* xq, int6
   return out;
 }
 
+namespace {
+
+// o.info and o.w describe o.bytes as a [rows][cols] tensor of `type`.
+void describe(OwnedWeight& o, GgmlType type, int64_t rows, int64_t cols) {
+  o.info.name = "blk.0.test.weight";
+  o.info.type_id = static_cast<uint32_t>(type);
+  o.info.n_dims = 2;
+  o.info.ne[0] = cols;
+  o.info.ne[1] = rows;
+  o.info.n_bytes = o.bytes.size();
+  o.info.data = o.bytes.data();
+  o.w = make_weight_matrix(o.info);
+}
+
+}  // namespace
+
 OwnedWeight make_random_weight(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
   OwnedWeight o;
   std::mt19937 rng(seed);
@@ -116,14 +132,15 @@ OwnedWeight make_random_weight(GgmlType type, int64_t rows, int64_t cols, uint32
         break;
     }
   }
-  o.info.name = "blk.0.test.weight";
-  o.info.type_id = static_cast<uint32_t>(type);
-  o.info.n_dims = 2;
-  o.info.ne[0] = cols;
-  o.info.ne[1] = rows;
-  o.info.n_bytes = o.bytes.size();
-  o.info.data = o.bytes.data();
-  o.w = make_weight_matrix(o.info);
+  describe(o, type, rows, cols);
+  return o;
+}
+
+OwnedWeight random_block_weight(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const int64_t per_row = cols / ggml_type_traits(static_cast<uint32_t>(type))->block_elems;
+  OwnedWeight o;
+  o.bytes = random_blocks(type, rows * per_row, seed);
+  describe(o, type, rows, cols);
   return o;
 }
 

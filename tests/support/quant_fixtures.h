@@ -26,7 +26,7 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t n_blocks, uint32_t see
 // dequantized.
 std::vector<float> dequantize_activations(GgmlType type, const uint8_t* xq, int64_t k);
 
-// A random weight matrix of `type` that owns its bytes: N(0, 0.25) values converted by the
+// A random weight matrix of `type`, named blk.0.test.weight, that owns its bytes: N(0, 0.25) values converted by the
 // references (F32, F16, BF16, Q8_0, Q4_0, Q5_0) or by quantize_row (the other types).
 struct OwnedWeight {
   std::vector<float> values;  // [rows][cols] the f32 values before conversion
@@ -35,5 +35,7 @@ struct OwnedWeight {
   WeightMatrix w;
 };
 OwnedWeight make_random_weight(GgmlType type, int64_t rows, int64_t cols, uint32_t seed);
+// The same from random_blocks (every quant bit random, sane factors); `values` is empty.
+OwnedWeight random_block_weight(GgmlType type, int64_t rows, int64_t cols, uint32_t seed);
 
 }  // namespace channel::test

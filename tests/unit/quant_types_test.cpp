@@ -215,24 +215,7 @@ TEST(QuantTypesLoad, FirstNonFiniteScaleBlockIsFound) {
   }
 }
 
-struct OwnedWeight {
-  std::vector<uint8_t> bytes;
-  TensorInfo info;
-};
-
-OwnedWeight random_weight(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
-  const int64_t per_row = cols / ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
-  OwnedWeight o;
-  o.bytes = random_blocks(t, rows * per_row, seed, 0);
-  o.info.name = "blk.3.ffn_down.weight";
-  o.info.type_id = static_cast<uint32_t>(t);
-  o.info.n_dims = 2;
-  o.info.ne[0] = cols;
-  o.info.ne[1] = rows;
-  o.info.n_bytes = o.bytes.size();
-  o.info.data = o.bytes.data();
-  return o;
-}
+using test::OwnedWeight;
 
 // matmul (threaded, SIMD) against matmul_ref, and each token's outputs the same bits alone or
 // in any batch, so chunked prefill and decode agree exactly.
@@ -244,8 +227,9 @@ TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
       for (int64_t rows : {1, 7, 35, 50}) {  // GEMM panels: 32 rows, halves of 16
         SCOPED_TRACE(name_of(t) + " rows=" + std::to_string(rows) +
                      " cols=" + std::to_string(cols));
-        const OwnedWeight o = random_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));
-        const WeightMatrix w = make_weight_matrix(o.info);
+        const OwnedWeight o =
+            test::random_block_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));
+        const WeightMatrix& w = o.w;
         const int64_t n = 19;
         const auto x = random_floats(n * cols, static_cast<uint32_t>(rows));
         std::vector<float> got(static_cast<size_t>(n * rows)), want(got.size());
@@ -275,7 +259,7 @@ TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
 TEST(QuantTypesLoad, NonFiniteScaleIsAOneLineErrorNamingTensorAndType) {
   for (GgmlType t : kNewTypes) {
     const int64_t elems = ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
-    OwnedWeight o = random_weight(t, 4, 2 * elems, 3);
+    OwnedWeight o = test::random_block_weight(t, 4, 2 * elems, 3);
     const uint16_t inf = 0xfc00;
     std::memcpy(o.bytes.data() + 5 * block_bytes(t) + factor_offsets(t).back(), &inf, 2);
     try {
@@ -283,7 +267,7 @@ TEST(QuantTypesLoad, NonFiniteScaleIsAOneLineErrorNamingTensorAndType) {
       ADD_FAILURE() << "no error for " << name_of(t);
     } catch (const Error& e) {
       const std::string msg = e.what();
-      EXPECT_NE(msg.find("blk.3.ffn_down.weight"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("blk.0.test.weight"), std::string::npos) << msg;
       EXPECT_NE(msg.find(name_of(t)), std::string::npos) << msg;
       EXPECT_NE(msg.find("block 5 (row 2)"), std::string::npos) << msg;
       EXPECT_NE(msg.find("non-finite scale"), std::string::npos) << msg;

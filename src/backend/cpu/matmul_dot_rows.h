@@ -5,7 +5,9 @@
 // only from matmul_kernels_{avx512,avx2,scalar}.cpp, inside the variant's namespace.
 
 // Rows per unit of work when splitting among threads.
-constexpr int64_t kDotRowGranule = 16;
+inline int64_t dot_row_granule(GgmlType, int64_t) {
+  return 16;
+}
 
 // The block types of quant_kernels.h: each weight row is unpacked once per group of up to
 // max_tokens tokens (dot_multi), whose outputs are the bits `dot` gives for each alone.

@@ -16,14 +16,9 @@ namespace channel::cpu {
 namespace avx2 {
 namespace {
 #include "backend/cpu/matmul_dot_rows.h"
-
-int64_t row_granule(GgmlType, int64_t) {
-  return kDotRowGranule;
-}
-
 }  // namespace
 
-constexpr MatmulKernels kTable{"avx2", row_granule, dot_rows};
+constexpr MatmulKernels kTable{"avx2", dot_row_granule, dot_rows};
 
 }  // namespace avx2
 

@@ -430,7 +430,7 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
   if (is_kquant(type) && n >= kKQuantGemmMinTokens) return kPanelRows;
-  if (!is_quant(type) && quant_type_kernels(type)) return kDotRowGranule;
+  if (!is_quant(type) && quant_type_kernels(type)) return dot_row_granule(type, n);
   return use_gemm(type, n) ? kPanelRows : 16;  // the float GEMM groups 32 rows too
 }
 

@@ -13,14 +13,9 @@ namespace channel::cpu {
 namespace scalar {
 namespace {
 #include "backend/cpu/matmul_dot_rows.h"
-
-int64_t row_granule(GgmlType, int64_t) {
-  return kDotRowGranule;
-}
-
 }  // namespace
 
-constexpr MatmulKernels kTable{"scalar", row_granule, dot_rows};
+constexpr MatmulKernels kTable{"scalar", dot_row_granule, dot_rows};
 
 }  // namespace scalar
 
