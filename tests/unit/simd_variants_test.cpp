@@ -1,7 +1,8 @@
 // Every SIMD variant of a kernel family that this build compiled and this CPU executes
 // (AVX-512, AVX2, scalar; backend/cpu/simd.h), against the family's scalar reference at
 // awkward sizes and misaligned starts: slot attention, the memory kernels, the layer
-// kernels and the matmul family (row, block-type and matmul kernels: simd_matmul_checks.h). One parameterised test: the parameter is
+// kernels, the bounded group kernel (simd_bounded_checks.h) and the matmul family (row,
+// block-type and matmul kernels: simd_matmul_checks.h). One parameterised test: the parameter is
 // (family, variant), so `--gtest_filter='*avx2*'` runs the AVX2 variants alone.
 #include <algorithm>
 #include <numeric>
@@ -16,6 +17,7 @@
 #include "backend/cpu/layer_kernels.h"
 #include "backend/cpu/simd.h"
 #include "kv/slot_attention.h"
+#include "simd_bounded_checks.h"
 #include "simd_matmul_checks.h"
 #include "memory/memory_kernels.h"
 #include "memory/rehydrate_kernels.h"
@@ -51,6 +53,8 @@ std::vector<Variant> all_variants() {
     out.push_back({"rehydrate", rehydrate[i].isa, i});
   const auto layer = layer_kernel_variants();
   for (size_t i = 0; i < layer.size(); ++i) out.push_back({"layer", layer[i].isa, i});
+  const auto bounded = cpu::bounded_kernel_variants();
+  for (size_t i = 0; i < bounded.size(); ++i) out.push_back({"bounded", bounded[i].isa, i});
   const auto vec = cpu::vec_kernel_variants();
   for (size_t i = 0; i < vec.size(); ++i) out.push_back({"vec", vec[i].isa, i});
   const auto quant = cpu::quant_kernel_variants();
@@ -354,6 +358,8 @@ TEST_P(SimdVariant, MatchesTheScalarReference) {
     check_retrieval(retrieval_kernel_variants()[p.index]);
   } else if (p.family == "layer") {
     check_layer_kernels(layer_kernel_variants()[p.index]);
+  } else if (p.family == "bounded") {
+    simd_checks::check_bounded_kernels(cpu::bounded_kernel_variants()[p.index]);
   } else if (p.family == "vec") {
     simd_checks::check_vec_kernels(cpu::vec_kernel_variants()[p.index]);
   } else if (p.family == "quant") {
@@ -391,6 +397,7 @@ TEST(SimdVariants, TheBestVariantIsDispatchedAndAvx2IsThere) {
       {"retrieval", retrieval_kernels_isa(), isas(retrieval_kernel_variants())},
       {"rehydrate", rehydrate_kernels_isa(), isas(rehydrate_kernel_variants())},
       {"layer", layer_kernels_isa(), isas(layer_kernel_variants())},
+      {"bounded", cpu::bounded_kernel_isa(), isas(cpu::bounded_kernel_variants())},
       {"vec", cpu::vec_kernels_isa(), isas(cpu::vec_kernel_variants())},
       {"quant", cpu::quant_kernels_isa(), isas(cpu::quant_kernel_variants())},
       {"matmul", cpu::matmul_kernels_isa(), isas(cpu::matmul_kernel_variants())}};
