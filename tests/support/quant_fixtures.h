@@ -26,8 +26,9 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t n_blocks, uint32_t see
 // dequantized.
 std::vector<float> dequantize_activations(GgmlType type, const uint8_t* xq, int64_t k);
 
-// A random weight matrix of `type`, named blk.0.test.weight, that owns its bytes: N(0, 0.25) values converted by the
-// references (F32, F16, BF16, Q8_0, Q4_0, Q5_0) or by quantize_row (the other types).
+// A random weight matrix of `type`, named blk.0.test.weight, that owns its bytes: N(0, 0.25) values
+// converted by the references (F32, F16, BF16, Q8_0, Q4_0, Q5_0) or by quantize_row (the other
+// types).
 struct OwnedWeight {
   std::vector<float> values;  // [rows][cols] the f32 values before conversion
   std::vector<uint8_t> bytes;

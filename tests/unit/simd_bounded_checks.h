@@ -89,8 +89,8 @@ inline void check_bounded_kernels(const cpu::BoundedKernelVariant& variant) {
           g.run(variant.fn, 0, n_q, got);
           for (size_t i = 0; i < want.size(); ++i) {
             ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::fabs(want[i])))
-                << variant.isa << " hd " << hd << " half " << half << " S " << S << " len "
-                << len << " at " << i;
+                << variant.isa << " hd " << hd << " half " << half << " S " << S << " len " << len
+                << " at " << i;
           }
         }
       }

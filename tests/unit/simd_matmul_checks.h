@@ -25,9 +25,8 @@
 namespace channel::simd_checks {
 
 // The block types of quant_kernels.h.
-constexpr GgmlType kBlockTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                    GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kBlockTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                                    GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 inline std::string type_name(GgmlType t) {
   return ggml_type_name(static_cast<uint32_t>(t));
@@ -44,8 +43,8 @@ inline float dot_tolerance(const float* a, const float* b, int64_t n) {
 inline void check_vec_float_rows(const cpu::VecKernels& K) {
   for (int64_t n : {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 129}) {
     for (int off = 0; off < 4; ++off) {
-      SCOPED_TRACE(std::string(K.isa) + " n=" + std::to_string(n) + " offset=" +
-                   std::to_string(off));
+      SCOPED_TRACE(std::string(K.isa) + " n=" + std::to_string(n) +
+                   " offset=" + std::to_string(off));
       const auto wf_all = test::random_normal_floats(n + off, static_cast<uint32_t>(n * 8 + off));
       const auto xf_all =
           test::random_normal_floats(n + off, static_cast<uint32_t>(n * 8 + off + 1000));
@@ -96,8 +95,8 @@ inline void check_vec_block_rows(const cpu::VecKernels& K) {
   for (int64_t nb : {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 129}) {
     const int64_t k = nb * kQK;
     for (int off = 0; off < 4; ++off) {
-      SCOPED_TRACE(std::string(K.isa) + " blocks=" + std::to_string(nb) + " offset=" +
-                   std::to_string(off));
+      SCOPED_TRACE(std::string(K.isa) + " blocks=" + std::to_string(nb) +
+                   " offset=" + std::to_string(off));
       // Activations: a float row (misaligned by `off` floats) quantized to misaligned bytes.
       const auto x_all =
           test::random_normal_floats(k + off, static_cast<uint32_t>(nb * 4 + off), 2.0f);
@@ -200,10 +199,10 @@ inline void check_quant_kernels(const cpu::QuantKernels& V) {
 
 // Activations prepared for w's type as backend/cpu/matmul.cpp does, from the references.
 struct PreparedInput {
-  std::vector<float> xf;        // [n][cols] rounded to the weight's precision
-  std::vector<uint8_t> xq;      // [n][row bytes] the type's activation blocks
-  std::vector<float> xd;        // [n][cols / 32] Q8_0 scales (Q8_0, Q4_0, Q5_0)
-  std::vector<int32_t> xcorr;   // [n][cols / 32] zero-point corrections
+  std::vector<float> xf;       // [n][cols] rounded to the weight's precision
+  std::vector<uint8_t> xq;     // [n][row bytes] the type's activation blocks
+  std::vector<float> xd;       // [n][cols / 32] Q8_0 scales (Q8_0, Q4_0, Q5_0)
+  std::vector<int32_t> xcorr;  // [n][cols / 32] zero-point corrections
   cpu::MatmulInput in;
 };
 
@@ -262,8 +261,8 @@ inline void check_matmul_kernels(const cpu::MatmulKernels& V) {
       const cpu::MatmulWeights cw{o.w.type, o.w.data, o.w.row_bytes, o.w.rows, o.w.cols};
       std::vector<float> wrow(static_cast<size_t>(cols));
       for (int64_t n : {1, 3, 5, 9, 15}) {
-        SCOPED_TRACE(std::string(V.isa) + " " + type_name(type) + " cols=" +
-                     std::to_string(cols) + " n=" + std::to_string(n));
+        SCOPED_TRACE(std::string(V.isa) + " " + type_name(type) + " cols=" + std::to_string(cols) +
+                     " n=" + std::to_string(n));
         EXPECT_GT(V.row_granule(type, n), 0);
         const auto x = test::random_normal_floats(n * cols, static_cast<uint32_t>(5 + n));
         const PreparedInput p = prepare_input(type, x, n, cols);
@@ -282,8 +281,8 @@ inline void check_matmul_kernels(const cpu::MatmulKernels& V) {
                 << "row " << r << " token " << t;
           }
         }
-        const PreparedInput last = prepare_input(
-            type, std::vector<float>(x.end() - cols, x.end()), 1, cols);  // the last token alone
+        const PreparedInput last = prepare_input(type, std::vector<float>(x.end() - cols, x.end()),
+                                                 1, cols);  // the last token alone
         std::vector<float> alone(static_cast<size_t>(rows));
         V.rows(cw, last.in, 0, rows, alone.data(), rows);
         ASSERT_EQ(std::memcmp(alone.data(), got.data() + (n - 1) * rows, rows * sizeof(float)), 0)

@@ -23,7 +23,8 @@ void rotate_row(const float* k, const float* c, const float* s, int half, int hd
     store(dst + p, m, fmadd(vc, k0, mul(vs, k1)));
     store(dst + half + p, m, fmsub(vc, k1, mul(vs, k0)));
   }
-  for (int p = 2 * half; p < hdp; p += kW) store(dst + p, lanes(hdp - p), load(k + p, lanes(hd - p)));
+  for (int p = 2 * half; p < hdp; p += kW)
+    store(dst + p, lanes(hdp - p), load(k + p, lanes(hd - p)));
 }
 
 // Scores of nk <= kW keys (rows of kb) for every head: row h, columns [col, col + nk).

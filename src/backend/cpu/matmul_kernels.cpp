@@ -9,9 +9,9 @@
 namespace channel::cpu {
 
 std::span<const MatmulKernels> matmul_kernel_variants() {
-  static const std::vector<MatmulKernels> all = simd::runnable_best_first(
-      matmul_kernels_avx512_variant(), simd::cpu_runs_avx512vnni(), matmul_kernels_avx2_variant(),
-      *matmul_kernels_scalar_variant());
+  static const std::vector<MatmulKernels> all =
+      simd::runnable_best_first(matmul_kernels_avx512_variant(), simd::cpu_runs_avx512vnni(),
+                                matmul_kernels_avx2_variant(), *matmul_kernels_scalar_variant());
   return all;
 }
 

@@ -8,9 +8,9 @@
 namespace channel::cpu {
 
 std::span<const VecKernels> vec_kernel_variants() {
-  static const std::vector<VecKernels> all = simd::runnable_best_first(
-      vec_kernels_avx512_variant(), simd::cpu_runs_avx512vnni(), vec_kernels_avx2_variant(),
-      *vec_kernels_scalar_variant());
+  static const std::vector<VecKernels> all =
+      simd::runnable_best_first(vec_kernels_avx512_variant(), simd::cpu_runs_avx512vnni(),
+                                vec_kernels_avx2_variant(), *vec_kernels_scalar_variant());
   return all;
 }
 
