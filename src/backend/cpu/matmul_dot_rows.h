@@ -30,8 +30,9 @@ inline void quant_type_rows(const QuantTypeKernels& qk, const MatmulWeights& w,
   }
 }
 
-// y[t * y_stride + r] = row r of w · token t, for r in [r0, r1) and every token.
-inline void dot_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+// y[t * y_stride + r] = row r of w · token t, for r in [r0, r1) and every token. Out of line:
+// the AVX-512 variant's matmul_rows keeps its decode and GEMM paths compact.
+[[gnu::noinline]] inline void dot_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                      int64_t y_stride) {
   if (const QuantTypeKernels* qk = quant_type_kernels(w.type))
     return quant_type_rows(*qk, w, x, r0, r1, y, y_stride);
