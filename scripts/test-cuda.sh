@@ -52,6 +52,24 @@ if out=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 64 -p "hello there" -n 12 --temp 
 else
   echo "test-cuda: run --ctx 64 --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
+# run and stream on the slot ring on the device (RingSessionConfig::compute): 600 streamed
+# tokens through 256 slots evict spans on the GPU; the sessions' K/V stay in device memory.
+if out=$("$ch" run -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 -p "hello there" -n 40 \
+    --temp 0 --no-echo --device cuda 2>"$tmp/err"); then
+  echo "run (ring) --device cuda: $(printf '%s' "$out" | head -c 120 | tr '\n' ' ')"
+  grep -E "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: run (ring) did not say its device"; rc=1; }
+  echo "run (ring) --device cpu:  $("$ch" run -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 \
+    -p "hello there" -n 40 --temp 0 --no-echo 2>/dev/null | head -c 120 | tr '\n' ' ')"
+else
+  echo "test-cuda: run (ring) --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
+if "$ch" stream -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 --tokens 600 --stats-every 300 \
+    --temp 0 --device cuda >"$tmp/stream" 2>"$tmp/err"; then
+  echo "stream --device cuda: $(tail -1 "$tmp/stream")"
+  grep -E "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: stream did not say its device"; rc=1; }
+else
+  echo "test-cuda: stream --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
 # A device that does not exist: one line, exit 1.
 if "$ch" logits -m "$tmp/llama.gguf" --ids 1,2 --device cuda:99 2>"$tmp/err"; then
   echo "test-cuda: --device cuda:99 did not fail"; rc=1

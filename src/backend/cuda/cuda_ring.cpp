@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "backend/cuda/cuda_device.h"
@@ -381,9 +382,27 @@ RingComputeFactory ring_compute(std::shared_ptr<const CudaWeights> weights, bool
 }
 
 RingComputeFactory ring_compute(int device, bool graphs) {
-  return [device, graphs](std::shared_ptr<const Model> model,
-                          const RingComputeShape& shape) -> std::unique_ptr<RingCompute> {
-    return std::make_unique<CudaRing>(CudaWeights::upload(std::move(model), device), shape, graphs);
+  // Sessions made by one factory (a server's conversations, a reloaded session file) share
+  // one upload of a model's weights while any of them lives.
+  struct Shared {
+    std::mutex mutex;
+    const Model* model = nullptr;
+    std::weak_ptr<const CudaWeights> weights;
+  };
+  auto shared = std::make_shared<Shared>();
+  return [device, graphs, shared](std::shared_ptr<const Model> model,
+                                  const RingComputeShape& shape) -> std::unique_ptr<RingCompute> {
+    std::shared_ptr<const CudaWeights> weights;
+    {
+      const std::lock_guard<std::mutex> lock(shared->mutex);
+      if (shared->model == model.get()) weights = shared->weights.lock();
+      if (!weights) {
+        weights = CudaWeights::upload(model, device);
+        shared->model = model.get();
+        shared->weights = weights;
+      }
+    }
+    return std::make_unique<CudaRing>(std::move(weights), shape, graphs);
   };
 }
 
