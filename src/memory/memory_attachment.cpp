@@ -405,9 +405,12 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
   RehydrateOptions ro;
   ro.tables = rope_table_;
   ro.pool = pool_.get();
-  r.slot_begin = session_.inject_recall(id, n, r.stored_pos, [&](const KvRowsF16& out) {
-    store_.rehydrate(id, rope_, delta, out, ro);
-  });
+  // On a device the rows go there as stored and the device turns the keys by delta.
+  const bool device = session_.on_device();
+  r.slot_begin = session_.inject_recall(
+      id, n, r.stored_pos,
+      [&](const KvRowsF16& out) { store_.rehydrate(id, rope_, device ? 0.0 : delta, out, ro); },
+      device ? delta : 0.0);
   recalled_at_[id] = ++tick_;
   ++recalls_;
   store_.record_access(id, now_ms());

@@ -66,9 +66,11 @@ class RingCompute {
   virtual void kv_row(int il, uint32_t slot, int h, float* k, float* v) const = 0;
   virtual void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) = 0;
   // n_tokens consecutive slots from `slot` of global layer il: k, v as f16 bits, token-major
-  // [n_tokens][n_head_kv * head_dim] (the recall tier's rows, RingSession::recall_k).
+  // [n_tokens][n_head_kv * head_dim] (the recall tier's rows, RingSession::recall_k). With
+  // rotate_by != 0 the keys are first turned by rotate_by positions on the device (the rope
+  // of global layers, f64 angles rounded to f32, rotated in f32, rounded back to f16).
   virtual void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
-                              const uint16_t* v) = 0;
+                              const uint16_t* v, double rotate_by) = 0;
   virtual size_t kv_bytes() const = 0;
   virtual std::string device_name() const = 0;
 };

@@ -371,7 +371,8 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
 }
 
 uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
-                                    const std::function<void(const KvRowsF16&)>& fill) {
+                                    const std::function<void(const KvRowsF16&)>& fill,
+                                    double rotate_keys_by) {
   settle(0);
   const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
   // The episode's rows are consecutive in every global layer's recall tier.
@@ -394,7 +395,20 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
   try {
     fill(KvRowsF16{recall_k_, recall_v_, row, n_tokens});
     for (size_t g = 0; compute_ && g < global_layers_.size(); ++g)
-      compute_->write_rows_f16(global_layers_[g], first, n_tokens, recall_k_[g], recall_v_[g]);
+      compute_->write_rows_f16(global_layers_[g], first, n_tokens, recall_k_[g], recall_v_[g],
+                               rotate_keys_by);
+    if (!compute_ && rotate_keys_by != 0.0) {  // the keys turned here, row by row
+      const size_t hd = static_cast<size_t>(hp.head_dim);
+      std::vector<float> cs(rope_global_.n_rot), head(hd);
+      rope_cos_sin(rope_global_, rotate_keys_by, cs.data());
+      for (size_t g = 0; g < global_layers_.size(); ++g)
+        for (size_t h = 0; h < size_t{n_tokens} * hp.n_head_kv; ++h) {
+          uint16_t* r = recall_k_[g] + h * hd;
+          for (size_t i = 0; i < hd; ++i) head[i] = fp16_to_fp32(r[i]);
+          rope_rotate(rope_global_, cs.data(), head.data(), head.data(), 1, static_cast<uint32_t>(hd));
+          for (size_t i = 0; i < hd; ++i) r[i] = fp32_to_fp16(head[i]);
+        }
+    }
   } catch (...) {
     ring_.deactivate_recall(id);
     throw;

@@ -167,8 +167,13 @@ class RingSession final : public SessionBase {
   // consecutive f16 rows of n_head_kv * head_dim) to write keys rotated at stored_pos + i and
   // values into. If fill throws, the episode is deactivated again (its slots were free: what
   // fill wrote there is never attended) and the exception propagates.
+  // rotate_keys_by != 0: fill writes the keys as stored (rotated at stored_pos + i -
+  // rotate_keys_by) and the session turns them by rotate_keys_by positions (rope_global(),
+  // in f32, rounded back to f16): on a device (on_device()) the device does, after copying the
+  // rows into its recall tier; on the CPU here.
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
-                         const std::function<void(const KvRowsF16&)>& fill);
+                         const std::function<void(const KvRowsF16&)>& fill,
+                         double rotate_keys_by = 0.0);
   void release_recall(uint64_t id) {
     settle(0);
     ring_.deactivate_recall(id);

@@ -24,6 +24,9 @@
 #include "backend/cuda/cuda_ring.h"
 #include "backend/cuda/cuda_ring_step.h"
 #include "kv/slot_attention.h"
+#include "gguf/model_signature.h"
+#include "memory/memory_attachment.h"
+#include "memory_test_util.h"
 #include "ops/fp16.h"
 
 namespace channel {
@@ -132,17 +135,23 @@ class HostRing final : public RingCompute {
     std::copy_n(k, hd, k_[il].begin() + at);
     std::copy_n(v, hd, v_[il].begin() + at);
   }
-  void write_rows_f16(int il, uint32_t slot, uint32_t n, const uint16_t* k,
-                      const uint16_t* v) override {
+  void write_rows_f16(int il, uint32_t slot, uint32_t n, const uint16_t* k, const uint16_t* v,
+                      double rotate_by) override {
     const ModelHparams& hp = model_->hparams();
     const size_t hd = size_t(hp.head_dim);
+    std::vector<float> cs(shape_.rope_global.n_rot), head(hd);
+    rope_cos_sin(shape_.rope_global, rotate_by, cs.data());
     for (uint32_t t = 0; t < n; ++t)
-      for (int h = 0; h < hp.n_head_kv; ++h)
+      for (int h = 0; h < hp.n_head_kv; ++h) {
+        const size_t src = (size_t(t) * hp.n_head_kv + h) * hd;
+        for (size_t d = 0; d < hd; ++d) head[d] = fp16_to_fp32(k[src + d]);
+        if (rotate_by != 0.0)  // in f32, rounded back to f16, as the device
+          rope_rotate(shape_.rope_global, cs.data(), head.data(), head.data(), 1, uint32_t(hd));
         for (size_t d = 0; d < hd; ++d) {
-          const size_t src = (size_t(t) * hp.n_head_kv + h) * hd + d;
-          k_[il][row(il, slot + t, h) + d] = fp16_to_fp32(k[src]);
-          v_[il][row(il, slot + t, h) + d] = fp16_to_fp32(v[src]);
+          k_[il][row(il, slot + t, h) + d] = fp16_to_fp32(fp32_to_fp16(head[d]));
+          v_[il][row(il, slot + t, h) + d] = fp16_to_fp32(v[src + d]);
         }
+      }
   }
   size_t kv_bytes() const override { return 0; }
   std::string device_name() const override { return "host emulation"; }
@@ -392,9 +401,37 @@ void recall_and_tap(std::shared_ptr<const Model> model, RingComputeFactory devic
   cpu.kv_row(g0, cpu.recall_begin(), 1, kc.data(), nullptr);
   gpu.kv_row(g0, gpu.recall_begin(), 1, kg.data(), nullptr);
   EXPECT_EQ(kg, kc);  // both f16 in the recall tier
+  // A second episode whose keys the session turns by 37 positions: on the CPU there, on the
+  // device after the copy into its recall tier.
+  const std::vector<float> k2 = test::randn(n_global * 2 * row, 7, 0.5f);
+  const std::vector<float> v2 = test::randn(n_global * 2 * row, 8, 0.5f);
+  auto fill2 = [&](const KvRowsF16& out) {
+    for (size_t g = 0; g < out.k.size(); ++g)
+      for (size_t i = 0; i < 2 * row; ++i) {
+        out.k[g][i] = fp32_to_fp16(k2[g * 2 * row + i]);
+        out.v[g][i] = fp32_to_fp16(v2[g * 2 * row + i]);
+      }
+  };
+  EXPECT_EQ(cpu.inject_recall(9, 2, 104, fill2, 37.0), gpu.inject_recall(9, 2, 104, fill2, 37.0));
+  plain.inject_recall(9, 2, 104, fill2, 37.0);
+  for (uint32_t r = 0; r < 2; ++r)
+    for (size_t gi = 0; gi < n_global; ++gi) {
+      const int g = cpu.global_layers()[gi];
+      const uint32_t slot = cpu.recall_begin() + n_ep + r;
+      cpu.kv_row(g, slot, 0, kc.data(), nullptr);
+      gpu.kv_row(g, slot, 0, kg.data(), nullptr);
+      EXPECT_LE(nmse(kg, kc), 1e-6) << "re-rotated recall key, layer " << g;
+      std::vector<float> raw(hp.head_dim);
+      for (int d = 0; d < hp.head_dim; ++d)
+        raw[d] = fp16_to_fp32(fp32_to_fp16(k2[(gi * 2 + r) * row + d]));
+      EXPECT_GT(nmse(kc, raw), 1e-4) << "the key was not turned";
+    }
   for (int i = 0; i < 60; ++i) {
     if (i == 30) {
       for (RingSession* s : {&cpu, &gpu, &plain}) s->release_recall(7);
+    }
+    if (i == 45) {
+      for (RingSession* s : {&cpu, &gpu, &plain}) s->release_recall(9);
     }
     if (i == 40) {  // the queries too (the device then launches without the graph)
       cpu.set_query_capture(true);
@@ -417,6 +454,73 @@ void recall_and_tap(std::shared_ptr<const Model> model, RingComputeFactory devic
     EXPECT_LE(nmse(queries[1][i], queries[0][i]), bound) << "tap queries " << i;
   }
   EXPECT_EQ(with_queries, 20u);
+}
+
+// Episodic memory on a device ring: evicted spans are staged from the device's K/V (kv_row)
+// into a store, and an episode recalled from the store goes into the device's recall tier as
+// stored, its keys turned there. Against the same on the CPU ring, each with its own store.
+void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory device, double bound) {
+  RingSessionConfig config = small_ring();
+  config.ring.n_recall = 16;
+  RingSessionConfig on_device = config;
+  on_device.compute = std::move(device);
+  RingSession cpu(model, config), dev(model, on_device);
+  test::ScratchDir dir;
+  StoreOptions o;
+  o.durable = false;
+  EpisodicStore store_c = EpisodicStore::create(dir.file("c.episodic.mem"),
+                                                session_store_geometry(*model, 64, 8),
+                                                model_id_hash(model->gguf()), o);
+  EpisodicStore store_d = EpisodicStore::create(dir.file("d.episodic.mem"),
+                                                session_store_geometry(*model, 64, 8),
+                                                model_id_hash(model->gguf()), o);
+  MemoryConfig mc;
+  mc.staging.capacity = 8;
+  MemoryAttachment mem_c(cpu, store_c, mc), mem_d(dev, store_d, mc);
+  for (RingSession* s : {&cpu, &dev}) {
+    s->append(SpanType::system, std::vector<int32_t>{2, 40, 41});
+    s->seal();
+  }
+  std::mt19937 rng(3);
+  for (int span = 0; span < 40; ++span) {  // evictions stage episodes from the K/V
+    std::vector<int32_t> toks(1 + rng() % 7);
+    for (int32_t& t : toks) t = static_cast<int32_t>(4 + rng() % 290);
+    const std::vector<float> want = vec(cpu.append(SpanType::user, toks));
+    EXPECT_LE(nmse(vec(dev.append(SpanType::user, toks)), want), bound) << "span " << span;
+  }
+  mem_c.flush();  // the writer thread has written every episode
+  mem_d.flush();
+  const std::vector<EpisodeHeader> listed = store_c.list();
+  ASSERT_GE(listed.size(), 4u);
+  ASSERT_EQ(store_d.list().size(), listed.size());
+  const Episode ec = store_c.read(listed[1].episode_id);
+  const Episode ed = store_d.read(listed[1].episode_id);
+  EXPECT_EQ(ed.tokens, ec.tokens);
+  for (uint64_t id : {listed[1].episode_id, listed[3].episode_id}) {
+    const RecallResult rc = mem_c.recall(id), rd = mem_d.recall(id);
+    EXPECT_EQ(rd.slot_begin, rc.slot_begin);
+    EXPECT_EQ(rd.stored_pos, rc.stored_pos);
+  }
+  const ModelHparams& hp = model->hparams();
+  std::vector<float> kc(hp.head_dim), kd(hp.head_dim);
+  const uint32_t slot = cpu.ring().recall_episodes().back().slot_begin;
+  for (int g : cpu.global_layers()) {
+    cpu.kv_row(g, slot, 0, kc.data(), nullptr);
+    dev.kv_row(g, slot, 0, kd.data(), nullptr);
+    EXPECT_LE(nmse(kd, kc), 1e-5) << "recalled key, layer " << g;
+  }
+  const std::vector<int32_t> y = {7, 8, 9, 10};
+  EXPECT_LE(nmse(vec(dev.append(SpanType::user, y)), vec(cpu.append(SpanType::user, y))), bound);
+}
+
+TEST(CudaRingRecall, EpisodicMemoryRoundTrip) {
+  CHANNEL_REQUIRE_CUDA();
+  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), cuda::ring_compute(0), kBound);
+}
+
+// No device needed: the memory's device path (rows through kv_row, keys turned by the device).
+TEST(CudaRingHost, EpisodicMemoryRoundTrip) {
+  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(), 1e-9);
 }
 
 TEST(CudaRingRecall, InjectedEpisodesTapAndGraphsMatch) {

@@ -186,6 +186,11 @@ void ring_attention(const RingAttnArgs& a, cudaStream_t s);
 // an arena [n_head_kv][cap][head_dim] (f16, or widened to f32 with kv_f32).
 void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, int64_t first,
                       void* cache, bool kv_f32, int64_t cap, cudaStream_t s);
+// Recall re-rotation in place: each head of n token-major f16 rows [n][n_heads * head_dim]
+// turned by delta positions (widened, rotated in f32 by the f64 angles rounded to f32, rounded
+// back to f16 nearest-even), as the store's rehydration does on the host.
+void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
+                     double delta, cudaStream_t s);
 
 // out[t] = act(gate[t]) * up[t]; gu: [n][ld], gate at 0, up at n_ff. gelu: llama.cpp's
 // f16-rounded GELU-tanh (ops/activation.h); else SiLU.

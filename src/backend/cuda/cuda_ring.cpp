@@ -29,7 +29,7 @@ class CudaRing final : public RingCompute {
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const override;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override;
   void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
-                      const uint16_t* v) override;
+                      const uint16_t* v, double rotate_by) override;
   size_t kv_bytes() const override { return kv_.bytes(); }
   std::string device_name() const override { return w_->device_name(); }
 
@@ -350,7 +350,7 @@ void CudaRing::set_kv_row(int il, uint32_t slot, int h, const float* k, const fl
 }
 
 void CudaRing::write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
-                              const uint16_t* v) {
+                              const uint16_t* v, double rotate_by) {
   const LayerKv& L = layers_.at(static_cast<size_t>(il));
   const size_t row = static_cast<size_t>(kv_dim_);
   if (n_tokens == 0) return;
@@ -363,6 +363,9 @@ void CudaRing::write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const ui
   uint16_t* dv = dk + size_t{n_tokens} * row;
   cuda::check(cudaMemcpyAsync(dk, k, bytes, cudaMemcpyHostToDevice, cs), "recall rows");
   cuda::check(cudaMemcpyAsync(dv, v, bytes, cudaMemcpyHostToDevice, cs), "recall rows");
+  if (rotate_by != 0.0)
+    rotate_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, rope_global_,
+                    rotate_by, cs);
   scatter_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.k, kv_f32_,
                    L.cap, cs);
   scatter_rows_f16(dv, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.v, kv_f32_,

@@ -236,7 +236,30 @@ __global__ void scatter_rows_kernel(const __half* rows, int n_head_kv, int head_
   }
 }
 
+// Block per (token, head).
+__global__ void rotate_rows_kernel(__half* rows, int n_heads, int head_dim, RingRope rope,
+                                   double delta) {
+  pdl_wait();
+  __shared__ float head[256];
+  __shared__ float2 cs[128];
+  const int t = blockIdx.x, h = blockIdx.y;
+  __half* row = rows + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) head[i] = __half2float(row[i]);
+  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
+  __syncthreads();
+  for (int i = threadIdx.x; i < rope.n_rot; i += blockDim.x)
+    row[i] = __float2half_rn(rotated(rope, cs, head, i));
+}
+
 }  // namespace
+
+void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
+                     double delta, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
+  launch_k(rotate_rows_kernel, grid, 128, 0, s, reinterpret_cast<__half*>(rows), n_heads, head_dim,
+           rope, delta);
+  check_launch("rotate_rows_f16");
+}
 
 void ring_qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
                      float eps, const RingRope& rope, const double* key_pos,
