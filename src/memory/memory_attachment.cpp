@@ -200,11 +200,9 @@ void MemoryAttachment::on_evict(const EvictionEvent& ev) {
   for (size_t i = 0; i < ev.slots.size(); ++i) {
     const uint32_t slot = ev.slots[i];
     for (size_t g = 0; g < globals.size(); ++g) {
-      if (session_.on_device()) {  // the K/V lives on the device: row by row
-        for (size_t h = 0; h < n_kv_heads_; ++h)
-          session_.kv_row(globals[g], slot, static_cast<int>(h),
-                          kv_rows_.data() + (2 * g) * kv_dim_ + h * head_dim_,
-                          kv_rows_.data() + (2 * g + 1) * kv_dim_ + h * head_dim_);
+      if (session_.on_device()) {  // the K/V lives on the device: one copy each
+        session_.kv_slot(globals[g], slot, kv_rows_.data() + (2 * g) * kv_dim_,
+                         kv_rows_.data() + (2 * g + 1) * kv_dim_);
         continue;
       }
       const auto k = session_.layer_k(globals[g]);

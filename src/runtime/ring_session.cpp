@@ -205,6 +205,16 @@ void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const
   for (size_t i = 0; v && i < hd; ++i) v[i] = fp16_to_fp32(L.rv[at + i]);
 }
 
+void RingSession::kv_slot(int il, uint32_t slot, float* k, float* v) const {
+  if (compute_) {
+    check_device_row(il, slot, 0);
+    compute_->kv_slot(il, slot, k, v);
+    return;
+  }
+  const size_t hd = static_cast<size_t>(model_->hparams().head_dim);
+  for (int h = 0; h < model_->hparams().n_head_kv; ++h) kv_row(il, slot, h, k + h * hd, v + h * hd);
+}
+
 void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {
   if (compute_) {
     check_device_row(il, slot, h);

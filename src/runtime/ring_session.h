@@ -149,6 +149,8 @@ class RingSession final : public SessionBase {
   // kv_row skips a null k or v.
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v);
+  // kv_row of every KV head: k, v [n_head_kv][head_dim] (on a device: one copy each).
+  void kv_slot(int il, uint32_t slot, float* k, float* v) const;
 
   // --- recall (episodic memory) -------------------------------------------------------
   // The layers that go through the slot geometry (neither sliding nor bounded): the only

@@ -130,6 +130,10 @@ class HostRing final : public RingCompute {
     if (k) std::copy_n(k_[il].begin() + at, hd, k);
     if (v) std::copy_n(v_[il].begin() + at, hd, v);
   }
+  void kv_slot(int il, uint32_t slot, float* k, float* v) const override {
+    const size_t hd = size_t(model_->hparams().head_dim);
+    for (int h = 0; h < model_->hparams().n_head_kv; ++h) kv_row(il, slot, h, k + h * hd, v + h * hd);
+  }
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override {
     const size_t at = row(il, slot, h), hd = size_t(model_->hparams().head_dim);
     std::copy_n(k, hd, k_[il].begin() + at);
@@ -313,6 +317,16 @@ DriveResult drive(RingSession& ref, RingSession& dev, int steps, double row_boun
     EXPECT_LE(nmse(vg, vc), row_bound) << "layer " << il;
   }
   EXPECT_THROW(dev.kv_row(0, 4096, 0, kg.data(), nullptr), Error);
+  // A slot's rows of every head at once are the rows head by head.
+  const size_t row = size_t(hp.n_head_kv) * hp.head_dim;
+  std::vector<float> ks(row), vs(row), kr(row), vr(row);
+  const int g0 = dev.global_layers().front();
+  const uint32_t live = dev.ring().window_slots().back();
+  dev.kv_slot(g0, live, ks.data(), vs.data());
+  for (int h = 0; h < hp.n_head_kv; ++h)
+    dev.kv_row(g0, live, h, kr.data() + h * hp.head_dim, vr.data() + h * hp.head_dim);
+  EXPECT_EQ(ks, kr);
+  EXPECT_EQ(vs, vr);
   return res;
 }
 

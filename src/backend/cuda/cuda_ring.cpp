@@ -28,6 +28,7 @@ class CudaRing final : public RingCompute {
   void forward(const RingChunk& c) override;
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const override;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override;
+  void kv_slot(int il, uint32_t slot, float* k, float* v) const override;
   void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                       const uint16_t* v, double rotate_by) override;
   size_t kv_bytes() const override { return kv_.bytes(); }
@@ -330,6 +331,23 @@ void CudaRing::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
       cuda::check(cudaMemcpy(half.data(), src, hd * 2, cudaMemcpyDeviceToHost), "reading a K/V row");
       for (size_t i = 0; i < hd; ++i) out[i] = fp16_to_fp32(half[i]);
     }
+  }
+}
+
+void CudaRing::kv_slot(int il, uint32_t slot, float* k, float* v) const {
+  const size_t at = row_offset(il, slot, 0), hd = static_cast<size_t>(hp().head_dim);
+  const size_t nkv = static_cast<size_t>(hp().n_head_kv);
+  const LayerKv& L = layers_[static_cast<size_t>(il)];
+  const size_t pitch = static_cast<size_t>(L.cap) * hd * kv_elem_;  // from one head to the next
+  std::vector<uint16_t> half(kv_f32_ ? 0 : nkv * hd);
+  for (int kv = 0; kv < 2; ++kv) {
+    float* out = kv == 0 ? k : v;
+    const char* src = (kv == 0 ? L.k : L.v) + at;
+    void* dst = kv_f32_ ? static_cast<void*>(out) : static_cast<void*>(half.data());
+    cuda::check(cudaMemcpy2D(dst, hd * kv_elem_, src, pitch, hd * kv_elem_, nkv, cudaMemcpyDeviceToHost),
+                "reading a slot's K/V");
+    if (!kv_f32_)
+      for (size_t i = 0; i < nkv * hd; ++i) out[i] = fp16_to_fp32(half[i]);
   }
 }
 
