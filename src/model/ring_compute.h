@@ -1,7 +1,8 @@
 // RingCompute: the forward of a slot-ring session (runtime/ring_session.h) on a device other
 // than the CPU. The session keeps everything that is metadata on the host (the SlotRing, the
 // spans, evictions, recall episodes, probes, the tentative decode_all); a RingCompute owns
-// the model's weights and every layer's K/V on its device, allocated once, and per forward
+// the model's weights and every layer's K/V on its device (a bounded layer's ring mirrors the
+// session's host BoundedState), allocated once, and per forward
 // chunk gets only integers: the tokens, their clocks and slots, and each query's runs of the
 // active-slot table (kv/virtual_positions.h). It stores each token's keys rotated at its
 // clock and attends each query through its runs, rotating the query once per run by the
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bounded/bounded_state.h"
 #include "kv/virtual_positions.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -52,6 +54,13 @@ struct RingChunk {
   // null, or [n][n_global][n_head * head_dim]: the global layers' queries after q-norm,
   // before rope (TokenBatch::queries)
   float* queries = nullptr;
+  // Bounded (swa_sink_v1) layers: the positions every one of them held before the chunk, and
+  // where the chunk's normed keys and values of each come back, [n_bounded][n][2][n_head_kv *
+  // head_dim] (bounded layers in layer order): the session's BoundedState stays the source of
+  // truth (undo history, probes, session files) and the device ring mirrors it. Null without
+  // bounded layers.
+  uint64_t bounded_seen = 0;
+  float* bounded_kv = nullptr;
 };
 
 class RingCompute {
@@ -73,6 +82,9 @@ class RingCompute {
   // of global layers, f64 angles rounded to f32, rotated in f32, rounded back to f16).
   virtual void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                               const uint16_t* v, double rotate_by) = 0;
+  // Replaces bounded layer il's ring on the device by `state`'s (RingSession calls it before
+  // the next forward after a truncate_last, a probe's rollback or a session file's load).
+  virtual void load_bounded(int il, const BoundedState& state) = 0;
   virtual size_t kv_bytes() const = 0;
   virtual std::string device_name() const = 0;
 };

@@ -148,6 +148,9 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
     shape.rope_sliding = rope_sliding_;
     compute_ = config.compute(model_, shape);
     residual_.resize(nb * hp.n_embd);
+    for (int il = 0; il < hp.n_layer; ++il)
+      if (hp.is_bounded(il)) bounded_layers_.push_back(il);
+    bounded_kv_.resize(bounded_layers_.size() * nb * 2 * hp.n_head_kv * hp.head_dim);
   }
   layer_attention_ = layer_attention(hp, bounded_, *backend_);
   // The ring calls the session's hook, which a tentative decode_all holds back.
@@ -324,7 +327,26 @@ size_t RingSession::run_chunk(std::span<const int32_t> chunk, float* all, size_t
     c.logits = all ? all : logits_.data();
     c.residual = tap_ ? residual_.data() : nullptr;
     c.queries = capture_q_ ? queries_.data() : nullptr;
-    compute_->forward(c);
+    if (!bounded_layers_.empty()) {
+      if (bounded_dirty_)  // the host rings changed (truncate, probe rollback, a file)
+        for (int il : bounded_layers_) compute_->load_bounded(il, bounded_.state(il));
+      bounded_dirty_ = false;
+      c.bounded_seen = bounded_.state(bounded_layers_.front()).seen();
+      c.bounded_kv = bounded_kv_.data();
+    }
+    try {
+      compute_->forward(c);
+    } catch (...) {
+      bounded_dirty_ = true;  // the device may hold part of the chunk
+      throw;
+    }
+    // The host's bounded rings follow: the device returned each layer's keys and values.
+    const size_t kvd = size_t(model_->hparams().n_head_kv) * model_->hparams().head_dim;
+    for (size_t b = 0; b < bounded_layers_.size(); ++b)
+      for (size_t t = 0; t < count; ++t) {
+        const float* kv = bounded_kv_.data() + (b * count + t) * 2 * kvd;
+        bounded_.state(bounded_layers_[b]).insert(kv, kv + kvd);
+      }
   } else {
     forward(*model_, ForwardBatch{tokens, layer_attention_}, which, scratch_, pool_,
             all ? all : logits_.data());
@@ -500,6 +522,7 @@ void RingSession::settle(int k) {
   }
   for (int il = 0; il < hp.n_layer; ++il)
     if (hp.is_bounded(il)) bounded_.state(il).truncate_last(k);
+  if (k > 0) bounded_dirty_ = true;
   if (tap_ && keep > 0) {
     const size_t E = static_cast<size_t>(hp.n_embd);
     tap_(TokenBatch{std::span<const int32_t>(tentative_tokens_.data(), keep),
@@ -537,6 +560,7 @@ void RingSession::restore_bounded() {
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il)
     if (hp.is_bounded(il)) bounded_.state(il).restore(probe_saved_[il]);
+  bounded_dirty_ = true;
 }
 
 uint32_t RingSession::max_probe() const {

@@ -225,6 +225,9 @@ class RingSession final : public SessionBase {
   std::unique_ptr<RingCompute> compute_;  // set: the forward and the K/V are on a device
   std::vector<float> residual_;           // [n_batch][n_embd] a device chunk's residuals
   std::vector<uint16_t> recall_staging_;  // an episode's rows for a device, [n_global][rows]
+  std::vector<int> bounded_layers_;       // layer indices
+  std::vector<float> bounded_kv_;         // [n_bounded][n_batch][2][kv_dim] from a device
+  bool bounded_dirty_ = true;  // the device's bounded rings must be loaded from bounded_
   std::vector<LayerAttention*> layer_attention_;  // [n_layer] backend_ or bounded_
   // Per chunk token, allocated for n_batch tokens once:
   std::vector<uint64_t> clocks_;                // [n_batch]

@@ -23,6 +23,7 @@
 
 #include "backend/cuda/cuda_ring.h"
 #include "backend/cuda/cuda_ring_step.h"
+#include "bounded/bounded_attention_core.h"
 #include "kv/slot_attention.h"
 #include "gguf/model_signature.h"
 #include "memory/memory_attachment.h"
@@ -57,6 +58,7 @@ std::shared_ptr<const Model> ring_model(Arch arch, GgmlType type) {
   s.window = 16;
   s.window_pattern = 3;
   s.vocab = 500;
+  s.rope_dims = 32;  // bounded: rotary dims, 4 sinks, every 3rd layer global
   return make_model(s);
 }
 
@@ -104,6 +106,17 @@ class HostRing final : public RingCompute {
     runs_.resize(B_ * (shape.max_runs + 1));
     table_.resize(shape.table_slots);
     layers_.assign(size_t(hp.n_layer), &attn_);
+    const BoundedAttnCfg& bc = model_->weights().bounded_cfg;
+    bstates_.resize(size_t(hp.n_layer));
+    for (int il = 0; il < hp.n_layer; ++il)
+      if (hp.is_bounded(il)) {
+        bstates_[il] = BoundedState(bc.n_kv_heads, bc.window, bc.head_dim);
+        bounded_index_.push_back(int(il));
+        layers_[il] = &battn_;
+      }
+  }
+  void load_bounded(int il, const BoundedState& state) override {
+    bstates_[il].load_ring(state.seen(), state.ring_k(), state.ring_v());
   }
   void forward(const RingChunk& c) override {
     cuda::build_ring_step(c, B_, rows_.data(), pos_.data(), runs_.data(), runs_.size(),
@@ -167,6 +180,29 @@ class HostRing final : public RingCompute {
     EXPECT_LT(slot, shape_.layer_slots[il]);
     return (size_t(h) * shape_.layer_slots[il] + slot) * hp.head_dim;
   }
+  // The bounded layers: the CPU operator over this emulation's own rings, which the session
+  // loads (load_bounded) and which must agree with the session's at every chunk.
+  struct Bounded final : LayerAttention {
+    explicit Bounded(HostRing& r) : r_(r) {}
+    void attend(int il, int n, float* q, float* k, const float* v, float* out,
+                ThreadPool& pool) override {
+      const ModelHparams& hp = r_.model_->hparams();
+      BoundedState& st = r_.bstates_[il];
+      EXPECT_EQ(st.seen(), r_.chunk_->bounded_seen) << "layer " << il;
+      const BoundedSinks& sinks = r_.model_->weights().layers[il].sinks;
+      bounded_attend(r_.model_->weights().bounded_cfg, sinks.k.data(), sinks.v.data(), st, q, k,
+                     v, n, out, &pool);
+      const size_t b = size_t(std::find(r_.bounded_index_.begin(), r_.bounded_index_.end(), il) -
+                              r_.bounded_index_.begin());
+      const size_t kvd = size_t(hp.n_head_kv) * hp.head_dim;
+      for (int t = 0; t < n; ++t) {
+        float* dst = r_.chunk_->bounded_kv + (b * n + t) * 2 * kvd;
+        std::copy_n(k + t * kvd, kvd, dst);
+        std::copy_n(v + t * kvd, kvd, dst + kvd);
+      }
+    }
+    HostRing& r_;
+  };
   struct Attn final : PerHeadAttention {
     explicit Attn(HostRing& r) : PerHeadAttention(r.model_->hparams()), r_(r) {}
     void store(int il, int t, const float* k, const float* v) override {
@@ -216,6 +252,9 @@ class HostRing final : public RingCompute {
   ForwardScratch scratch_;
   ThreadPool pool_;
   Attn attn_;
+  Bounded battn_{*this};
+  std::vector<BoundedState> bstates_;
+  std::vector<int> bounded_index_;
   size_t B_ = 0;
   int n_global_ = 0;
   std::vector<int> global_;
@@ -310,6 +349,12 @@ DriveResult drive(RingSession& ref, RingSession& dev, int steps, double row_boun
   const ModelHparams& hp = ref.model().hparams();
   std::vector<float> kc(hp.head_dim), vc(hp.head_dim), kg(hp.head_dim), vg(hp.head_dim);
   for (int il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_bounded(il)) {  // the session's host ring, from the device's keys and values
+      EXPECT_EQ(dev.bounded_state(il).seen(), ref.bounded_state(il).seen());
+      EXPECT_LE(nmse(dev.bounded_state(il).ring_k(), ref.bounded_state(il).ring_k()), row_bound);
+      EXPECT_LE(nmse(dev.bounded_state(il).ring_v(), ref.bounded_state(il).ring_v()), row_bound);
+      continue;
+    }
     const uint32_t slot = hp.is_sliding(il) ? 3u : dev.ring().window_slots().front();
     ref.kv_row(il, slot, 1, kc.data(), vc.data());
     dev.kv_row(il, slot, 1, kg.data(), vg.data());
@@ -322,6 +367,7 @@ DriveResult drive(RingSession& ref, RingSession& dev, int steps, double row_boun
   std::vector<float> ks(row), vs(row), kr(row), vr(row);
   const int g0 = dev.global_layers().front();
   const uint32_t live = dev.ring().window_slots().back();
+  EXPECT_FALSE(hp.is_bounded(g0));
   dev.kv_slot(g0, live, ks.data(), vs.data());
   for (int h = 0; h < hp.n_head_kv; ++h)
     dev.kv_row(g0, live, h, kr.data() + h * hp.head_dim, vr.data() + h * hp.head_dim);
@@ -349,10 +395,24 @@ TEST(CudaRingHost, StepAndSessionPathMatchTheCpuRing) {
   EXPECT_GT(host->forwards, 1500);
 }
 
+// No device needed: a bounded (swa_sink_v1) model, whose rings the session keeps on the host
+// and loads into the device after truncate_last and probes.
+TEST(CudaRingHost, BoundedModelMatchesTheCpuRing) {
+  auto model = ring_model(Arch::bounded, GgmlType::Q8_0);
+  ASSERT_TRUE(model->hparams().is_bounded(0));
+  const RingSessionConfig config = small_ring();
+  RingSessionConfig emulated = config;
+  emulated.compute = host_ring();
+  RingSession cpu(model, config), dev(model, emulated);
+  const DriveResult r = drive(cpu, dev, 1000, 1e-12);
+  EXPECT_LE(r.worst, 1e-9) << "worst at " << r.worst_at;
+  EXPECT_GE(r.evictions, 100u);
+}
+
 TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
   CHANNEL_REQUIRE_CUDA();
   auto model = ring_model(GetParam().arch, GetParam().type);
-  auto weights = cuda::CudaWeights::upload(model, 0);
+  auto weights = cuda::CudaWeights::upload(model, 0, /*bounded_ok=*/true);
   const RingSessionConfig config = small_ring();
   RingSessionConfig on_gpu = config;
   on_gpu.compute = cuda::ring_compute(weights);
@@ -370,11 +430,13 @@ TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
 INSTANTIATE_TEST_SUITE_P(
     Archs, CudaRing,
     ::testing::Values(RingCase{Arch::gemma3, GgmlType::Q8_0}, RingCase{Arch::llama, GgmlType::F32},
-                      RingCase{Arch::qwen3, GgmlType::F16}, RingCase{Arch::llama, GgmlType::Q4_0}),
+                      RingCase{Arch::qwen3, GgmlType::F16}, RingCase{Arch::llama, GgmlType::Q4_0},
+                      RingCase{Arch::bounded, GgmlType::Q8_0}, RingCase{Arch::bounded, GgmlType::F32}),
     [](const auto& info) {
       const char* arch = info.param.arch == Arch::llama    ? "llama"
                          : info.param.arch == Arch::gemma3 ? "gemma3"
-                                                           : "qwen3";
+                         : info.param.arch == Arch::qwen3  ? "qwen3"
+                                                           : "bounded";
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
     });
 
@@ -558,8 +620,9 @@ TEST(CudaRingHost, InjectedEpisodesAndTapMatchTheCpuRing) {
 namespace channel {
 namespace {
 
-// Before any device work, so without a GPU too: a model the device ring cannot run.
-TEST(CudaRingErrors, BoundedModelIsOneLine) {
+// Without a GPU too: a device ring either runs (the bounded architecture included) or its
+// session fails with one line naming why.
+TEST(CudaRingErrors, NoDeviceIsOneLine) {
 #if defined(CHANNEL_HAS_CUDA)
   RandomModelSpec b;
   b.arch = Arch::bounded;
@@ -577,12 +640,25 @@ TEST(CudaRingErrors, BoundedModelIsOneLine) {
   c.compute = cuda::ring_compute(0);
   try {
     RingSession s(model, c);
-    ADD_FAILURE() << "a bounded model ran on the CUDA ring";
+    EXPECT_TRUE(s.on_device());
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("bounded"), std::string::npos) << msg;
+    EXPECT_EQ(msg.rfind("cuda: ", 0), 0u) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    std::printf("[ cuda ring ] without a device: %s\n", msg.c_str());
   }
+  auto big = make_model(b);
+  c.compute = cuda::ring_compute(99);
+  const std::string e99 = [&] {
+    try {
+      RingSession s(big, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_EQ(e99.rfind("cuda: ", 0), 0u) << e99;
+  EXPECT_EQ(e99.find('\n'), std::string::npos) << e99;
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

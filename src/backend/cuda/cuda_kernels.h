@@ -192,6 +192,37 @@ void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, 
 void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
                      double delta, cudaStream_t s);
 
+// ---- the bounded swa_sink_v1 layers (cuda_bounded.cu; bounded/bounded_attention_core.h) -----
+// Per-head RMSNorm in place of q (qn) and k (kn) heads of qkv [n][ld] = q | k | v (either may
+// be null: left as they are).
+void qk_head_norm(float* qkv, int64_t ld, int n, int n_head, int n_head_kv, int head_dim,
+                  const float* qn, const float* kn, float eps, cudaStream_t s);
+// Position seen + t of a chunk (t < n) attends its S sinks (NoPE) and the window keys of
+// positions j in (seen + t - W, seen + t]: the chunk's own rows of qkv for j >= seen, else the
+// ring slot j mod W as it was before the chunk; scores (R(seen + t - j) q) . k * scale with the
+// rotation table rows (pairs (i, i + rd/2) of the first rd dims), one softmax over sinks and
+// window. bounded_insert then writes the chunk's keys and values into the ring in order.
+struct BoundedArgs {
+  const float* qkv = nullptr;  // [n][ld]: q heads, k heads (normed), v heads
+  int64_t ld = 0;
+  int n = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  int window = 0, n_sinks = 0, half = 0;  // half = rd / 2
+  float scale = 1.0f;
+  const int64_t* seen = nullptr;  // device: positions inserted before the chunk
+  const float* ring_k = nullptr;  // [n_head_kv][W][head_dim]
+  const float* ring_v = nullptr;
+  const float* sink_k = nullptr;  // [n_head_kv][S][head_dim]
+  const float* sink_v = nullptr;
+  const float* cos = nullptr;  // [W][half], row Δ
+  const float* sin = nullptr;
+  float* out = nullptr;  // [n][n_head][head_dim]
+};
+// Head sizes the kernel takes: at most 256, at most 8 query heads per KV head.
+bool bounded_shape_supported(int head_dim, int group);
+void bounded_attention(const BoundedArgs& a, cudaStream_t s);
+void bounded_insert(const float* qkv, int64_t ld, int n, int n_head, int n_head_kv, int head_dim,
+                    int window, const int64_t* seen, float* ring_k, float* ring_v, cudaStream_t s);
+
 // out[t] = act(gate[t]) * up[t]; gu: [n][ld], gate at 0, up at n_ff. gelu: llama.cpp's
 // f16-rounded GELU-tanh (ops/activation.h); else SiLU.
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out, cudaStream_t s);
