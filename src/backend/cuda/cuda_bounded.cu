@@ -79,7 +79,9 @@ __global__ void __launch_bounds__(kWarps * 32) bounded_attention_kernel(BoundedA
       c = a.cos + static_cast<int64_t>(delta) * a.half;
       s = a.sin + static_cast<int64_t>(delta) * a.half;
     }
-    for (int q = 0; q < group; ++q) {
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q) {  // unrolled: o, m, l stay in registers
+      if (q >= group) break;
       const float* qh = sm_q[q];
       float dot = 0.0f;
       if (c) {
@@ -103,7 +105,9 @@ __global__ void __launch_bounds__(kWarps * 32) bounded_attention_kernel(BoundedA
       m[q] = mn;
     }
   }
-  for (int q = 0; q < group; ++q) {
+#pragma unroll
+  for (int q = 0; q < kGroup; ++q) {
+    if (q >= group) break;
 #pragma unroll
     for (int e = 0; e < kPerLane; ++e) {
       const int d = lane + 32 * e;
