@@ -43,6 +43,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import export_gguf  # noqa: E402
+from engine_recall import encode_in_context, place  # noqa: E402
 from model import Model  # noqa: E402
 from train import autocast, ppl_llama_protocol, quick_valid_loss, log  # noqa: E402
 
@@ -120,9 +121,10 @@ class MemoryBatcher:
     Tier 3 is filled up to 8 episodes with distractors: other facts (same attribute first)
     and plain text."""
 
-    def __init__(self, corpus, bank, T, B, p_mem, p_qa, seed, max_q=4, hard=0.0, p_win=0.0):
+    def __init__(self, corpus, bank, T, B, p_mem, p_qa, seed, max_q=4, hard=0.0, p_win=0.0, p_src=0.0):
         self.corpus, self.bank, self.T, self.B = corpus, bank, T, B
         self.p_mem, self.p_qa, self.max_q = p_mem, p_qa, max_q
+        self.p_src = p_src   # share of memory rows whose tier 3 is encoded in context (engine_recall.py)
         self.hard, self.p_win = hard, p_win   # share of look-alike distractors; rows with facts in the window
         self.qa_weight = 3.0
         self.rng = random.Random(seed)
@@ -225,13 +227,16 @@ class MemoryBatcher:
                 spans.append((pos, len(ep), own))
                 pos += len(ep)
             R = pos
+            # engine layout: the tier-3 positions hold the text before the window (what the
+            # sliding layers see there); the global layers get the episodes' K/V from elsewhere
+            src = self.p_src > 0 and rng.random() < self.p_src
             qas = [(self.bank.get("q", f), self.bank.get("ans", f)) for f in p["facts"]]
             room = T + 1 - R - sum(len(q) + len(a) for q, a in qas)
             # where each question goes in the window: one of them late in a full window
             cuts = sorted(rng.randint(16, max(16, room - 1)) for _ in qas)
             if rng.random() < 0.5:
                 cuts[-1] = max(cuts[-1], room - rng.randint(1, 64))
-            fill = self.corpus[s:s + room].astype(np.int64)
+            fill = self.corpus[s + R - 1:s + R - 1 + room].astype(np.int64)
             if self.p_win > 0 and rng.random() < self.p_win:
                 # other facts stated in the window itself (look-alikes first): the answer must
                 # come from the fact asked about, not from the nearest value
@@ -251,7 +256,8 @@ class MemoryBatcher:
                         pieces += [body[prev:c], t]
                         prev = c
                     fill = np.concatenate(pieces + [body[prev:]])
-            parts, prev, qs = [np.array([BOS])] + p["eps"], 0, []
+            head = [self.corpus[s:s + R - 1].astype(np.int64)] if src else p["eps"]
+            parts, prev, qs = [np.array([BOS])] + head, 0, []
             pos = R
             for (q, a), c in zip(qas, cuts):
                 c = max(prev, min(c, room))
@@ -266,6 +272,8 @@ class MemoryBatcher:
             x[r] = row
             for (st, n, _) in spans:    # the first token of an episode follows unrelated text
                 w[r, st - 1] = 0.0
+            if src:                     # text whose global layers see recalled K/V: not a target
+                w[r, :R] = 0.0
             questions = []
             for i, ((pq, pa, la), m) in enumerate(zip(qs, p["modes"])):
                 if pa + la > T:
@@ -276,9 +284,25 @@ class MemoryBatcher:
                 elif pa - 1 < T:
                     w[r, pa - 1:min(T, pa - 1 + la)] = 0.0   # the answer is not in this row's context
                 questions.append(dict(mode=m, pq=pq, pa=pa, la=la, cue=pa - 1))
-            meta.append(dict(spans=spans, R=R, questions=questions))
+            meta.append(dict(spans=spans, R=R, questions=questions, src=src, eps=p["eps"]))
         self.last_answer_mask = torch.from_numpy(am)
         return torch.from_numpy(x), torch.from_numpy(w), meta
+
+
+def batch_mem(model, meta, corpus, nprng, B, T, device):
+    """model.Model's `mem` for the rows of a batch laid out for the engine (meta["src"]): their
+    episodes encoded in context."""
+    eps, rows_spans = [], []
+    for r in range(B):
+        spans = []
+        m = meta[r]
+        if m is not None and m.get("src"):
+            for (st, n, _), ep in zip(m["spans"], m["eps"]):
+                spans.append((st, n, len(eps)))
+                eps.append(ep)
+        rows_spans.append(spans)
+    enc = encode_in_context(model, eps, corpus, nprng, device, autocast=autocast) if eps else []
+    return place(model, rows_spans, enc, B, T, device)
 
 
 def candidate_index(meta, B, T, device):
@@ -293,7 +317,10 @@ def candidate_index(meta, B, T, device):
             for s in range(0, T - 64 + 1, 64):
                 cands.append(r * T + s + ar)
             continue
-        for (st, n, own) in m["spans"]:
+        # a row laid out for the engine holds its episodes' K/V, not their states: its episodes
+        # are no candidates (their questions are skipped).  Mixing in states encoded elsewhere
+        # let the head tell the two kinds apart, and recall fell (runs srcA..srcV2)
+        for (st, n, own) in ([] if m.get("src") else m["spans"]):
             if own is not None:
                 owner[own] = len(cands)
             c = np.full(64, -1)
@@ -331,38 +358,52 @@ def retrieval_loss(head, hidden, meta, tau):
 
 # ------------------------------------------------------------------ evaluation
 @torch.no_grad()
-def eval_answers(model, bank, corpus, T, device, n=300, seed=11):
+def eval_answers(model, bank, corpus, T, device, n=300, seed=11, engine=False):
     """Teacher-forced exact match of the answer with the fact's episode in tier 3 among k-1
     distractor episodes (k = 1, 3, 6), the question at the end of a full window; and with
-    no fact episode (k distractors only): the out-of-memory baseline."""
+    no fact episode (k distractors only): the out-of-memory baseline.  engine=True: tier 3 as
+    the engine builds it (episodes encoded in their own context, engine_recall.py); the keys
+    then end in "_engine"."""
     model.eval()
     out = {}
     for k, with_fact in ((1, True), (3, True), (6, True), (3, False)):
         b = MemoryBatcher(corpus, bank, T, 1, 1.0, 1.0, seed + k)
         ok = tot = 0
-        rows, spans = [], []
+        rows, spans, tier3 = [], [], []
         for i in range(n):
             fact = b.rng.randrange(bank.n)
             eps = b.distractors(fact, k - 1 if with_fact else k)
             if with_fact:
                 eps.insert(b.rng.randint(0, len(eps)), fact_episode(bank, fact, corpus, b.rng, b.nprng))
             q, a = bank.get("q", fact), bank.get("ans", fact)
-            head = np.concatenate([np.array([BOS])] + eps)
-            room = T - len(head) - len(q) - len(a)
+            R = 1 + sum(len(e) for e in eps)
+            room = T - R - len(q) - len(a)
             s = int(b.nprng.integers(0, len(corpus) - T - 2))
-            row = np.concatenate([head, corpus[s:s + room].astype(np.int64), q, a])
+            head = corpus[s:s + R - 1].astype(np.int64) if engine else np.concatenate(eps)
+            row = np.concatenate([[BOS], head, corpus[s + R - 1:s + R - 1 + room].astype(np.int64), q, a])
             rows.append(row)
             spans.append((len(row) - len(a), len(a)))
+            tier3.append(eps)
         for i in range(0, n, 16):
             x = torch.from_numpy(np.stack(rows[i:i + 16])).to(device)
+            mem = None
+            if engine:
+                meta = []
+                for eps in tier3[i:i + 16]:
+                    st, sp = 1, []
+                    for e in eps:
+                        sp.append((st, len(e), None))
+                        st += len(e)
+                    meta.append(dict(src=True, spans=sp, eps=eps))
+                mem = batch_mem(model, meta, corpus, b.nprng, x.shape[0], x.shape[1], device)
             with autocast(device):
-                pred = model(x).argmax(-1).cpu().numpy()
+                pred = model(x, mem=mem).argmax(-1).cpu().numpy()
             for j, r in enumerate(rows[i:i + 16]):
                 pa, la = spans[i + j]
                 # the final "." of the answer is not required
                 ok += int(np.array_equal(pred[j, pa - 1:pa - 1 + la - 1], r[pa:pa + la - 1]))
                 tot += 1
-        out["k%d%s" % (k, "" if with_fact else "_no_fact")] = ok / tot
+        out["k%d%s%s" % (k, "" if with_fact else "_no_fact", "_engine" if engine else "")] = ok / tot
     model.train()
     return out
 
@@ -473,6 +514,9 @@ def main():
                     help="weight of a separate term: the mean loss over trained answer tokens")
     ap.add_argument("--hard", type=float, default=0.0,
                     help="share of tier-3 distractors from a recalled fact's cluster (same entity, look-alikes)")
+    ap.add_argument("--p-src", type=float, default=0.0,
+                    help="share of memory rows whose tier 3 is laid out as the engine does: episodes "
+                         "encoded in their own context, their K/V placed into the global layers")
     ap.add_argument("--p-win", type=float, default=0.0,
                     help="share of memory rows with 1-3 other facts stated in the window")
     ap.add_argument("--copy-to", default="",
@@ -528,6 +572,7 @@ def main():
         ppl0, nch, _ = ppl_llama_protocol(model, vppl, args.ppl_ctx, dev, args.ppl_chunks)
         log("held-out ppl before (n_ctx %d, %d chunks): %.3f" % (args.ppl_ctx, nch, ppl0))
         res["answers_before"] = eval_answers(model, beval, vt, T, dev, n=args.eval_n)
+        res["answers_before"].update(eval_answers(model, beval, vt, T, dev, n=args.eval_n, engine=True))
         log("answers before", json.dumps(res["answers_before"]))
     res["ppl_before"] = ppl0
 
@@ -541,15 +586,18 @@ def main():
                              {"params": list(head.parameters()), "weight_decay": 0.0,
                               "lr": args.head_lr, "base": args.head_lr}], **kw)
     batcher = MemoryBatcher(tr, btrain, T, args.batch, args.p_mem, args.p_qa, args.seed, args.max_q,
-                            args.hard, args.p_win)
+                            args.hard, args.p_win, args.p_src)
     batcher.qa_weight = args.qa_weight
     import model as model_mod
     fwd, masks = model, {}
 
     def step_fn(x, w, meta, am=None):
         x, w = x.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
+        mem = None
+        if args.p_src > 0:   # always passed, so that torch.compile makes one graph
+            mem = batch_mem(model, meta, tr, batcher.nprng, x.shape[0], x.shape[1] - 1, dev)
         with autocast(dev):
-            logits, hidden = fwd(x[:, :-1], masks, return_hidden=True)
+            logits, hidden = fwd(x[:, :-1], masks, return_hidden=True, mem=mem)
         ce = F.cross_entropy(logits.float().reshape(-1, cfg.vocab), x[:, 1:].reshape(-1), reduction="none")
         lm = (ce * w.reshape(-1)).sum() / w.sum()
         rl, racc = retrieval_loss(head, hidden.float(), meta, args.tau)
@@ -628,6 +676,7 @@ def main():
     log("held-out ppl after: %.3f (before %.3f, %+.2f %%)" % (ppl1, ppl0, 100 * (ppl1 / ppl0 - 1)))
     save()
     res["answers_after"] = eval_answers(model, beval, vt, T, dev, n=args.eval_n)
+    res["answers_after"].update(eval_answers(model, beval, vt, T, dev, n=args.eval_n, engine=True))
     log("answers after", json.dumps(res["answers_after"]))
     save()
     res["retrieval"] = eval_retrieval(model, head, beval, vt if len(vt) > args.eval_tokens + 2000 else tr, dev,
@@ -639,6 +688,7 @@ def main():
     m2.load_state_dict(sd2)
     m2.to(dev)
     res["answers_gguf"] = eval_answers(m2, beval, vt, T, dev, n=args.eval_n)
+    res["answers_gguf"].update(eval_answers(m2, beval, vt, T, dev, n=args.eval_n, engine=True))
     p2, _, _ = ppl_llama_protocol(m2, vppl, args.ppl_ctx, dev, args.ppl_chunks)
     res["ppl_gguf"] = p2
     log("GGUF ppl %.3f answers %s" % (p2, json.dumps(res["answers_gguf"])))

@@ -24,7 +24,7 @@ def _h(s):
     return int.from_bytes(hashlib.sha1(s.encode()).digest()[:7], "little")
 
 
-def make_bank(sp, split, n, seed):
+def make_bank(sp, split, n, seed, value_first=0.35):
     """The eval split is made exactly as before (FactMaker); the train split in clusters of
     related facts (TrainFactMaker), each fact tagged with its cluster for hard distractors."""
     attrs = sorted(ATTRS) + sorted(EXTRA_ATTRS)
@@ -38,7 +38,7 @@ def make_bank(sp, split, n, seed):
             f["nl"] = fm.rng.random() < 0.5
             facts.append((f, i))
     else:
-        fm = TrainFactMaker(seed)
+        fm = TrainFactMaker(seed, value_first)
         facts, c = [], 0
         while len(facts) < n:
             for f in fm.cluster():
@@ -68,12 +68,16 @@ def main():
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
     ap.add_argument("--n-train", type=int, default=120000)
     ap.add_argument("--n-eval", type=int, default=2000)
+    ap.add_argument("--value-first", type=float, default=0.35,
+                    help="share of composed training statements that state the value before the entity "
+                         "(or the entity far from it): the forms a small model reads worst")
+    ap.add_argument("--out", default="", help="folder for the .npz files (default DATA/tokens)")
     args = ap.parse_args()
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=os.path.join(HERE, "tokenizer", "spm.model"))
-    out = os.path.join(args.data, "tokens")
+    out = args.out or os.path.join(args.data, "tokens")
     os.makedirs(out, exist_ok=True)
-    np.savez_compressed(os.path.join(out, "memory_train.npz"), **make_bank(sp, "train", args.n_train, 1234))
+    np.savez_compressed(os.path.join(out, "memory_train.npz"), **make_bank(sp, "train", args.n_train, 1234, args.value_first))
     np.savez_compressed(os.path.join(out, "memory_eval.npz"), **make_bank(sp, "eval", args.n_eval, 987654))
     print("wrote", out)
 

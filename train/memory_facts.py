@@ -275,7 +275,11 @@ CORES_VALUE_FIRST = [
     "{e} informed us that the {a} is {v}", "{e} mentioned that {pos} {a} is {v}",
     "{e} explained that the {a} was {v}", "{e} reported the {a} as {v}",
     "word from {e}: the {a} is {v}", "{e} let us know that the {a} will be {v}",
-    "{e} phoned to say the {a} changed to {v}", "{e}, as it happens, has the {a} {v}"]
+    "{e} phoned to say the {a} changed to {v}", "{e}, as it happens, has the {a} {v}",
+    "{v}: that is the {a} of {e}", "{v} belongs to {e} as {pos} {a}", "{v} was noted as {e}'s {a}",
+    "it is {v} that {e} uses as the {a}", "they wrote {v} down as the {a} of {e}",
+    "{v} came back as the {a} of {e}", "our files hold {v} as the {a} for {e}",
+    "{e} wrote to say that the {a} is {v}", "{e} said on the phone that the {a} is {v}"]
 SUFFIXES = [".", ".", ".", ".", "!", ". Please keep it safe.", ", just so you know.", ". Don't forget it.",
             " (updated).", ", according to the form.", "; that is final.", ". Thanks."]
 ASKS = ["What is the {a} for {e}?", "What's {e}'s {a}?", "Which {a} did {e} give?", "What {a} is on file for {e}?",
@@ -346,8 +350,9 @@ class TrainFactMaker:
     name or surname), so that tier 3 can hold the hard distractors the engine's recall brings:
     the same person with another attribute, another person with the same attribute."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, value_first=0.35):
         self.rng = random.Random(seed)
+        self.value_first = value_first   # share of composed statements with a CORES_VALUE_FIRST core
         cut_f, cut_l = len(FIRST) * 4 // 5, len(LAST) * 4 // 5
         self.first, self.last = FIRST[:cut_f], LAST[:cut_l]
         self.attrs = {**ATTRS, **EXTRA_ATTRS}
@@ -387,7 +392,7 @@ class TrainFactMaker:
         if attr in ATTRS and r.random() < 0.3:
             s = r.choice(STATEMENTS[:N_TRAIN_STATEMENTS]).format(e=e, a=a, v=v)
         else:
-            cores = CORES_VALUE_FIRST if r.random() < 0.35 else CORES
+            cores = CORES_VALUE_FIRST if r.random() < self.value_first else CORES
             s = r.choice(PREFIXES) + r.choice(cores).format(e=e, a=a, v=v, pos=pos) + r.choice(SUFFIXES)
         return s[0].upper() + s[1:]
 

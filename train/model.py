@@ -178,15 +178,22 @@ class Block(nn.Module):
             self.sink_k = nn.Parameter(torch.randn(cfg.n_kv, cfg.sinks, hd) * 0.5)
             self.sink_v = nn.Parameter(torch.zeros(cfg.n_kv, cfg.sinks, hd))
 
-    def attn(self, h, rope, masks, capture=None):
+    def attn(self, h, rope, masks, capture=None, mem=None):
         cfg = self.cfg
         B, T, _ = h.shape
         hd, H, KV = cfg.head_dim, cfg.n_head, cfg.n_kv
         q = self.q_norm(self.wq(h).view(B, T, H, hd)).transpose(1, 2)
         k = self.k_norm(self.wk(h).view(B, T, KV, hd)).transpose(1, 2)
         v = self.wv(h).view(B, T, KV, hd).transpose(1, 2)
+        if mem is not None and self.is_global:
+            # recalled K/V, computed elsewhere (the episode's own stream context), placed at the
+            # positions mem["sel"] marks: what the engine's tier 3 holds (engine_recall.py)
+            sel = mem["sel"]
+            ks, vs = mem["kv"][self.il]
+            k = torch.where(sel, ks.to(k.dtype), k)
+            v = torch.where(sel, vs.to(v.dtype), v)
         if capture is not None and self.is_global:
-            capture[self.il] = (q.detach(), k.detach())  # pre-RoPE: the position-free frame
+            capture[self.il] = (q.detach(), k.detach(), v.detach())  # pre-RoPE: the position-free frame
         cos, sin = rope
         qr = apply_rope(q, cos[:T], sin[:T], self.rd)
         kr = apply_rope(k, cos[:T], sin[:T], self.rd)
@@ -224,9 +231,10 @@ class Block(nn.Module):
         o = o.transpose(1, 2).reshape(B, T, H * hd)
         return self.wo(o)
 
-    def forward(self, x, rope, masks, capture=None):
+    def forward(self, x, rope, masks, capture=None, mem=None):
         p = self.cfg.dropout if self.training else 0.0
-        x = x + F.dropout(self.post_attn_norm(self.attn(self.attn_norm(x), rope, masks, capture)), p, self.training)
+        x = x + F.dropout(self.post_attn_norm(self.attn(self.attn_norm(x), rope, masks, capture, mem)), p,
+                          self.training)
         h = self.ffn_norm(x)
         y = self.down(F.gelu(self.gate(h), approximate="tanh") * self.up(h))
         return x + F.dropout(self.post_ffw_norm(y), p, self.training)
@@ -268,15 +276,17 @@ class Model(nn.Module):
             m[("s", T)] = _flex_mask(T, cfg.window, cfg.sinks, padded_keys(T, cfg.sinks, 128), device)
         return m
 
-    def forward(self, ids, masks=None, return_hidden=False, capture=None):
+    def forward(self, ids, masks=None, return_hidden=False, capture=None, mem=None):
         """Logits [B, T, vocab]; with return_hidden also the final-norm hidden states (what the
-        LM head reads).  capture: a dict that receives {layer: (q, k)} of the global layers,
-        after the q/k norms and before RoPE ([B, heads, T, head_dim])."""
+        LM head reads).  capture: a dict that receives {layer: (q, k, v)} of the global layers,
+        after the q/k norms and before RoPE ([B, heads, T, head_dim]).  mem: {"sel": [B,1,T,1]
+        bool, "kv": {layer: (k, v) [B, kv_heads, T, head_dim], pre-RoPE}}: at the selected
+        positions the global layers use these K/V instead of their own."""
         B, T = ids.shape
         masks = masks or {}
         x = self.embed(ids) * math.sqrt(self.cfg.d)
         for il, b in enumerate(self.blocks):
-            x = b(x, self.rope_for(il, T, ids.device), masks, capture)
+            x = b(x, self.rope_for(il, T, ids.device), masks, capture, mem)
         x = self.out_norm(x)
         logits = F.linear(x, self.embed.weight)
         return (logits, x) if return_hidden else logits
