@@ -31,9 +31,9 @@ struct RingComputeShape {
   // LocalRing's, a bounded layer 0.
   std::vector<uint32_t> layer_slots;
   uint32_t recall_begin = 0;
-  int n_batch = 1;           // most tokens per forward chunk
-  uint32_t max_runs = 2;     // most global runs of one query (n_recall + 2)
-  uint32_t table_slots = 0;  // most distinct slot ids a chunk's runs can point at
+  int n_batch = 1;                      // most tokens per forward chunk
+  uint32_t max_runs = 2;                // most global runs of one query (n_recall + 2)
+  uint32_t table_slots = 0;             // most distinct slot ids a chunk's runs can point at
   RopeFreqs rope_global, rope_sliding;  // keys rotated at their clock by these (f64 angles)
 };
 

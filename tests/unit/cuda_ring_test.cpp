@@ -24,8 +24,8 @@
 #include "backend/cuda/cuda_ring.h"
 #include "backend/cuda/cuda_ring_step.h"
 #include "bounded/bounded_attention_core.h"
-#include "kv/slot_attention.h"
 #include "gguf/model_signature.h"
+#include "kv/slot_attention.h"
 #include "memory/memory_attachment.h"
 #include "memory_test_util.h"
 #include "ops/fp16.h"
@@ -74,7 +74,9 @@ RingSessionConfig small_ring() {
   return c;
 }
 
-std::vector<float> vec(std::span<const float> s) { return {s.begin(), s.end()}; }
+std::vector<float> vec(std::span<const float> s) {
+  return {s.begin(), s.end()};
+}
 
 // Quantized products see f16 activations in batched chunks where the CPU uses Q8_0 blocks,
 // and the device keeps K/V in f16: the bound of cuda_model_test.
@@ -92,8 +94,11 @@ struct RingCase {
 class HostRing final : public RingCompute {
  public:
   HostRing(std::shared_ptr<const Model> model, const RingComputeShape& shape)
-      : model_(std::move(model)), shape_(shape), scratch_(model_->hparams(), shape.n_batch),
-        pool_(1), attn_(*this) {
+      : model_(std::move(model)),
+        shape_(shape),
+        scratch_(model_->hparams(), shape.n_batch),
+        pool_(1),
+        attn_(*this) {
     const ModelHparams& hp = model_->hparams();
     B_ = static_cast<size_t>(shape.n_batch);
     for (int il = 0; il < hp.n_layer; ++il) {
@@ -127,7 +132,8 @@ class HostRing final : public RingCompute {
       std::vector<std::pair<uint32_t, double>> want, got;
       for (const SlotRun& r : c.runs[t])
         for (uint32_t i = 0; i < r.count; ++i) want.emplace_back(r.slots[i], r.rope_pos);
-      const int32_t first = rows_[cuda::kGlobalFirst * B_ + t], n = rows_[cuda::kGlobalCount * B_ + t];
+      const int32_t first = rows_[cuda::kGlobalFirst * B_ + t],
+                    n = rows_[cuda::kGlobalCount * B_ + t];
       for (int32_t r = first; r < first + n; ++r)
         for (int32_t i = 0; i < runs_[r].count; ++i)
           got.emplace_back(table_[runs_[r].first + i], runs_[r].pos);
@@ -145,7 +151,8 @@ class HostRing final : public RingCompute {
   }
   void kv_slot(int il, uint32_t slot, float* k, float* v) const override {
     const size_t hd = size_t(model_->hparams().head_dim);
-    for (int h = 0; h < model_->hparams().n_head_kv; ++h) kv_row(il, slot, h, k + h * hd, v + h * hd);
+    for (int h = 0; h < model_->hparams().n_head_kv; ++h)
+      kv_row(il, slot, h, k + h * hd, v + h * hd);
   }
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override {
     const size_t at = row(il, slot, h), hd = size_t(model_->hparams().head_dim);
@@ -190,8 +197,8 @@ class HostRing final : public RingCompute {
       BoundedState& st = r_.bstates_[il];
       EXPECT_EQ(st.seen(), r_.chunk_->bounded_seen) << "layer " << il;
       const BoundedSinks& sinks = r_.model_->weights().layers[il].sinks;
-      bounded_attend(r_.model_->weights().bounded_cfg, sinks.k.data(), sinks.v.data(), st, q, k,
-                     v, n, out, &pool);
+      bounded_attend(r_.model_->weights().bounded_cfg, sinks.k.data(), sinks.v.data(), st, q, k, v,
+                     n, out, &pool);
       const size_t b = size_t(std::find(r_.bounded_index_.begin(), r_.bounded_index_.end(), il) -
                               r_.bounded_index_.begin());
       const size_t kvd = size_t(hp.n_head_kv) * hp.head_dim;
@@ -223,20 +230,22 @@ class HostRing final : public RingCompute {
     void attend_head(int il, int t, int hk, const float* q, float* out, int) override {
       const ModelHparams& hp = r_.model_->hparams();
       const bool sliding = hp.is_sliding(il);
-      const int32_t first = r_.rows_[(sliding ? cuda::kLocalFirst : cuda::kGlobalFirst) * r_.B_ + t];
-      const int32_t count = r_.rows_[(sliding ? cuda::kLocalCount : cuda::kGlobalCount) * r_.B_ + t];
+      const int32_t first =
+          r_.rows_[(sliding ? cuda::kLocalFirst : cuda::kGlobalFirst) * r_.B_ + t];
+      const int32_t count =
+          r_.rows_[(sliding ? cuda::kLocalCount : cuda::kGlobalCount) * r_.B_ + t];
       std::vector<SlotRun> runs;
       for (int32_t r = first; r < first + count; ++r)
-        runs.push_back(SlotRun{r_.table_.data() + r_.runs_[r].first,
-                               uint32_t(r_.runs_[r].count), r_.runs_[r].pos});
+        runs.push_back(SlotRun{r_.table_.data() + r_.runs_[r].first, uint32_t(r_.runs_[r].count),
+                               r_.runs_[r].pos});
       const auto group = uint32_t(hp.n_head / hp.n_head_kv), hd = uint32_t(hp.head_dim);
       const uint32_t cap = r_.shape_.layer_slots[il];
       const size_t head = size_t(hk) * cap * hd;
       SlotAttnScratch scr;
       slot_attention(SlotAttnShape{group, 1, hd, cap},
-                         sliding ? r_.shape_.rope_sliding : r_.shape_.rope_global, q,
-                         r_.k_[il].data() + head, r_.v_[il].data() + head, runs, hp.attn_scale,
-                         out, scr);
+                     sliding ? r_.shape_.rope_sliding : r_.shape_.rope_global, q,
+                     r_.k_[il].data() + head, r_.v_[il].data() + head, runs, hp.attn_scale, out,
+                     scr);
       if (r_.chunk_->queries && r_.global_[il] >= 0) {
         const size_t qd = size_t(hp.n_head) * hd;
         std::copy_n(q, group * hd,
@@ -422,8 +431,8 @@ TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
   const DriveResult r = drive(cpu, gpu, 3000, 1e-4);
   EXPECT_LE(r.worst, kBound) << "worst at " << r.worst_at;
   EXPECT_GE(r.evictions, 300u);
-  std::printf("[ cuda ring ] %d steps, clock %llu, %llu evictions, worst NMSE %.3g (%s)\n",
-              r.steps, static_cast<unsigned long long>(gpu.ring().clock()),
+  std::printf("[ cuda ring ] %d steps, clock %llu, %llu evictions, worst NMSE %.3g (%s)\n", r.steps,
+              static_cast<unsigned long long>(gpu.ring().clock()),
               static_cast<unsigned long long>(r.evictions), r.worst, r.worst_at.c_str());
 }
 
@@ -431,7 +440,8 @@ INSTANTIATE_TEST_SUITE_P(
     Archs, CudaRing,
     ::testing::Values(RingCase{Arch::gemma3, GgmlType::Q8_0}, RingCase{Arch::llama, GgmlType::F32},
                       RingCase{Arch::qwen3, GgmlType::F16}, RingCase{Arch::llama, GgmlType::Q4_0},
-                      RingCase{Arch::bounded, GgmlType::Q8_0}, RingCase{Arch::bounded, GgmlType::F32}),
+                      RingCase{Arch::bounded, GgmlType::Q8_0},
+                      RingCase{Arch::bounded, GgmlType::F32}),
     [](const auto& info) {
       const char* arch = info.param.arch == Arch::llama    ? "llama"
                          : info.param.arch == Arch::gemma3 ? "gemma3"
@@ -535,7 +545,8 @@ void recall_and_tap(std::shared_ptr<const Model> model, RingComputeFactory devic
 // Episodic memory on a device ring: evicted spans are staged from the device's K/V (kv_row)
 // into a store, and an episode recalled from the store goes into the device's recall tier as
 // stored, its keys turned there. Against the same on the CPU ring, each with its own store.
-void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory device, double bound) {
+void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory device,
+                       double bound) {
   RingSessionConfig config = small_ring();
   config.ring.n_recall = 16;
   RingSessionConfig on_device = config;
@@ -544,12 +555,12 @@ void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory de
   test::ScratchDir dir;
   StoreOptions o;
   o.durable = false;
-  EpisodicStore store_c = EpisodicStore::create(dir.file("c.episodic.mem"),
-                                                session_store_geometry(*model, 64, 8),
-                                                model_id_hash(model->gguf()), o);
-  EpisodicStore store_d = EpisodicStore::create(dir.file("d.episodic.mem"),
-                                                session_store_geometry(*model, 64, 8),
-                                                model_id_hash(model->gguf()), o);
+  EpisodicStore store_c =
+      EpisodicStore::create(dir.file("c.episodic.mem"), session_store_geometry(*model, 64, 8),
+                            model_id_hash(model->gguf()), o);
+  EpisodicStore store_d =
+      EpisodicStore::create(dir.file("d.episodic.mem"), session_store_geometry(*model, 64, 8),
+                            model_id_hash(model->gguf()), o);
   MemoryConfig mc;
   mc.staging.capacity = 8;
   MemoryAttachment mem_c(cpu, store_c, mc), mem_d(dev, store_d, mc);

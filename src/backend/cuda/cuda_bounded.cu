@@ -49,7 +49,8 @@ __global__ void __launch_bounds__(kWarps * 32) bounded_attention_kernel(BoundedA
   for (int i = threadIdx.x; i < group * hd; i += blockDim.x) sm_q[i / hd][i % hd] = qt[i];
   __syncthreads();
   const int64_t k_off = static_cast<int64_t>(a.n_head) * hd + static_cast<int64_t>(g) * hd;
-  const int64_t v_off = static_cast<int64_t>(a.n_head + a.n_head_kv) * hd + static_cast<int64_t>(g) * hd;
+  const int64_t v_off =
+      static_cast<int64_t>(a.n_head + a.n_head_kv) * hd + static_cast<int64_t>(g) * hd;
   float o[kGroup][kPerLane], m[kGroup], l[kGroup];
 #pragma unroll
   for (int q = 0; q < kGroup; ++q) {
@@ -161,8 +162,9 @@ __global__ void bounded_insert_kernel(const float* qkv, int64_t ld, int n, int n
 void qk_head_norm(float* qkv, int64_t ld, int n, int n_head, int n_head_kv, int head_dim,
                   const float* qn, const float* kn, float eps, cudaStream_t s) {
   if (!qn && !kn) return;
-  launch_k(qk_head_norm_kernel, dim3(static_cast<unsigned>(n_head + n_head_kv), static_cast<unsigned>(n)),
-           128, 0, s, qkv, ld, n_head, head_dim, qn, kn, eps);
+  launch_k(qk_head_norm_kernel,
+           dim3(static_cast<unsigned>(n_head + n_head_kv), static_cast<unsigned>(n)), 128, 0, s,
+           qkv, ld, n_head, head_dim, qn, kn, eps);
   check_launch("qk_head_norm");
 }
 
@@ -171,8 +173,9 @@ bool bounded_shape_supported(int head_dim, int group) {
 }
 
 void bounded_attention(const BoundedArgs& a, cudaStream_t s) {
-  launch_k(bounded_attention_kernel, dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.n)),
-           kWarps * 32, 0, s, a);
+  launch_k(bounded_attention_kernel,
+           dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.n)), kWarps * 32, 0, s,
+           a);
   check_launch("bounded_attention");
 }
 

@@ -8,7 +8,9 @@ namespace channel::cuda {
 
 namespace {
 
-bool q8_input(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0; }
+bool q8_input(GgmlType t) {
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+}
 
 }  // namespace
 
@@ -27,8 +29,8 @@ bool fused_decode_for(const WeightsLayout& W) {
   return q8_input(W.output.type);
 }
 
-void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens,
-                   int n, int n_out, cudaStream_t cs, const std::function<void(int il)>& attend) {
+void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
+                   int n_out, cudaStream_t cs, const std::function<void(int il)>& attend) {
   const ModelHparams& hp = weights.model().hparams();
   const WeightsLayout& W = weights.impl().w;
   const int64_t E = hp.n_embd, F = hp.n_ff;

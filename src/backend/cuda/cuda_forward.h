@@ -16,14 +16,14 @@ namespace channel::cuda {
 
 // Activations of up to max_batch tokens, allocated once by the session.
 struct ForwardBufs {
-  float* x = nullptr;     // [n][n_embd] residual stream
-  float* xn = nullptr;    // [n][n_embd]
-  float* qkv = nullptr;   // [n][qkv_w] q | k | v
-  float* attn = nullptr;  // [n][attn_w]
-  float* proj = nullptr;  // [n][n_embd]
-  float* gu = nullptr;    // [n][2 * n_ff] gate | up
-  float* ff = nullptr;    // [n][n_ff]
-  void* act = nullptr;    // the products' input form, widest row
+  float* x = nullptr;       // [n][n_embd] residual stream
+  float* xn = nullptr;      // [n][n_embd]
+  float* qkv = nullptr;     // [n][qkv_w] q | k | v
+  float* attn = nullptr;    // [n][attn_w]
+  float* proj = nullptr;    // [n][n_embd]
+  float* gu = nullptr;      // [n][2 * n_ff] gate | up
+  float* ff = nullptr;      // [n][n_ff]
+  void* act = nullptr;      // the products' input form, widest row
   float* logits = nullptr;  // [n][n_vocab]
   int64_t qkv_w = 0, attn_w = 0;
 };

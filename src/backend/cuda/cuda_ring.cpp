@@ -85,7 +85,8 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   const DeviceInfo& info = w_->device();
   cuda::check(cudaSetDevice(info.index), "selecting the device");
   if (shape_.layer_slots.size() != static_cast<size_t>(h.n_layer))
-    throw_error("cuda ring: {} layer slot counts for {} layers", shape_.layer_slots.size(), h.n_layer);
+    throw_error("cuda ring: {} layer slot counts for {} layers", shape_.layer_slots.size(),
+                h.n_layer);
   if (h.head_dim != h.head_dim_v)
     throw_error("cuda ring: the slot geometry needs equal K and V head dims");
   B_ = std::max(1, shape_.n_batch);
@@ -103,22 +104,24 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
     if (h.is_bounded(il)) {
       if (!bounded_shape_supported(bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads)) ||
           bc.head_dim != h.head_dim || bc.n_kv_heads != h.n_head_kv || bc.n_heads != h.n_head)
-        throw_error("cuda: bounded layers of head_dim {} with {} query heads per KV head are not "
-                    "supported by the CUDA bounded attention (head_dim <= 256, at most 8 heads)",
-                    bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads));
+        throw_error(
+            "cuda: bounded layers of head_dim {} with {} query heads per KV head are not "
+            "supported by the CUDA bounded attention (head_dim <= 256, at most 8 heads)",
+            bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads));
       bounded_index_[static_cast<size_t>(il)] = n_bounded_++;
       continue;
     }
     if (!h.is_sliding(il)) global_index_[static_cast<size_t>(il)] = n_global_++;
-    kv_bytes += 2 * static_cast<size_t>(kv_dim_) * shape_.layer_slots[static_cast<size_t>(il)] * kv_elem_;
+    kv_bytes +=
+        2 * static_cast<size_t>(kv_dim_) * shape_.layer_slots[static_cast<size_t>(il)] * kv_elem_;
   }
   int max_splits = 0;
   for (int n = 1; n <= B_; ++n)
     max_splits = std::max(max_splits, n * attention_splits(n, h.n_head_kv, info.sm_count));
   const auto B = static_cast<size_t>(B_);
   const size_t f = sizeof(float);
-  const size_t widest = static_cast<size_t>(std::max({q_dim_, static_cast<int64_t>(h.n_embd),
-                                                      static_cast<int64_t>(h.n_ff)}));
+  const size_t widest = static_cast<size_t>(
+      std::max({q_dim_, static_cast<int64_t>(h.n_embd), static_cast<int64_t>(h.n_ff)}));
   const size_t part_floats = attention_part_floats(1, h.n_head, h.head_dim, max_splits);
   runs_cap_ = B * (static_cast<size_t>(shape_.max_runs) + 1);
   table_cap_ = std::max<size_t>(shape_.table_slots, 1);
@@ -127,7 +130,8 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   header_bytes_ = seen_offset_ + 8;
   const size_t ring_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.window : 0;
   const size_t sink_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.n_sinks : 0;
-  const size_t table_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(bc.window) * (bc.rope_dims / 2) : 0;
+  const size_t table_floats =
+      n_bounded_ > 0 ? 2 * static_cast<size_t>(bc.window) * (bc.rope_dims / 2) : 0;
   const size_t recall_rows = shape_.layer_slots.empty() ? 0 : [&] {
     uint32_t most = 0;
     for (int il = 0; il < h.n_layer; ++il)
@@ -140,9 +144,12 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
                          runs_cap_ * sizeof(RingRun) + table_cap_ * 4 +
                          2 * recall_rows * kv_dim_ * 2 +
                          n_bounded_ * (ring_floats + sink_floats) * f + table_floats * f;
-  require_device_memory(info, kv_bytes + scratch,
-                        fmt::format("a ring session of {} slots (K/V of every layer and activations)",
-                                    shape_.layer_slots.empty() ? 0 : *std::max_element(shape_.layer_slots.begin(), shape_.layer_slots.end())));
+  require_device_memory(
+      info, kv_bytes + scratch,
+      fmt::format("a ring session of {} slots (K/V of every layer and activations)",
+                  shape_.layer_slots.empty()
+                      ? 0
+                      : *std::max_element(shape_.layer_slots.begin(), shape_.layer_slots.end())));
   kv_ = DeviceBuffer(std::max<size_t>(kv_bytes, 1), "the ring's K/V");
   cuda::check(cudaMemset(kv_.get(), 0, kv_bytes), "clearing the ring's K/V");
   layers_.resize(static_cast<size_t>(h.n_layer));
@@ -179,7 +186,8 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   const size_t ng = shape_.rope_global.inv_freq.size(), ns = shape_.rope_sliding.inv_freq.size();
   inv_freq_ = DeviceBuffer(std::max<size_t>((ng + ns) * sizeof(double), 8), "rope frequencies");
   std::vector<double> freqs(shape_.rope_global.inv_freq);
-  freqs.insert(freqs.end(), shape_.rope_sliding.inv_freq.begin(), shape_.rope_sliding.inv_freq.end());
+  freqs.insert(freqs.end(), shape_.rope_sliding.inv_freq.begin(),
+               shape_.rope_sliding.inv_freq.end());
   cuda::check(cudaMemcpy(inv_freq_.get(), freqs.data(), freqs.size() * sizeof(double),
                          cudaMemcpyHostToDevice),
               "uploading the rope frequencies");
@@ -191,7 +199,8 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   if (n_bounded_ > 0) {  // empty rings (the session loads its states before the first chunk)
     bounded_ = DeviceBuffer(n_bounded_ * ring_floats * f, "the bounded layers' rings");
     cuda::check(cudaMemset(bounded_.get(), 0, bounded_.bytes()), "clearing the bounded rings");
-    sinks_ = DeviceBuffer(std::max<size_t>(n_bounded_ * sink_floats * f, 4), "the bounded layers' sinks");
+    sinks_ = DeviceBuffer(std::max<size_t>(n_bounded_ * sink_floats * f, 4),
+                          "the bounded layers' sinks");
     rope_table_ = DeviceBuffer(std::max<size_t>(table_floats * f, 4), "the bounded rotation table");
     bounded_kv_h_ = PinnedBuffer(n_bounded_ * B * 2 * kv_dim_ * f, "bounded keys and values");
     for (int il = 0; il < h.n_layer; ++il) {
@@ -203,7 +212,8 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
         throw_error("cuda ring: bounded layer {} has {} sink values, expected {}", il, s.k.size(),
                     sink_floats / 2);
       char* dst = sinks_.as<char>() + b * sink_floats * f;
-      cuda::check(cudaMemcpy(dst, s.k.data(), half_bytes, cudaMemcpyHostToDevice), "uploading sinks");
+      cuda::check(cudaMemcpy(dst, s.k.data(), half_bytes, cudaMemcpyHostToDevice),
+                  "uploading sinks");
       cuda::check(cudaMemcpy(dst + half_bytes, s.v.data(), half_bytes, cudaMemcpyHostToDevice),
                   "uploading sinks");
     }
@@ -223,16 +233,17 @@ void CudaRing::load_bounded(int il, const BoundedState& state) {
   if (b < 0 || state.ring_k().size() * 4 != half || state.ring_v().size() * 4 != half)
     throw_error("cuda ring: layer {} has no bounded ring of that size", il);
   char* dst = bounded_.as<char>() + 2 * half * b;
-  cuda::check(cudaMemcpy(dst, state.ring_k().data(), half, cudaMemcpyHostToDevice), "loading a bounded ring");
+  cuda::check(cudaMemcpy(dst, state.ring_k().data(), half, cudaMemcpyHostToDevice),
+              "loading a bounded ring");
   cuda::check(cudaMemcpy(dst + half, state.ring_v().data(), half, cudaMemcpyHostToDevice),
               "loading a bounded ring");
 }
 
 void CudaRing::build_step(const RingChunk& c) {
-  const RingStepSizes sizes = build_ring_step(
-      c, static_cast<size_t>(B_), header_h_.as<int32_t>(),
-      reinterpret_cast<double*>(header_h_.as<char>() + pos_offset_), runs_h_.as<RingRun>(),
-      runs_cap_, table_h_.as<uint32_t>(), table_cap_, refs_);
+  const RingStepSizes sizes =
+      build_ring_step(c, static_cast<size_t>(B_), header_h_.as<int32_t>(),
+                      reinterpret_cast<double*>(header_h_.as<char>() + pos_offset_),
+                      runs_h_.as<RingRun>(), runs_cap_, table_h_.as<uint32_t>(), table_cap_, refs_);
   n_runs_ = sizes.runs;
   n_table_ = sizes.table;
   const auto seen = static_cast<int64_t>(c.bounded_seen);
@@ -264,9 +275,10 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
   const auto* key_pos = reinterpret_cast<const double*>(header_.as<char>() + pos_offset_);
   float* qkv = qkv_.as<float>();
   const QkvLayout ql{h.n_head, h.n_head_kv, h.head_dim, h.head_dim_v, qkv_w_, kv_f32_};
-  const ForwardBufs bufs{x_.as<float>(),    xn_.as<float>(), qkv,         attn_.as<float>(),
-                         proj_.as<float>(), gu_.as<float>(), ff_.as<float>(), act_.get(),
-                         logits_.as<float>(), qkv_w_,       attn_w_};
+  const ForwardBufs bufs{
+      x_.as<float>(),  xn_.as<float>(), qkv,        attn_.as<float>(),   proj_.as<float>(),
+      gu_.as<float>(), ff_.as<float>(), act_.get(), logits_.as<float>(), qkv_w_,
+      attn_w_};
   auto attend = [&](int il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     const int b = bounded_index_[static_cast<size_t>(il)];
@@ -277,7 +289,8 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
       const size_t sinks = static_cast<size_t>(kv_dim_) * bc.n_sinks;
       float* ring_k = bounded_.as<float>() + 2 * ring * b;
       const size_t table = static_cast<size_t>(bc.window) * (bc.rope_dims / 2);
-      qk_head_norm(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, L.q_norm, L.k_norm, h.rms_eps, cs);
+      qk_head_norm(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, L.q_norm, L.k_norm, h.rms_eps,
+                   cs);
       BoundedArgs A;
       A.qkv = qkv;
       A.ld = qkv_w_;
@@ -301,10 +314,11 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
       bounded_insert(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, bc.window, seen, ring_k,
                      ring_k + ring, cs);
       // The chunk's keys and values back for the session's BoundedState: [b][n][2][kv_dim].
-      cuda::check(cudaMemcpy2DAsync(bounded_kv_h_.as<float>() + static_cast<size_t>(b) * n * 2 * kv_dim_,
-                                    2 * kv_dim_ * sizeof(float), qkv + q_dim_, qkv_w_ * sizeof(float),
-                                    2 * kv_dim_ * sizeof(float), n, cudaMemcpyDeviceToHost, cs),
-                    "the bounded keys and values");
+      cuda::check(
+          cudaMemcpy2DAsync(bounded_kv_h_.as<float>() + static_cast<size_t>(b) * n * 2 * kv_dim_,
+                            2 * kv_dim_ * sizeof(float), qkv + q_dim_, qkv_w_ * sizeof(float),
+                            2 * kv_dim_ * sizeof(float), n, cudaMemcpyDeviceToHost, cs),
+          "the bounded keys and values");
       return;
     }
     const bool sliding = h.is_sliding(il);
@@ -351,7 +365,8 @@ void CudaRing::forward(const RingChunk& c) {
   const ModelHparams& h = hp();
   const int n = static_cast<int>(c.tokens.size());
   if (n < 1 || n > B_) throw_error("cuda ring: a chunk of {} tokens (at most {})", n, B_);
-  for (int t = 0; t < n; ++t) segment_end_[static_cast<size_t>(t)] = c.segment_end[static_cast<size_t>(t)];
+  for (int t = 0; t < n; ++t)
+    segment_end_[static_cast<size_t>(t)] = c.segment_end[static_cast<size_t>(t)];
   const int n_out = c.which == LogitsFor::all ? n : c.which == LogitsFor::last ? 1 : 0;
   build_step(c);
   const cudaStream_t cs = stream_.get();
@@ -361,14 +376,16 @@ void CudaRing::forward(const RingChunk& c) {
   if (graph_step) {
     if (!graph_) {  // the kernels, the logits and the residual back; the step is uploaded before
       cudaGraph_t g = nullptr;
-      cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
+      cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal),
+                  "capturing the decode step");
       try {
         enqueue(c, 1, 1);
         cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
                                     cudaMemcpyDeviceToHost, cs),
                     "logits");
-        cuda::check(cudaMemcpyAsync(resid_h_.as<float>(), x_.get(), E * 4, cudaMemcpyDeviceToHost, cs),
-                    "the residual");
+        cuda::check(
+            cudaMemcpyAsync(resid_h_.as<float>(), x_.get(), E * 4, cudaMemcpyDeviceToHost, cs),
+            "the residual");
       } catch (...) {
         cudaStreamEndCapture(cs, &g);
         if (g) cudaGraphDestroy(g);
@@ -409,8 +426,9 @@ void CudaRing::forward(const RingChunk& c) {
     bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
   if (bad)
-    throw_error("forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
-                "weights or its input are damaged");
+    throw_error(
+        "forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
+        "weights or its input are damaged");
 }
 
 size_t CudaRing::row_offset(int il, uint32_t slot, int h) const {
@@ -431,7 +449,8 @@ void CudaRing::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
     if (kv_f32_) {
       cuda::check(cudaMemcpy(out, src, hd * 4, cudaMemcpyDeviceToHost), "reading a K/V row");
     } else {
-      cuda::check(cudaMemcpy(half.data(), src, hd * 2, cudaMemcpyDeviceToHost), "reading a K/V row");
+      cuda::check(cudaMemcpy(half.data(), src, hd * 2, cudaMemcpyDeviceToHost),
+                  "reading a K/V row");
       for (size_t i = 0; i < hd; ++i) out[i] = fp16_to_fp32(half[i]);
     }
   }
@@ -447,8 +466,9 @@ void CudaRing::kv_slot(int il, uint32_t slot, float* k, float* v) const {
     float* out = kv == 0 ? k : v;
     const char* src = (kv == 0 ? L.k : L.v) + at;
     void* dst = kv_f32_ ? static_cast<void*>(out) : static_cast<void*>(half.data());
-    cuda::check(cudaMemcpy2D(dst, hd * kv_elem_, src, pitch, hd * kv_elem_, nkv, cudaMemcpyDeviceToHost),
-                "reading a slot's K/V");
+    cuda::check(
+        cudaMemcpy2D(dst, hd * kv_elem_, src, pitch, hd * kv_elem_, nkv, cudaMemcpyDeviceToHost),
+        "reading a slot's K/V");
     if (!kv_f32_)
       for (size_t i = 0; i < nkv * hd; ++i) out[i] = fp16_to_fp32(half[i]);
   }
@@ -465,7 +485,8 @@ void CudaRing::set_kv_row(int il, uint32_t slot, int h, const float* k, const fl
       cuda::check(cudaMemcpy(dst, in, hd * 4, cudaMemcpyHostToDevice), "writing a K/V row");
     } else {
       for (size_t i = 0; i < hd; ++i) half[i] = fp32_to_fp16(in[i]);
-      cuda::check(cudaMemcpy(dst, half.data(), hd * 2, cudaMemcpyHostToDevice), "writing a K/V row");
+      cuda::check(cudaMemcpy(dst, half.data(), hd * 2, cudaMemcpyHostToDevice),
+                  "writing a K/V row");
     }
   }
 }
@@ -475,9 +496,10 @@ void CudaRing::write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const ui
   const LayerKv& L = layers_.at(static_cast<size_t>(il));
   const size_t row = static_cast<size_t>(kv_dim_);
   if (n_tokens == 0) return;
-  if (slot + uint64_t{n_tokens} > static_cast<uint64_t>(L.cap) || global_index_[static_cast<size_t>(il)] < 0 ||
-      2 * size_t{n_tokens} * row * 2 > rows_.bytes())
-    throw_error("cuda ring: layer {} has no rows for slots {} .. {}", il, slot, slot + n_tokens - 1);
+  if (slot + uint64_t{n_tokens} > static_cast<uint64_t>(L.cap) ||
+      global_index_[static_cast<size_t>(il)] < 0 || 2 * size_t{n_tokens} * row * 2 > rows_.bytes())
+    throw_error("cuda ring: layer {} has no rows for slots {} .. {}", il, slot,
+                slot + n_tokens - 1);
   const cudaStream_t cs = stream_.get();
   const size_t bytes = size_t{n_tokens} * row * 2;
   auto* dk = rows_.as<uint16_t>();
@@ -487,10 +509,10 @@ void CudaRing::write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const ui
   if (rotate_by != 0.0)
     rotate_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, rope_global_,
                     rotate_by, cs);
-  scatter_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.k, kv_f32_,
-                   L.cap, cs);
-  scatter_rows_f16(dv, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.v, kv_f32_,
-                   L.cap, cs);
+  scatter_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.k,
+                   kv_f32_, L.cap, cs);
+  scatter_rows_f16(dv, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.v,
+                   kv_f32_, L.cap, cs);
   stream_.sync("writing recall rows");
 }
 

@@ -91,10 +91,12 @@ __global__ void ring_qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn,
     for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) src[i] = head[i];
     return;
   }
-  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, key_pos[t], i);
+  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x)
+    cs[i] = ring_cs(rope, key_pos[t], i);
   __syncthreads();
   T* dst = k_cache + ((h - l.n_head) * cap + slot) * l.head_dim;
-  for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) dst[i] = to_store<T>(rotated(rope, cs, head, i));
+  for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x)
+    dst[i] = to_store<T>(rotated(rope, cs, head, i));
 }
 
 template <int D>
@@ -150,7 +152,8 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
     const int s0 = max(j0, rb), s1 = min(j1, rb + run.count);
     if (s0 >= s1) continue;  // the same for the whole block
     __syncthreads();         // the previous run's query is read
-    for (int i = threadIdx.x; i < a.rope.n_rot / 2; i += blockDim.x) sm_cs[i] = ring_cs(a.rope, run.pos, i);
+    for (int i = threadIdx.x; i < a.rope.n_rot / 2; i += blockDim.x)
+      sm_cs[i] = ring_cs(a.rope, run.pos, i);
     __syncthreads();
     for (int idx = threadIdx.x; idx < group * HD; idx += blockDim.x) {
       const int g = idx / HD, d = idx % HD;
@@ -211,7 +214,8 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
     if (a.splits == 1) {
       a.out[(static_cast<int64_t>(t) * a.n_head + h) * HD + d] = L > 0.0f ? O / L : 0.0f;
     } else {
-      float* part = a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
+      float* part =
+          a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
       part[d] = O;
       if (d == 0) {
         part[HD] = mx;
@@ -262,9 +266,8 @@ void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const Rin
 }
 
 void ring_qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
-                     float eps, const RingRope& rope, const double* key_pos,
-                     const int32_t* slots, void* k_cache, void* v_cache, int64_t cap,
-                     cudaStream_t s) {
+                     float eps, const RingRope& rope, const double* key_pos, const int32_t* slots,
+                     void* k_cache, void* v_cache, int64_t cap, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(l.n_head + 2 * l.n_head_kv), static_cast<unsigned>(n));
   if (l.kv_f32)
     launch_k(ring_qkv_finish_kernel<float>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, key_pos,
