@@ -82,6 +82,10 @@ class RingCompute {
   // of global layers, f64 angles rounded to f32, rotated in f32, rounded back to f16).
   virtual void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                               const uint16_t* v, double rotate_by) = 0;
+  // Host memory for n_values f16 values of an episode's rows on their way to write_rows_f16
+  // (page-locked on a device, so the copy is a plain DMA), valid until the next call; null:
+  // the session stages in its own memory.
+  virtual uint16_t* recall_staging(size_t n_values) { return nullptr; }
   // Replaces bounded layer il's ring on the device by `state`'s (RingSession calls it before
   // the next forward after a truncate_last, a probe's rollback or a session file's load).
   virtual void load_bounded(int il, const BoundedState& state) = 0;

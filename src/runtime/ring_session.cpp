@@ -414,10 +414,17 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
   recall_k_.resize(global_layers_.size());
   recall_v_.resize(global_layers_.size());
   const size_t rows = size_t{n_tokens} * row;  // one layer's rows of the episode
-  if (compute_) recall_staging_.resize(2 * global_layers_.size() * rows);
+  uint16_t* staging = nullptr;  // on a device: the episode's rows on their way there
+  if (compute_) {
+    staging = compute_->recall_staging(2 * global_layers_.size() * rows);
+    if (!staging) {
+      recall_staging_.resize(2 * global_layers_.size() * rows);
+      staging = recall_staging_.data();
+    }
+  }
   for (size_t g = 0; g < global_layers_.size(); ++g) {
     if (compute_) {  // staged on the host, then copied into the device's recall tier
-      recall_k_[g] = recall_staging_.data() + 2 * g * rows;
+      recall_k_[g] = staging + 2 * g * rows;
       recall_v_[g] = recall_k_[g] + rows;
     } else {
       recall_k_[g] = layers_[global_layers_[g]].rk.data() + at;

@@ -32,6 +32,7 @@ class CudaRing final : public RingCompute {
   void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                       const uint16_t* v, double rotate_by) override;
   void load_bounded(int il, const BoundedState& state) override;
+  uint16_t* recall_staging(size_t n_values) override;
   size_t kv_bytes() const override { return kv_.bytes() + bounded_.bytes(); }
   std::string device_name() const override { return w_->device_name(); }
 
@@ -67,6 +68,7 @@ class CudaRing final : public RingCompute {
   int n_bounded_ = 0;
   DeviceBuffer bounded_, sinks_, rope_table_;
   PinnedBuffer bounded_kv_h_;
+  PinnedBuffer recall_pinned_;  // an episode's rows on their way to the recall tier
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_, rows_;
   DeviceBuffer header_, runs_, table_, inv_freq_;
@@ -225,6 +227,12 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
                            cudaMemcpyHostToDevice),
                 "uploading the bounded rotation table");
   }
+}
+
+uint16_t* CudaRing::recall_staging(size_t n_values) {
+  if (recall_pinned_.bytes() < n_values * 2)  // grows to the largest episode, then stays
+    recall_pinned_ = PinnedBuffer(n_values * 2, "recall rows");
+  return recall_pinned_.as<uint16_t>();
 }
 
 void CudaRing::load_bounded(int il, const BoundedState& state) {
