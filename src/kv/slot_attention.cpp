@@ -2,7 +2,7 @@
 // AVX2 or scalar; each in its own file, compiled whenever the compiler can target it).
 #include "kv/slot_attention.h"
 
-#include "backend/cpu/simd.h"
+#include "backend/cpu/simd_variants.h"
 
 namespace channel {
 
@@ -11,15 +11,9 @@ const SlotAttentionVariant* slot_attention_avx2_variant();
 const SlotAttentionVariant* slot_attention_scalar_variant();
 
 std::span<const SlotAttentionVariant> slot_attention_variants() {
-  static const std::vector<SlotAttentionVariant> all = [] {
-    std::vector<SlotAttentionVariant> v;
-    const SlotAttentionVariant* avx512 = slot_attention_avx512_variant();
-    const SlotAttentionVariant* avx2 = slot_attention_avx2_variant();
-    if (avx512 && simd::cpu_runs_avx512()) v.push_back(*avx512);
-    if (avx2 && simd::cpu_runs_avx2()) v.push_back(*avx2);
-    v.push_back(*slot_attention_scalar_variant());
-    return v;
-  }();
+  static const std::vector<SlotAttentionVariant> all =
+      simd::runnable_best_first(slot_attention_avx512_variant(), simd::cpu_runs_avx512(),
+                                slot_attention_avx2_variant(), *slot_attention_scalar_variant());
   return all;
 }
 

@@ -112,8 +112,8 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
   };
   // The score gate: hits far below the best stay reported but are not placed.
   std::vector<RecallHit> placed;
+  const float best = ev.hits.empty() ? 0.0f : ev.hits.front().score;
   for (const RecallHit& h : ev.hits) {
-    const float best = ev.hits.front().score;
     if (!placed.empty() && config_.min_score_ratio > 0.0f && best > 0.0f &&
         h.score < config_.min_score_ratio * best)
       ev.below_gate.push_back(h.episode_id);

@@ -17,6 +17,22 @@ std::string hex64(uint64_t v) {
   return fmt::format("{:#018x}", v);
 }
 
+// The section header H at `off` (the retrieval or the lexical section), its magic checked;
+// `tag` is the magic's four letters.
+template <typename H>
+H read_section_header(const uint8_t* data, size_t size, uint64_t off, uint32_t magic,
+                      const char* tag, const std::string& swhat) {
+  if (size < off + sizeof(H)) {
+    throw_error("{}: the file has {} bytes, the section header needs {} (truncated)", swhat, size,
+                off + sizeof(H));
+  }
+  H h;
+  std::memcpy(&h, data + off, sizeof h);
+  if (h.magic != magic)
+    throw_error("{}: bad magic {:#010x}, expected '{}' (at offset {})", swhat, h.magic, tag, off);
+  return h;
+}
+
 }  // namespace
 
 FileHeader parse_header(const uint8_t* data, size_t size, const std::string& name,
@@ -69,14 +85,8 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
     // The retrieval section's header sits where a version 1 file would end.
     const uint64_t off = L.file_size;
     const std::string swhat = fmt::format("episodic: {}: retrieval section", name);
-    if (size < off + sizeof(RetrievalSectionHeader)) {
-      throw_error("{}: the file has {} bytes, the section header needs {} (truncated)", swhat,
-                  size, off + sizeof(RetrievalSectionHeader));
-    }
-    RetrievalSectionHeader r;
-    std::memcpy(&r, data + off, sizeof r);
-    if (r.magic != kRetrievalMagic)
-      throw_error("{}: bad magic {:#010x}, expected 'EMRX' (at offset {})", swhat, r.magic, off);
+    const auto r = read_section_header<RetrievalSectionHeader>(data, size, off, kRetrievalMagic,
+                                                               "EMRX", swhat);
     if (r.crc != crc32c(0, &r, 60)) {
       throw_error("{}: checksum {:#010x} does not match the section header ({:#010x}) (at offset {})",
                   swhat, r.crc, crc32c(0, &r, 60), off + 60);
@@ -106,14 +116,8 @@ FileHeader parse_header(const uint8_t* data, size_t size, const std::string& nam
     // The lexical section's header sits where a version 2 file would end.
     const uint64_t off = L.lex_offset;
     const std::string swhat = fmt::format("episodic: {}: lexical section", name);
-    if (size < off + sizeof(LexicalSectionHeader)) {
-      throw_error("{}: the file has {} bytes, the section header needs {} (truncated)", swhat,
-                  size, off + sizeof(LexicalSectionHeader));
-    }
-    LexicalSectionHeader x;
-    std::memcpy(&x, data + off, sizeof x);
-    if (x.magic != kLexicalMagic)
-      throw_error("{}: bad magic {:#010x}, expected 'EMLX' (at offset {})", swhat, x.magic, off);
+    const auto x =
+        read_section_header<LexicalSectionHeader>(data, size, off, kLexicalMagic, "EMLX", swhat);
     const LexicalSectionHeader want = lexical_section_header(L);
     if (std::memcmp(&want, &x, sizeof x) != 0) {
       throw_error(

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/simd.h"
+#include "backend/cpu/simd_variants.h"
 #include "memory/memory_kernels.h"
 
 namespace channel {
@@ -14,15 +14,9 @@ const CentroidKernels* centroid_kernels_avx512();
 const CentroidKernels* centroid_kernels_avx2();
 
 std::span<const CentroidKernels> centroid_kernel_variants() {
-  static const std::vector<CentroidKernels> all = [] {
-    std::vector<CentroidKernels> v;
-    if (const CentroidKernels* k = centroid_kernels_avx512(); k && simd::cpu_runs_avx512())
-      v.push_back(*k);
-    if (const CentroidKernels* k = centroid_kernels_avx2(); k && simd::cpu_runs_avx2())
-      v.push_back(*k);
-    v.push_back({"scalar", centroid_dots_ref, f32_to_f16_row_ref});
-    return v;
-  }();
+  static const CentroidKernels kScalar{"scalar", centroid_dots_ref, f32_to_f16_row_ref};
+  static const std::vector<CentroidKernels> all = simd::runnable_best_first(
+      centroid_kernels_avx512(), simd::cpu_runs_avx512(), centroid_kernels_avx2(), kScalar);
   return all;
 }
 
@@ -54,15 +48,9 @@ const Int8DotsVariant* int8_dots_vnni_variant();
 const Int8DotsVariant* int8_dots_avx2_variant();
 
 size_t int8_dots_variants(const Int8DotsVariant** out) {
-  static const std::vector<Int8DotsVariant> all = [] {
-    std::vector<Int8DotsVariant> v;
-    if (const Int8DotsVariant* k = int8_dots_vnni_variant(); k && simd::cpu_runs_avx512vnni())
-      v.push_back(*k);
-    if (const Int8DotsVariant* k = int8_dots_avx2_variant(); k && simd::cpu_runs_avx2())
-      v.push_back(*k);
-    v.push_back({"scalar", int8_dots_ref});
-    return v;
-  }();
+  static const Int8DotsVariant kScalar{"scalar", int8_dots_ref};
+  static const std::vector<Int8DotsVariant> all = simd::runnable_best_first(
+      int8_dots_vnni_variant(), simd::cpu_runs_avx512vnni(), int8_dots_avx2_variant(), kScalar);
   *out = all.data();
   return all.size();
 }

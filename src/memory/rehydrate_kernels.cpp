@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "backend/cpu/simd.h"
+#include "backend/cpu/simd_variants.h"
 
 namespace channel {
 
@@ -13,16 +13,15 @@ const RehydrateKernels* rehydrate_kernels_avx512();
 const RehydrateKernels* rehydrate_kernels_avx2();
 
 std::span<const RehydrateKernels> rehydrate_kernel_variants() {
-  static const std::vector<RehydrateKernels> all = [] {
-    std::vector<RehydrateKernels> v;
-    if (const RehydrateKernels* k = rehydrate_kernels_avx512(); k && simd::cpu_runs_avx512())
-      v.push_back(*k);
-    if (const RehydrateKernels* k = rehydrate_kernels_avx2(); k && simd::cpu_runs_avx2())
-      v.push_back(*k);
-    v.push_back({"scalar", f16_rows_to_f32_ref, f32_rows_to_f32_ref, f16_rows_to_f16_ref,
-                 compose_rotations_ref, chain_rotations_ref, expand_rotation_ref});
-    return v;
-  }();
+  static const RehydrateKernels kScalar{"scalar",
+                                        f16_rows_to_f32_ref,
+                                        f32_rows_to_f32_ref,
+                                        f16_rows_to_f16_ref,
+                                        compose_rotations_ref,
+                                        chain_rotations_ref,
+                                        expand_rotation_ref};
+  static const std::vector<RehydrateKernels> all = simd::runnable_best_first(
+      rehydrate_kernels_avx512(), simd::cpu_runs_avx512(), rehydrate_kernels_avx2(), kScalar);
   return all;
 }
 

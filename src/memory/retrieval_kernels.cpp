@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "backend/cpu/simd.h"
+#include "backend/cpu/simd_variants.h"
 
 namespace channel {
 
@@ -12,15 +12,9 @@ const RetrievalKernels* retrieval_kernels_avx512();
 const RetrievalKernels* retrieval_kernels_avx2();
 
 std::span<const RetrievalKernels> retrieval_kernel_variants() {
-  static const std::vector<RetrievalKernels> all = [] {
-    std::vector<RetrievalKernels> v;
-    if (const RetrievalKernels* k = retrieval_kernels_avx512(); k && simd::cpu_runs_avx512())
-      v.push_back(*k);
-    if (const RetrievalKernels* k = retrieval_kernels_avx2(); k && simd::cpu_runs_avx2())
-      v.push_back(*k);
-    v.push_back({"scalar", key_match_score_ref, proj_max_score_ref});
-    return v;
-  }();
+  static const RetrievalKernels kScalar{"scalar", key_match_score_ref, proj_max_score_ref};
+  static const std::vector<RetrievalKernels> all = simd::runnable_best_first(
+      retrieval_kernels_avx512(), simd::cpu_runs_avx512(), retrieval_kernels_avx2(), kScalar);
   return all;
 }
 
@@ -37,8 +31,8 @@ const char* retrieval_kernels_isa() {
   return best().isa;
 }
 
-float key_match_score(const float* q, const uint16_t* keys, size_t n_blocks, size_t group,
-                      size_t R, size_t dim) {
+float key_match_score(const float* q, const uint16_t* keys, size_t n_blocks, size_t group, size_t R,
+                      size_t dim) {
   return best().key_match_score(q, keys, n_blocks, group, R, dim);
 }
 

@@ -43,4 +43,12 @@ std::shared_ptr<const Model> load_model(const RandomModelSpec& spec, const std::
   return std::shared_ptr<const Model>(b, b->model.get());
 }
 
+RingSessionConfig micro_ring_config(RingConfig ring) {
+  RingSessionConfig c;
+  c.ring = ring;
+  c.n_threads = 1;
+  c.n_batch = 8;
+  return c;
+}
+
 }  // namespace channel::test

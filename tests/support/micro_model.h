@@ -12,6 +12,7 @@
 
 #include "model/model.h"
 #include "model/random_model.h"
+#include "runtime/ring_session.h"
 
 namespace channel::test {
 
@@ -31,5 +32,9 @@ std::shared_ptr<const Model> load_model(const RandomModelSpec& spec,
 
 // The GGUF bytes of spec's model.
 std::vector<uint8_t> model_bytes(const RandomModelSpec& spec);
+
+// A ring session's config for the micro model: the ring's geometry, one thread, chunks of
+// 8 tokens.
+RingSessionConfig micro_ring_config(RingConfig ring = RingConfig{96, 32, 0, 0});
 
 }  // namespace channel::test

@@ -1,5 +1,6 @@
 // matmul against matmul_ref (built from the scalar references) for every weight type, at
 // awkward shapes, token counts and thread counts; dequantize_row; make_weight_matrix errors.
+// Every SIMD variant of the matmul loops alone: simd_variants_test (simd_matmul_checks.h).
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -8,12 +9,12 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "ops/fp16.h"
 #include "backend/cpu/matmul.h"
 #include "ops/quant.h"
 #include "ops/quant_legacy.h"
+#include "support/quant_fixtures.h"
 #include "util/error.h"
 
 namespace channel {
@@ -26,47 +27,8 @@ bool is_q8_activation_type(GgmlType t) {  // the int8 GEMM's types (Q8_0 activat
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q5_0;
 }
 
-// A random weight matrix of `type` that owns its bytes.
-struct OwnedWeight {
-  std::vector<float> values;  // [rows][cols] the f32 values before conversion
-  std::vector<uint8_t> bytes;
-  TensorInfo info;
-  WeightMatrix w;
-};
-
-OwnedWeight make_random_weight(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
-  OwnedWeight o;
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 0.5f);
-  o.values.resize(static_cast<size_t>(rows * cols));
-  for (auto& v : o.values) v = dist(rng);
-  const auto traits = *ggml_type_traits(static_cast<uint32_t>(type));
-  const size_t row_bytes = ggml_row_bytes(traits, cols);
-  o.bytes.resize(row_bytes * rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = o.values.data() + r * cols;
-    uint8_t* dst = o.bytes.data() + r * row_bytes;
-    for (int64_t c = 0; c < cols; ++c) {
-      if (type == GgmlType::F32) std::memcpy(dst + 4 * c, &src[c], 4);
-      if (type == GgmlType::F16 || type == GgmlType::BF16) {
-        const uint16_t h = type == GgmlType::F16 ? fp32_to_fp16(src[c]) : fp32_to_bf16(src[c]);
-        std::memcpy(dst + 2 * c, &h, 2);
-      }
-    }
-    if (type == GgmlType::Q8_0) quantize_row_q8_0_ref(src, dst, cols);
-    if (type == GgmlType::Q4_0) quantize_row_q4_0_ref(src, dst, cols);
-    if (type == GgmlType::Q5_0) quantize_row_q5_0_ref(src, dst, cols);
-  }
-  o.info.name = "blk.0.test.weight";
-  o.info.type_id = static_cast<uint32_t>(type);
-  o.info.n_dims = 2;
-  o.info.ne[0] = cols;
-  o.info.ne[1] = rows;
-  o.info.n_bytes = o.bytes.size();
-  o.info.data = o.bytes.data();
-  o.w = make_weight_matrix(o.info);
-  return o;
-}
+using test::make_random_weight;
+using test::OwnedWeight;
 
 std::vector<float> random_activations(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -111,64 +73,6 @@ TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
                          " n=" + std::to_string(n) + " threads=" + std::to_string(pool.size()));
             expect_matmul_matches_ref(o, n, pool);
           }
-        }
-      }
-    }
-  }
-}
-
-// Every compiled cpu::matmul_rows variant (not just the one matmul dispatches to), on
-// activations prepared with the scalar references, over sub-ranges of rows.
-TEST(Matmul, EveryRowKernelVariantMatchesReference) {
-  using RowsFn = void (*)(const cpu::MatmulWeights&, const cpu::MatmulInput&, int64_t, int64_t,
-                          float*, int64_t);
-  std::vector<std::pair<std::string, RowsFn>> variants = {{"generic", cpu::generic::matmul_rows}};
-#if defined(CHANNEL_SIMD_VNNI)
-  variants.push_back({"avx512", cpu::avx512::matmul_rows});
-#endif
-  for (GgmlType type : kTypes) {
-    const int64_t rows = 37, cols = is_q8_activation_type(type) ? 96 : 33;
-    const auto o = make_random_weight(type, rows, cols, 21);
-    for (int64_t n : {1, 5, 9, 15}) {
-      const auto x = random_activations(n * cols, 5);
-      std::vector<float> xf(n * cols);             // [n][cols]
-      std::vector<BlockQ8_0> xq(n * cols / kQK);   // [n][cols / 32]
-      std::vector<float> xd(n * cols / kQK);       // [n][cols / 32]
-      std::vector<int32_t> xcorr(n * cols / kQK);  // [n][cols / 32]
-      const int32_t zero_point = type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q4_0 ? 8 : 16;
-      for (int64_t i = 0; i < n * cols; ++i) {
-        xf[i] = type == GgmlType::F16    ? fp16_to_fp32(fp32_to_fp16(x[i]))
-                : type == GgmlType::BF16 ? bf16_to_fp32(fp32_to_bf16(x[i]))
-                                         : x[i];
-      }
-      if (cols % kQK == 0) {
-        quantize_row_q8_0_ref(x.data(), xq.data(), n * cols);
-        for (size_t b = 0; b < xq.size(); ++b) {
-          int32_t sum = 0;
-          for (int j = 0; j < kQK; ++j) sum += xq[b].qs[j];
-          xd[b] = fp16_to_fp32(xq[b].d);
-          xcorr[b] = -zero_point * sum;
-        }
-      }
-      cpu::MatmulInput in;
-      in.n = n;
-      in.xf = xf.data();
-      in.xq = reinterpret_cast<const uint8_t*>(xq.data());
-      in.xq_row_bytes = static_cast<size_t>(cols / kQK) * sizeof(BlockQ8_0);
-      in.xd = xd.data();
-      in.xcorr = xcorr.data();
-      const cpu::MatmulWeights cw{o.w.type, o.w.data, o.w.row_bytes, o.w.rows, o.w.cols};
-      std::vector<float> want(n * rows);
-      matmul_ref(o.w, x.data(), n, want.data());
-      for (const auto& [name, fn] : variants) {
-        std::vector<float> got(n * rows, -7.0f);
-        fn(cw, in, 0, 5, got.data(), rows);  // awkward sub-ranges
-        fn(cw, in, 5, 32, got.data(), rows);
-        fn(cw, in, 32, rows, got.data(), rows);
-        for (int64_t i = 0; i < n * rows; ++i) {
-          ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i])))
-              << name << " " << ggml_type_name(static_cast<uint32_t>(type)) << " n=" << n
-              << " i=" << i;
         }
       }
     }

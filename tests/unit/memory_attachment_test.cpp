@@ -21,6 +21,7 @@
 #include "model/random_model.h"
 #include "ops/fp16.h"
 #include "runtime/ring_session.h"
+#include "support/micro_model.h"
 #include "util/error.h"
 
 namespace channel {
@@ -28,39 +29,19 @@ namespace {
 
 using test::ScratchDir;
 
+// The shared micro model (tests/support) with `layers` layers.
 std::shared_ptr<const Model> micro(Arch arch, int layers, uint64_t seed = 5) {
-  RandomModelSpec s;
-  s.arch = arch;
-  s.hidden = 32;
+  RandomModelSpec s = test::micro_model_spec(arch, seed);
   s.layers = layers;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 8;
-  s.ffn = 48;
-  s.window = 8;
-  s.window_pattern = 3;  // gemma3: layers 0, 1 sliding, 2 global
-  s.vocab = 300;
-  s.seed = seed;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  auto m = Model::load_from_memory(*bytes, "micro.gguf");
-  // The model may keep views into the bytes: keep them alive with it.
-  return std::shared_ptr<const Model>(m.get(), [m, bytes](const Model*) {});
+  return test::load_model(s);
 }
 
 RingSessionConfig geometry(uint32_t n_slots = 96, uint32_t n_recall = 32) {
-  RingSessionConfig c;
-  c.ring = RingConfig{n_slots, n_recall, 0, 0};
-  c.n_threads = 1;
-  c.n_batch = 8;
-  return c;
+  return test::micro_ring_config(RingConfig{n_slots, n_recall, 0, 0});
 }
 
 EpisodicStore scratch_store(const ScratchDir& dir, const Model& m, uint32_t max_tokens) {
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   return EpisodicStore::create(dir.file("s.episodic.mem"),
                                session_store_geometry(m, 256, max_tokens), model_id_hash(m.gguf()),
                                o);

@@ -54,8 +54,7 @@ struct Pair {
 void fill(Pair& p, uint32_t capacity, uint64_t episodes) {
   p.v2 = p.dir.file("v2.mem");
   p.v3 = p.dir.file("v3.mem");
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   EpisodicStore a = EpisodicStore::create(p.v2, geometry(false, capacity), 9, o);
   EpisodicStore b = EpisodicStore::create(p.v3, geometry(true, capacity), 9, o);
   EXPECT_EQ(a.layout().version, 2u);

@@ -21,6 +21,7 @@
 #include "model/random_model.h"
 #include "ops/fp16.h"
 #include "runtime/ring_session.h"
+#include "support/micro_model.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
 
@@ -29,36 +30,18 @@ namespace {
 
 // --- into a live session -----------------------------------------------------------------
 
+// The shared micro model (tests/support) as llama with `layers` layers of head dim 16.
 std::shared_ptr<const Model> micro_model(int layers) {
-  RandomModelSpec s;
-  s.hidden = 32;
+  RandomModelSpec s = test::micro_model_spec(Arch::llama, 1);
   s.layers = layers;
-  s.heads = 4;
-  s.kv_heads = 2;
   s.head_dim = 16;
-  s.ffn = 48;
-  s.vocab = 300;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  auto m = Model::load_from_memory(*bytes, "micro.gguf");
-  return std::shared_ptr<const Model>(m.get(), [m, bytes](const Model*) {});
-}
-
-RingSessionConfig small_geometry() {
-  RingSessionConfig c;
-  c.ring = RingConfig{96, 32, 0, 0};
-  c.n_threads = 1;
-  c.n_batch = 8;
-  return c;
+  return test::load_model(s);
 }
 
 TEST(MemoryRehydrate, SessionFusedRecallEqualsTwoStepInject) {
   const auto model = micro_model(2);
   test::ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   EpisodicStore store = EpisodicStore::create(
       dir.file("s.mem"), session_store_geometry(*model, 8, 16), model_id_hash(model->gguf()), o);
   std::vector<uint64_t> ids;
@@ -67,7 +50,7 @@ TEST(MemoryRehydrate, SessionFusedRecallEqualsTwoStepInject) {
     ids.push_back(store.append(ep.record(300)));
   }
   const std::vector<int32_t> anchors = {2, 40, 41, 42};
-  RingSession fused(model, small_geometry()), twostep(model, small_geometry());
+  RingSession fused(model, test::micro_ring_config()), twostep(model, test::micro_ring_config());
   for (RingSession* s : {&fused, &twostep}) {
     s->append(SpanType::system, anchors);
     s->seal();
@@ -118,7 +101,7 @@ TEST(MemoryRehydrate, SessionFusedRecallEqualsTwoStepInject) {
 // same tokens give the same logits with 0 and with 32 recall slots.
 TEST(MemoryRehydrate, EmptyRecallTierChangesNothing) {
   const auto model = micro_model(2);
-  RingSessionConfig none = small_geometry(), some = small_geometry();
+  RingSessionConfig none = test::micro_ring_config(), some = test::micro_ring_config();
   none.ring.n_recall = 0;
   RingSession a(model, none), b(model, some);
   for (RingSession* s : {&a, &b}) {
@@ -138,7 +121,7 @@ TEST(MemoryRehydrate, EmptyRecallTierChangesNothing) {
 
 TEST(MemoryRehydrate, FailingFillLeavesNoEpisodeActive) {
   const auto model = micro_model(1);
-  RingSession s(model, small_geometry());
+  RingSession s(model, test::micro_ring_config());
   const std::vector<int32_t> anchors = {2, 40, 41, 42};
   s.append(SpanType::system, anchors);
   s.seal();

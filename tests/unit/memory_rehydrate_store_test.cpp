@@ -60,8 +60,7 @@ TEST(MemoryRehydrate, ArenaTargetIsBitIdenticalToDenseThenCopy) {
     g.max_episodes = 4;
     g.max_tokens = 40;
     g.slab_type = sc.slab;
-    StoreOptions o;
-    o.durable = false;
+    StoreOptions o = test::not_durable();
     EpisodicStore store = EpisodicStore::create(dir.file(std::string(sc.name) + ".mem"), g, 1, o);
     for (size_t n : {1u, 7u, 33u}) {
       const test::SyntheticEpisode ep(store.layout(), n, n);
@@ -136,8 +135,7 @@ TEST(MemoryRehydrate, F16TargetIsDenseRoundedToF16) {
     g.max_episodes = 4;
     g.max_tokens = 40;
     g.slab_type = sc.slab;
-    StoreOptions o;
-    o.durable = false;
+    StoreOptions o = test::not_durable();
     EpisodicStore store = EpisodicStore::create(dir.file(std::string(sc.name) + "16.mem"), g, 1, o);
     for (size_t n : {1u, 7u, 40u}) {
       const test::SyntheticEpisode ep(store.layout(), n, n);
@@ -195,8 +193,7 @@ TEST(MemoryRehydrate, BadTargetsAreRefused) {
   g.kv_dim = 16;
   g.max_episodes = 2;
   g.max_tokens = 8;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   EpisodicStore store = EpisodicStore::create(dir.file("bad.mem"), g, 1, o);
   const test::SyntheticEpisode ep(store.layout(), 1, 5);
   const uint64_t id = store.append(ep.record());

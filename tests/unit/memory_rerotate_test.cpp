@@ -130,8 +130,7 @@ TEST(MemoryRerotate, RecalledEpisodeGivesTheOriginalAttention) {
     g.kv_dim = static_cast<uint32_t>(D);
     g.max_episodes = 2;
     g.max_tokens = 16;
-    StoreOptions o;
-    o.durable = false;
+    StoreOptions o = test::not_durable();
     EpisodicStore store = EpisodicStore::create(dir.file(std::string(c.name) + ".mem"), g, 1, o);
     std::mt19937 rng(5);
     std::normal_distribution<float> nd;

@@ -28,6 +28,7 @@
 #include "model/random_model.h"
 #include "ops/fp16.h"
 #include "runtime/stream_session.h"
+#include "support/micro_model.h"
 #include "util/error.h"
 
 namespace channel {
@@ -129,8 +130,7 @@ uint64_t append(EpisodicStore& s, const Planted& p) {
 
 TEST(RetrievalStore, LayoutAndRoundTrip) {
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   const std::string path = dir.file("v2.mem");
   EpisodicStore s = EpisodicStore::create(path, v2_geometry(kRetrievalKeys | kRetrievalProj), 7, o);
   const StoreLayout& L = s.layout();
@@ -211,8 +211,7 @@ TEST(LexicalIndex, RareSharedTokensWeighMostCommonOnesNothing) {
 
 TEST(RetrievalStore, LexicalHalfFindsTheEpisodeThatNamesTheCue) {
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   EpisodicStore s =
       EpisodicStore::create(dir.file("lex.mem"), v2_geometry(kRetrievalProj), 7, o);
   const StoreLayout& L = s.layout();
@@ -242,8 +241,7 @@ TEST(RetrievalStore, LexicalHalfFindsTheEpisodeThatNamesTheCue) {
 
 TEST(RetrievalStore, DamagedEntryIsSkippedAndVerifyReportsIt) {
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   const std::string path = dir.file("v2.mem");
   StoreLayout L;
   std::vector<Planted> ps;
@@ -293,8 +291,7 @@ TEST(RetrievalStore, DamagedEntryIsSkippedAndVerifyReportsIt) {
 
 TEST(RetrievalStore, Version1StoresStillOpenAndRefuseAttentionQueries) {
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   const std::string path = dir.file("v1.mem");
   EpisodicStore s = EpisodicStore::create(path, v2_geometry(0), 7, o);
   EXPECT_EQ(s.header().version, 1u);
@@ -314,8 +311,7 @@ TEST(RetrievalStore, Version1StoresStillOpenAndRefuseAttentionQueries) {
 
 TEST(RetrievalStore, DamagedSectionHeaderIsRefused) {
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   const std::string path = dir.file("v2.mem");
   uint64_t off = 0;
   {
@@ -340,18 +336,11 @@ TEST(RetrievalStore, DamagedSectionHeaderIsRefused) {
 // A gemma3 micro model (layers 0, 1 sliding, 2 global) whose global layer's KV head h has the
 // key projection and norm of query head h * group, and whose retrieval head has W_key = W_query.
 std::shared_ptr<const Model> matched_model() {
-  RandomModelSpec s;
-  s.arch = Arch::gemma3;
+  RandomModelSpec s = test::micro_model_spec(Arch::gemma3, 11);
   s.hidden = 48;
-  s.layers = 3;
-  s.heads = 4;
-  s.kv_heads = 2;
   s.head_dim = 16;
   s.ffn = 64;
-  s.window = 8;
-  s.window_pattern = 3;
   s.vocab = 400;
-  s.seed = 11;
   s.retrieval_dim = 24;
   ThreadPool pool(1);
   GgufWriter first;
@@ -377,20 +366,45 @@ std::shared_ptr<const Model> matched_model() {
 }
 
 RingSessionConfig small_geometry() {
-  RingSessionConfig c;
-  c.ring = RingConfig{64, 24, 4, 0};
-  c.n_threads = 1;
-  c.n_batch = 8;
-  return c;
+  return test::micro_ring_config(RingConfig{64, 24, 4, 0});
 }
+
+// A scratch store of the model's geometry for max_episodes episodes of up to 16 tokens.
+EpisodicStore session_store(const Model& model, const ScratchDir& dir, uint32_t max_episodes) {
+  return EpisodicStore::create(dir.file("s.mem"), session_store_geometry(model, max_episodes, 16),
+                               model_id_hash(model.gguf()), test::not_durable());
+}
+
+MemoryConfig staging16() {
+  MemoryConfig mc;
+  mc.staging.capacity = 16;
+  return mc;
+}
+
+MemoryConfig no_consolidation() {
+  MemoryConfig mc;
+  mc.consolidate = false;
+  return mc;
+}
+
+// A stream session over `model` with its system span (BOS) sealed and memory attached.
+struct MemorySession {
+  MemorySession(std::shared_ptr<const Model> model, EpisodicStore& store, MemoryConfig mc)
+      : ss(std::move(model), small_geometry(), SamplerConfig{}), mem(sealed(ss), store, mc) {}
+  static RingSession& sealed(StreamSession& s) {
+    const int32_t bos = 2;
+    s.append(SpanType::system, {&bos, 1});
+    s.seal();
+    return s.ring_session();
+  }
+  StreamSession ss;
+  MemoryAttachment mem;
+};
 
 TEST(RetrievalRecall, PlantedEpisodesAreFoundByKeysAndProj) {
   const auto model = matched_model();
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
-  EpisodicStore store = EpisodicStore::create(
-      dir.file("s.mem"), session_store_geometry(*model, 256, 16), model_id_hash(model->gguf()), o);
+  EpisodicStore store = session_store(*model, dir, 256);
   ASSERT_TRUE(store.layout().has_keys());
   ASSERT_TRUE(store.layout().has_proj());
   // 40 episodes of 8 distinct tokens each (no token in two episodes), each a turn of its own.
@@ -403,13 +417,9 @@ TEST(RetrievalRecall, PlantedEpisodesAreFoundByKeysAndProj) {
   };
   std::vector<uint64_t> id_of(n_eps);
   {
-    StreamSession ss(model, small_geometry(), SamplerConfig{});
-    const int32_t bos = 2;
-    ss.append(SpanType::system, {&bos, 1});
-    ss.seal();
-    MemoryConfig mc;
-    mc.staging.capacity = 16;
-    MemoryAttachment mem(ss.ring_session(), store, mc);
+    MemorySession session(model, store, staging16());
+    StreamSession& ss = session.ss;
+    MemoryAttachment& mem = session.mem;
     const int32_t turn_end = 1;
     for (int i = 0; i < n_eps; ++i) {
       ss.append(SpanType::user, episode(i));
@@ -430,13 +440,9 @@ TEST(RetrievalRecall, PlantedEpisodesAreFoundByKeysAndProj) {
   const int n_cues = 12;
   for (int i = 0; i < n_cues; ++i) {
     const int e = i * 3;
-    StreamSession ss(model, small_geometry(), SamplerConfig{});
-    const int32_t bos = 2;
-    ss.append(SpanType::system, {&bos, 1});
-    ss.seal();
-    MemoryConfig mc;
-    mc.consolidate = false;
-    MemoryAttachment mem(ss.ring_session(), store, mc);
+    MemorySession session(model, store, no_consolidation());
+    StreamSession& ss = session.ss;
+    MemoryAttachment& mem = session.mem;
     ss.feed(SpanType::user, episode(e));
     const CueState cue = mem.current_cue();
     ASSERT_EQ(cue.queries.size(), ss.ring_session().query_dim());
@@ -460,17 +466,10 @@ TEST(RetrievalRecall, PlantedEpisodesAreFoundByKeysAndProj) {
 TEST(RetrievalRecall, AutoRecallKeepsTier3AsACache) {
   const auto model = matched_model();
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
-  EpisodicStore store = EpisodicStore::create(
-      dir.file("s.mem"), session_store_geometry(*model, 64, 16), model_id_hash(model->gguf()), o);
-  StreamSession ss(model, small_geometry(), SamplerConfig{});
-  const int32_t bos = 2;
-  ss.append(SpanType::system, {&bos, 1});
-  ss.seal();
-  MemoryConfig mc;
-  mc.staging.capacity = 16;
-  MemoryAttachment mem(ss.ring_session(), store, mc);
+  EpisodicStore store = session_store(*model, dir, 64);
+  MemorySession session(model, store, staging16());
+  StreamSession& ss = session.ss;
+  MemoryAttachment& mem = session.mem;
   const int32_t turn_end = 1;
   for (int i = 0; i < 12; ++i) {
     std::vector<int32_t> t(6);
@@ -509,17 +508,11 @@ TEST(RetrievalRecall, AutoRecallKeepsTier3AsACache) {
 TEST(RetrievalRecall, TheScoreGatePlacesOnlyHitsNearTheBest) {
   const auto model = matched_model();
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
-  EpisodicStore store = EpisodicStore::create(
-      dir.file("s.mem"), session_store_geometry(*model, 64, 16), model_id_hash(model->gguf()), o);
-  StreamSession ss(model, small_geometry(), SamplerConfig{});
-  const int32_t bos = 2, turn_end = 1;
-  ss.append(SpanType::system, {&bos, 1});
-  ss.seal();
-  MemoryConfig mc;
-  mc.staging.capacity = 16;
-  MemoryAttachment mem(ss.ring_session(), store, mc);
+  EpisodicStore store = session_store(*model, dir, 64);
+  MemorySession session(model, store, staging16());
+  StreamSession& ss = session.ss;
+  MemoryAttachment& mem = session.mem;
+  const int32_t turn_end = 1;
   for (int i = 0; i < 12; ++i) {
     std::vector<int32_t> t(6);
     for (int j = 0; j < 6; ++j) t[j] = 10 + i * 6 + j;
@@ -551,17 +544,11 @@ TEST(RetrievalRecall, TheScoreGatePlacesOnlyHitsNearTheBest) {
 TEST(RetrievalRecall, NeighboursComeWhereTier3HasRoom) {
   const auto model = matched_model();
   ScratchDir dir;
-  StoreOptions o;
-  o.durable = false;
-  EpisodicStore store = EpisodicStore::create(
-      dir.file("s.mem"), session_store_geometry(*model, 64, 16), model_id_hash(model->gguf()), o);
-  StreamSession ss(model, small_geometry(), SamplerConfig{});  // tier 3: 24 slots
-  const int32_t bos = 2, turn_end = 1;
-  ss.append(SpanType::system, {&bos, 1});
-  ss.seal();
-  MemoryConfig mc;
-  mc.staging.capacity = 16;
-  MemoryAttachment mem(ss.ring_session(), store, mc);
+  EpisodicStore store = session_store(*model, dir, 64);
+  MemorySession session(model, store, staging16());  // tier 3: 24 slots
+  StreamSession& ss = session.ss;
+  MemoryAttachment& mem = session.mem;
+  const int32_t turn_end = 1;
   for (int i = 0; i < 12; ++i) {  // episodes of 5 tokens (4 + turn_end), a lineage
     std::vector<int32_t> t(4);
     for (int j = 0; j < 4; ++j) t[j] = 100 + i * 4 + j;

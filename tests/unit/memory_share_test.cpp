@@ -54,8 +54,7 @@ TEST(MemoryShare, ReadersBesideAWriterInAnotherProcess) {
   const std::string path = dir.file("shared.mem");
   StoreLayout L;
   {
-    StoreOptions o;
-    o.durable = false;
+    StoreOptions o = test::not_durable();
     EpisodicStore s = EpisodicStore::create(path, geometry(6), kModel, o);
     L = s.layout();
     for (uint64_t i = 0; i < 3; ++i) s.append(SyntheticEpisode(L, i, 1 + i % 6).record());
@@ -63,8 +62,7 @@ TEST(MemoryShare, ReadersBesideAWriterInAnotherProcess) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    StoreOptions o;
-    o.durable = false;
+    StoreOptions o = test::not_durable();
     EpisodicStore s = EpisodicStore::open(path, o);
     for (uint64_t i = 3; i < 1500; ++i) s.append(SyntheticEpisode(L, i, 1 + i % 6).record());
     ::_exit(0);

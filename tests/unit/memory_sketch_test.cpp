@@ -174,8 +174,7 @@ StoreGeometry geometry(uint32_t hidden, uint32_t max_episodes) {
 }
 
 StoreOptions fast() {
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   return o;
 }
 

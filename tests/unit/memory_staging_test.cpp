@@ -184,8 +184,7 @@ TEST(MemoryConsolidation, WorkerWritesEpisodesWithLineage) {
   g.kv_dim = kDims.kv_dim;
   g.max_episodes = 16;
   g.max_tokens = 8;
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   EpisodicStore store = EpisodicStore::create(dir.file("w.mem"), g, 7, o);
   std::vector<StagedEpisode> sent;
   {
@@ -316,8 +315,7 @@ TEST(MemoryConsolidation, WriteFailureIsCountedNotFatal) {
   g.kv_dim = 32;
   g.max_episodes = 4;
   g.max_tokens = 2;  // episodes of 3 tokens do not fit
-  StoreOptions o;
-  o.durable = false;
+  StoreOptions o = test::not_durable();
   EpisodicStore store = EpisodicStore::create(dir.file("f.mem"), g, 7, o);
   ConsolidationWorker worker(store, {});
   StagedEpisode e;

@@ -23,8 +23,7 @@ using test::SyntheticEpisode;
 
 TEST(StorePages, ResidentMappingStaysBoundedAsEpisodesGrow) {
   ScratchDir dir;
-  StoreOptions scratch;
-  scratch.durable = false;
+  StoreOptions scratch = test::not_durable();
   StoreGeometry g;
   g.num_layers = 2;
   g.hidden_size = 256;
@@ -97,8 +96,7 @@ TEST(StorePages, ResidentMappingStaysBoundedAsEpisodesGrow) {
 // more than there is, so the bound is checked, not a timing.
 TEST(StorePages, ScansHoldOnlyTheChunkTheyRead) {
   ScratchDir dir;
-  StoreOptions scratch;
-  scratch.durable = false;
+  StoreOptions scratch = test::not_durable();
   StoreGeometry g;
   g.num_layers = 2;
   g.hidden_size = 256;

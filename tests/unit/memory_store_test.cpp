@@ -36,12 +36,6 @@ StoreGeometry small_geometry(uint32_t max_episodes = 4, SlabType type = SlabType
 }
 
 constexpr uint64_t kModel = 0x1234567890abcdefull;
-StoreOptions fast() {
-  StoreOptions o;
-  o.durable = false;
-  return o;
-}
-
 template <typename T>
 T at(const std::vector<uint8_t>& b, size_t off) {
   T v;
@@ -90,7 +84,7 @@ TEST(MemoryStore, HeaderBytesAtBindingOffsets) {
   ScratchDir dir;
   const std::string path = dir.file("a.episodic.mem");
   {
-    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, test::not_durable());
     SyntheticEpisode e(s.layout(), 1, 3);
     s.append(e.record());
   }
@@ -126,7 +120,7 @@ void expect_round_trip(SlabType type, float tol) {
   const std::string path = dir.file("rt.episodic.mem");
   std::vector<SyntheticEpisode> eps;
   {
-    EpisodicStore s = EpisodicStore::create(path, small_geometry(8, type), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(8, type), kModel, test::not_durable());
     for (uint64_t i = 0; i < 5; ++i) {
       eps.emplace_back(s.layout(), i, 1 + i % 5);
       EXPECT_EQ(s.append(eps.back().record(100 * i, i ? i - 1 : kNoEpisode)), i);
@@ -166,7 +160,7 @@ TEST(MemoryStore, RoundTripQ8_0) {
 
 TEST(MemoryStore, CircularOverwriteSkipsPinned) {
   ScratchDir dir;
-  EpisodicStore s = EpisodicStore::create(dir.file("c.mem"), small_geometry(4), kModel, fast());
+  EpisodicStore s = EpisodicStore::create(dir.file("c.mem"), small_geometry(4), kModel, test::not_durable());
   SyntheticEpisode e(s.layout(), 7, 2);
   for (int i = 0; i < 4; ++i) s.append(e.record());
   s.set_pinned(1, true);
@@ -195,7 +189,7 @@ TEST(MemoryStore, AccessCountsAndLineagePersist) {
   ScratchDir dir;
   const std::string path = dir.file("a.mem");
   {
-    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, test::not_durable());
     SyntheticEpisode e(s.layout(), 3, 4);
     s.append(e.record());
     s.append(e.record(0, 0));
@@ -215,7 +209,7 @@ TEST(MemoryStore, AccessCountsAndLineagePersist) {
 
 TEST(MemoryStore, RejectsBadRecords) {
   ScratchDir dir;
-  EpisodicStore s = EpisodicStore::create(dir.file("r.mem"), small_geometry(4), kModel, fast());
+  EpisodicStore s = EpisodicStore::create(dir.file("r.mem"), small_geometry(4), kModel, test::not_durable());
   SyntheticEpisode e(s.layout(), 3, 4), big(s.layout(), 3, 6);
   EpisodeRecord r = e.record();
   r.centroid = r.centroid.subspan(1);
@@ -238,7 +232,7 @@ TEST(MemoryStore, SummaryIsCutAtACharacterBoundary) {
                         4),
             "ab");
   ScratchDir dir;
-  EpisodicStore s = EpisodicStore::create(dir.file("s.mem"), small_geometry(2), kModel, fast());
+  EpisodicStore s = EpisodicStore::create(dir.file("s.mem"), small_geometry(2), kModel, test::not_durable());
   SyntheticEpisode e(s.layout(), 1, 1);
   std::string long_text(255, 'x');
   long_text += "\xE2\x82\xAC";  // a 3-byte character straddling byte 256
@@ -253,7 +247,7 @@ TEST(MemoryStore, CreateNeverReplacesAFile) {
   const std::string path = dir.file("x.mem");
   write_bytes(path, {1, 2, 3});
   EXPECT_NE(error_of([&] {
-              EpisodicStore::create(path, small_geometry(), kModel, fast());
+              EpisodicStore::create(path, small_geometry(), kModel, test::not_durable());
             }).find("already exists"),
             std::string::npos);
   EXPECT_EQ(read_bytes(path), (std::vector<uint8_t>{1, 2, 3}));
@@ -262,7 +256,7 @@ TEST(MemoryStore, CreateNeverReplacesAFile) {
 TEST(MemoryStore, SecondWriterIsRefused) {
   ScratchDir dir;
   const std::string path = dir.file("w.mem");
-  EpisodicStore s = EpisodicStore::create(path, small_geometry(), kModel, fast());
+  EpisodicStore s = EpisodicStore::create(path, small_geometry(), kModel, test::not_durable());
   EXPECT_NE(error_of([&] { EpisodicStore::open(path); }).find("another process"),
             std::string::npos);
   StoreOptions ro;
@@ -275,7 +269,7 @@ TEST(MemoryStore, BadFilesAreRefusedAndLeftUntouched) {
   ScratchDir dir;
   const std::string good = dir.file("good.mem");
   {
-    EpisodicStore s = EpisodicStore::create(good, small_geometry(4), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(good, small_geometry(4), kModel, test::not_durable());
     SyntheticEpisode e(s.layout(), 1, 3);
     s.append(e.record());
     s.append(e.record());
@@ -380,7 +374,7 @@ TEST(MemoryStore, ColdVerifiedRecallChecksTheWholeRecord) {
   ScratchDir dir;
   const std::string path = dir.file("c.mem");
   {
-    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, test::not_durable());
     for (int i = 0; i < 3; ++i) s.append(SyntheticEpisode(s.layout(), i, 3).record());
   }
   auto b = read_bytes(path);
@@ -413,7 +407,7 @@ TEST(MemoryStore, VerifyFindsEveryDamagedRecord) {
   ScratchDir dir;
   const std::string path = dir.file("v.mem");
   {
-    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, test::not_durable());
     for (int i = 0; i < 4; ++i) s.append(SyntheticEpisode(s.layout(), i, 3).record());
   }
   auto b = read_bytes(path);
@@ -463,7 +457,7 @@ TEST(MemoryStore, QueryMatchesBruteForce) {
   ScratchDir dir;
   StoreGeometry g = small_geometry(64);
   g.hidden_size = 67;  // an awkward size for the SIMD scan
-  EpisodicStore s = EpisodicStore::create(dir.file("q.mem"), g, kModel, fast());
+  EpisodicStore s = EpisodicStore::create(dir.file("q.mem"), g, kModel, test::not_durable());
   std::vector<std::vector<float>> cents;
   for (int i = 0; i < 80; ++i) {  // wraps: ids 16..79 live
     SyntheticEpisode e(s.layout(), i, 1);
@@ -509,7 +503,7 @@ TEST(MemoryStore, PendingAppendIsInvisible) {
   const std::string path = dir.file("p.mem");
   const StoreLayout L = make_layout(small_geometry(4), "t");
   {
-    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, fast());
+    EpisodicStore s = EpisodicStore::create(path, small_geometry(4), kModel, test::not_durable());
     s.append(SyntheticEpisode(L, 0, 2).record());
     s.append(SyntheticEpisode(L, 1, 2).record());
   }
@@ -576,7 +570,7 @@ TEST(MemoryStore, DISABLED_WriteFuzzSeeds) {
   auto make = [&](const std::string& name, SlabType t, uint32_t cap, int n_eps) {
     const std::string path = dir.file(name);
     {
-      EpisodicStore s = EpisodicStore::create(path, geometry(t, cap), 0xC4A77E1ull, fast());
+      EpisodicStore s = EpisodicStore::create(path, geometry(t, cap), 0xC4A77E1ull, test::not_durable());
       for (int i = 0; i < n_eps; ++i) {
         SyntheticEpisode e(s.layout(), static_cast<uint64_t>(i), 1 + i % 4);
         EpisodeRecord r =
@@ -622,7 +616,7 @@ TEST(MemoryStore, DISABLED_WriteFuzzSeeds) {
   g3.lexical = true;
   const std::string p3 = dir.file("v3");
   {
-    EpisodicStore s = EpisodicStore::create(p3, g3, 0xC4A77E1ull, fast());
+    EpisodicStore s = EpisodicStore::create(p3, g3, 0xC4A77E1ull, test::not_durable());
     for (uint64_t i = 0; i < 2; ++i)
       s.append(SyntheticEpisode(s.layout(), i, 2 + i).record(i * 4, i ? i - 1 : kNoEpisode));
   }

@@ -74,6 +74,13 @@ struct SyntheticEpisode {
   }
 };
 
+// Store options for a scratch store: no fsync (a test's store need not survive a crash).
+inline StoreOptions not_durable() {
+  StoreOptions o;
+  o.durable = false;
+  return o;
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),

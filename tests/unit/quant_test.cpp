@@ -1,5 +1,5 @@
-// Scalar references of ops/quant.h and fp16.h, and every compiled SIMD variant of
-// backend/cpu/vec_kernels against them at awkward sizes and misaligned starts.
+// Scalar references of ops/quant.h and fp16.h. Every SIMD variant of backend/cpu/vec_kernels
+// is checked against them in simd_variants_test (simd_matmul_checks.h).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,73 +10,14 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/simd.h"
-#include "backend/cpu/vec_kernels.h"
-#include "backend/cpu/vec_kernels_isa.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
+#include "support/quant_fixtures.h"
 
 namespace channel {
 namespace {
 
-constexpr int64_t kSizes[] = {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 129};
-
-// One set of row kernels (the dispatched one, or one instruction-set variant).
-struct Kernels {
-  std::string name;
-  void (*dequantize_row_f16)(const uint16_t*, float*, int64_t);
-  void (*dequantize_row_bf16)(const uint16_t*, float*, int64_t);
-  void (*dequantize_row_q8_0)(const void*, float*, int64_t);
-  void (*dequantize_row_q4_0)(const void*, float*, int64_t);
-  void (*quantize_row_q8_0)(const float*, void*, int64_t);
-  void (*round_row_f16)(const float*, float*, int64_t);
-  void (*round_row_bf16)(const float*, float*, int64_t);
-  float (*dot_f32)(const float*, const float*, int64_t);
-  float (*dot_f16)(const uint16_t*, const float*, int64_t);
-  float (*dot_bf16)(const uint16_t*, const float*, int64_t);
-  float (*dot_q8_0)(const void*, const void*, int64_t);
-  float (*dot_q4_0)(const void*, const void*, int64_t);
-};
-
-#define CHANNEL_KERNELS(ns, label)                                                             \
-  Kernels {                                                                                    \
-    label, ns::dequantize_row_f16, ns::dequantize_row_bf16, ns::dequantize_row_q8_0,           \
-        ns::dequantize_row_q4_0, ns::quantize_row_q8_0, ns::round_row_f16, ns::round_row_bf16, \
-        ns::dot_f32, ns::dot_f16, ns::dot_bf16, ns::dot_q8_0, ns::dot_q4_0                     \
-  }
-
-std::vector<Kernels> all_kernels() {
-  std::vector<Kernels> k = {CHANNEL_KERNELS(cpu, "dispatch")};
-#if defined(CHANNEL_SIMD_AVX2)
-  k.push_back(CHANNEL_KERNELS(cpu::avx2, "avx2"));
-#endif
-#if defined(CHANNEL_SIMD_VNNI)
-  k.push_back(CHANNEL_KERNELS(cpu::avx512, "avx512"));
-#endif
-  return k;
-}
-
-std::vector<float> random_floats(int64_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-// Random Q4_0 / Q8_0 weight bytes after `offset` padding bytes: any nibble / int8 (including
-// -128), sane f16 scales.
-std::vector<uint8_t> random_blocks(int64_t n_blocks, size_t block_bytes, uint32_t seed,
-                                   int offset = 0) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(static_cast<size_t>(n_blocks) * block_bytes + offset);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
-  for (int64_t i = 0; i < n_blocks; ++i) {
-    const uint16_t d = fp32_to_fp16(scale(rng));
-    std::memcpy(v.data() + offset + i * block_bytes, &d, sizeof(d));
-  }
-  return v;
-}
+using test::random_normal_floats;
 
 float dot_tolerance(const float* a, const float* b, int64_t n) {
   double mag = 0.0;
@@ -158,7 +99,7 @@ TEST(QuantRef, Q8_0RoundsTiesToEvenAndScalesByMax) {
 
 TEST(QuantRef, RoundTripsWithinHalfAStep) {
   const int64_t k = 4 * kQK;
-  const auto x = random_floats(k, 3);
+  const auto x = random_normal_floats(k, 3);
   std::vector<BlockQ8_0> q8(k / kQK);
   std::vector<BlockQ4_0> q4(k / kQK);
   std::vector<float> y8(k), y4(k);
@@ -187,13 +128,14 @@ TEST(QuantRef, Q4_0NibbleLayout) {
 
 TEST(QuantRef, DotsMatchDequantizedFloatDots) {
   const int64_t k = 3 * kQK;
-  const auto x = random_floats(k, 4);
+  const auto x = random_normal_floats(k, 4);
   std::vector<BlockQ8_0> xq(k / kQK);
   quantize_row_q8_0_ref(x.data(), xq.data(), k);
   std::vector<float> xd(k);
   dequantize_row_q8_0_ref(xq.data(), xd.data(), k);
   for (size_t bb : {sizeof(BlockQ8_0), sizeof(BlockQ4_0)}) {
-    const auto w = random_blocks(k / kQK, bb, 5);
+    const auto w = test::random_blocks(
+        bb == sizeof(BlockQ8_0) ? GgmlType::Q8_0 : GgmlType::Q4_0, k / kQK, 5);
     std::vector<float> wd(k);
     float got;
     if (bb == sizeof(BlockQ8_0)) {
@@ -206,115 +148,6 @@ TEST(QuantRef, DotsMatchDequantizedFloatDots) {
     EXPECT_NEAR(got, dot_f32_ref(wd.data(), xd.data(), k), dot_tolerance(wd.data(), xd.data(), k));
   }
 }
-
-// --- SIMD variants against the references ------------------------------------------------------
-
-class VecKernels : public ::testing::TestWithParam<Kernels> {};
-
-TEST_P(VecKernels, FloatDotsAndConversions) {
-  const Kernels& K = GetParam();
-  for (int64_t n : kSizes) {
-    for (int off = 0; off < 4; ++off) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " offset=" + std::to_string(off));
-      const auto wf_all = random_floats(n + off, static_cast<uint32_t>(n * 8 + off));
-      const auto xf_all = random_floats(n + off, static_cast<uint32_t>(n * 8 + off + 1000));
-      std::vector<uint16_t> wh_all(n + off), wb_all(n + off);
-      for (int64_t i = 0; i < n + off; ++i) {
-        wh_all[i] = fp32_to_fp16(wf_all[i]);
-        wb_all[i] = fp32_to_bf16(wf_all[i]);
-      }
-      const float* wf = wf_all.data() + off;
-      const float* xf = xf_all.data() + off;
-      const uint16_t* wh = wh_all.data() + off;
-      const uint16_t* wb = wb_all.data() + off;
-
-      std::vector<float> xh_all(n + off), xb_all(n + off);
-      float* xh = xh_all.data() + off;
-      float* xb = xb_all.data() + off;
-      K.round_row_f16(xf, xh, n);
-      K.round_row_bf16(xf, xb, n);
-      for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(xh[i], fp16_to_fp32(fp32_to_fp16(xf[i]))) << i;
-        ASSERT_EQ(xb[i], bf16_to_fp32(fp32_to_bf16(xf[i]))) << i;
-      }
-
-      std::vector<float> got_all(n + off + 1, -7.0f), want(n);
-      float* got = got_all.data() + off;
-      K.dequantize_row_f16(wh, got, n);
-      dequantize_row_f16_ref(wh, want.data(), n);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
-      EXPECT_EQ(got[n], -7.0f) << "wrote past the end";
-      K.dequantize_row_bf16(wb, got, n);
-      dequantize_row_bf16_ref(wb, want.data(), n);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
-      EXPECT_EQ(got[n], -7.0f) << "wrote past the end";
-
-      std::vector<float> whf(n), wbf(n);
-      dequantize_row_f16_ref(wh, whf.data(), n);
-      dequantize_row_bf16_ref(wb, wbf.data(), n);
-      EXPECT_NEAR(K.dot_f32(wf, xf, n), dot_f32_ref(wf, xf, n), dot_tolerance(wf, xf, n));
-      EXPECT_NEAR(K.dot_f16(wh, xh, n), dot_f16_ref(wh, xh, n), dot_tolerance(whf.data(), xh, n));
-      EXPECT_NEAR(K.dot_bf16(wb, xb, n), dot_bf16_ref(wb, xb, n), dot_tolerance(wbf.data(), xb, n));
-    }
-  }
-}
-
-TEST_P(VecKernels, QuantizedDotsAndConversions) {
-  const Kernels& K = GetParam();
-  for (int64_t nb : kSizes) {
-    const int64_t k = nb * kQK;
-    for (int off = 0; off < 4; ++off) {
-      SCOPED_TRACE("blocks=" + std::to_string(nb) + " offset=" + std::to_string(off));
-      // Activations: a float row (misaligned by `off` floats) quantized to misaligned bytes.
-      const auto x_all = random_floats(k + off, static_cast<uint32_t>(nb * 4 + off), 2.0f);
-      const float* x = x_all.data() + off;
-      std::vector<uint8_t> xq_all(nb * sizeof(BlockQ8_0) + off), xq_ref(nb * sizeof(BlockQ8_0));
-      uint8_t* xq = xq_all.data() + off;
-      K.quantize_row_q8_0(x, xq, k);
-      quantize_row_q8_0_ref(x, xq_ref.data(), k);
-      ASSERT_EQ(std::memcmp(xq, xq_ref.data(), xq_ref.size()), 0) << "quantize_row_q8_0";
-      std::vector<float> xd(k);
-      dequantize_row_q8_0_ref(xq, xd.data(), k);
-
-      const auto w8_all =
-          random_blocks(nb, sizeof(BlockQ8_0), static_cast<uint32_t>(nb + off), off);
-      const auto w4_all =
-          random_blocks(nb, sizeof(BlockQ4_0), static_cast<uint32_t>(nb - off), off);
-      const uint8_t* w8 = w8_all.data() + off;
-      const uint8_t* w4 = w4_all.data() + off;
-      std::vector<float> got_all(k + off + 1, -7.0f), want(k);
-      float* got = got_all.data() + off;
-
-      K.dequantize_row_q8_0(w8, got, k);
-      dequantize_row_q8_0_ref(w8, want.data(), k);
-      for (int64_t i = 0; i < k; ++i) ASSERT_EQ(got[i], want[i]) << i;
-      EXPECT_EQ(got[k], -7.0f) << "wrote past the end";
-      EXPECT_NEAR(K.dot_q8_0(w8, xq, nb), dot_q8_0_ref(w8, xq, nb),
-                  dot_tolerance(want.data(), xd.data(), k));
-
-      K.dequantize_row_q4_0(w4, got, k);
-      dequantize_row_q4_0_ref(w4, want.data(), k);
-      for (int64_t i = 0; i < k; ++i) ASSERT_EQ(got[i], want[i]) << i;
-      EXPECT_EQ(got[k], -7.0f) << "wrote past the end";
-      EXPECT_NEAR(K.dot_q4_0(w4, xq, nb), dot_q4_0_ref(w4, xq, nb),
-                  dot_tolerance(want.data(), xd.data(), k));
-    }
-  }
-}
-
-TEST_P(VecKernels, QuantizeHandlesZeroAndExtremeBlocks) {
-  const Kernels& K = GetParam();
-  std::vector<float> x(3 * kQK, 0.0f);  // block 0 all zero
-  x[kQK] = 1e-30f;                      // block 1: scale underflows to f16 zero
-  for (int j = 0; j < kQK; ++j) x[2 * kQK + j] = (j % 2 ? -6e4f : 6e4f) * (j + 1) / kQK;
-  std::vector<BlockQ8_0> got(3), want(3);
-  K.quantize_row_q8_0(x.data(), got.data(), x.size());
-  quantize_row_q8_0_ref(x.data(), want.data(), x.size());
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(BlockQ8_0) * 3), 0);
-}
-
-INSTANTIATE_TEST_SUITE_P(AllIsas, VecKernels, ::testing::ValuesIn(all_kernels()),
-                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace channel

@@ -1,7 +1,7 @@
 // Q4_1, Q5_0, Q5_1 and the K-quants: the scalar references against their definitions
-// (dequantized float dots, round trips), every compiled SIMD table against the references at
-// awkward block counts and misaligned rows, fuzzed blocks, matmul against matmul_ref with
-// batch-independent outputs, and the load-time errors for bad blocks.
+// (dequantized float dots, round trips), matmul against matmul_ref with batch-independent
+// outputs, and the load-time errors for bad blocks. Every SIMD table against the references:
+// simd_variants_test (simd_matmul_checks.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,7 +15,6 @@
 
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/thread_pool.h"
-#include "backend/cpu/vec_kernels_isa.h"
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
@@ -26,6 +25,7 @@
 #include "ops/quant_legacy.h"
 #include "ops/quantize.h"
 #include "ops/weight.h"
+#include "support/quant_fixtures.h"
 #include "util/error.h"
 
 namespace channel {
@@ -38,91 +38,16 @@ std::string name_of(GgmlType t) {
   return ggml_type_name(static_cast<uint32_t>(t));
 }
 
-// Byte offsets of a block's f16 factors (scale, then minimum where the type has one).
-std::vector<int> factor_offsets(GgmlType t) {
-  switch (t) {
-    case GgmlType::Q5_0:
-      return {0};
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_1:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-      return {0, 2};
-    case GgmlType::Q2_K:
-      return {80, 82};
-    case GgmlType::Q3_K:
-      return {108};
-    case GgmlType::Q6_K:
-      return {208};
-    default:
-      return {};
-  }
-}
-
 int64_t block_bytes(GgmlType t) {
   return ggml_type_traits(static_cast<uint32_t>(t))->block_bytes;
 }
 
-// n_blocks random blocks after `pad` bytes: every quant and scale bit random, the f16 factors
-// sane (finite, |x| <= 0.05) unless `fuzz`, when they are random bits too (NaN, inf, ...).
-std::vector<uint8_t> random_blocks(GgmlType t, int64_t n_blocks, uint32_t seed, int pad,
-                                   bool fuzz = false) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(static_cast<size_t>(n_blocks * block_bytes(t) + pad));
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  if (fuzz) return v;
-  std::uniform_real_distribution<float> f(-0.05f, 0.05f);
-  for (int64_t i = 0; i < n_blocks; ++i) {
-    for (int off : factor_offsets(t)) {
-      const uint16_t h = fp32_to_fp16(f(rng));
-      std::memcpy(v.data() + pad + i * block_bytes(t) + off, &h, 2);
-    }
-  }
-  return v;
-}
+using test::dequantize_activations;
+using test::factor_offsets;
+using test::random_blocks;
 
 std::vector<float> random_floats(int64_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-// The activation blocks of a type's dot, dequantized (Q8_0, Q8_1 or Q8_K).
-std::vector<float> dequantize_activations(GgmlType t, const uint8_t* xq, int64_t k) {
-  std::vector<float> out(static_cast<size_t>(k));
-  const int64_t elems = cpu::quant_type_kernels_ref(t)->block_elems;
-  for (int64_t b = 0; b < k / elems; ++b) {
-    if (elems == kQK_K) {
-      BlockQ8_K blk;
-      std::memcpy(&blk, xq + b * sizeof(BlockQ8_K), sizeof(blk));
-      for (int j = 0; j < kQK_K; ++j) out[b * kQK_K + j] = blk.d * blk.qs[j];
-    } else if (t == GgmlType::Q5_0) {
-      dequantize_row_q8_0_ref(xq + b * sizeof(BlockQ8_0), out.data() + b * kQK, kQK);
-    } else {
-      BlockQ8_1 blk;
-      std::memcpy(&blk, xq + b * sizeof(BlockQ8_1), sizeof(blk));
-      for (int j = 0; j < kQK; ++j) out[b * kQK + j] = fp16_to_fp32(blk.d) * blk.qs[j];
-    }
-  }
-  return out;
-}
-
-struct Table {
-  std::string name;
-  const cpu::QuantTypeKernels* (*get)(GgmlType);
-};
-
-std::vector<Table> all_tables() {
-  std::vector<Table> t = {{"dispatch", cpu::quant_type_kernels}};
-#if defined(CHANNEL_SIMD_AVX2)
-  t.push_back({"avx2", cpu::avx2::quant_type_kernels});
-#endif
-#if defined(CHANNEL_SIMD_VNNI)
-  t.push_back({"avx512", cpu::avx512::quant_type_kernels});
-#endif
-  return t;
+  return test::random_normal_floats(n, seed, scale);
 }
 
 TEST(QuantTypesRef, DotsMatchDequantizedFloatDots) {
@@ -276,89 +201,21 @@ TEST(QuantTypesWrite, EveryTypeRoundTripsThroughTheReferenceDequantizer) {
   }
 }
 
-TEST(QuantTypesSimd, EveryTableMatchesTheReferenceAtAwkwardSizes) {
-  for (const Table& table : all_tables()) {
-    for (GgmlType t : kNewTypes) {
-      const cpu::QuantTypeKernels* K = table.get(t);
-      const cpu::QuantTypeKernels* R = cpu::quant_type_kernels_ref(t);
-      ASSERT_NE(K, nullptr) << table.name << " " << name_of(t);
-      for (int64_t nb : {1, 2, 3, 5, 9, 13}) {
-        for (int pad = 0; pad < 4; pad += 3) {
-          SCOPED_TRACE(table.name + " " + name_of(t) + " blocks=" + std::to_string(nb) +
-                       " pad=" + std::to_string(pad));
-          const int64_t k = nb * R->block_elems;
-          const auto x_all = random_floats(k + pad, static_cast<uint32_t>(nb * 3 + pad), 1.5f);
-          const float* x = x_all.data() + pad;
-          std::vector<uint8_t> xq_all(static_cast<size_t>(nb * R->act_block_bytes + pad));
-          std::vector<uint8_t> xq_ref(static_cast<size_t>(nb * R->act_block_bytes));
-          uint8_t* xq = xq_all.data() + pad;
-          K->quantize_act(x, xq, k);
-          R->quantize_act(x, xq_ref.data(), k);
-          ASSERT_EQ(std::memcmp(xq, xq_ref.data(), xq_ref.size()), 0) << "activations";
-
-          const auto w_all = random_blocks(t, nb, static_cast<uint32_t>(nb + 100 * pad), pad);
-          const uint8_t* w = w_all.data() + pad;
-          std::vector<float> got(static_cast<size_t>(k + 1), -7.0f), want(static_cast<size_t>(k));
-          K->dequantize(w, got.data(), k);
-          R->dequantize(w, want.data(), k);
-          for (int64_t i = 0; i < k; ++i) ASSERT_EQ(got[i], want[i]) << i;
-          EXPECT_EQ(got[k], -7.0f) << "wrote past the end";
-
-          const std::vector<float> xd = dequantize_activations(t, xq_ref.data(), k);
-          double mag = 0.0;
-          for (int64_t i = 0; i < k; ++i) mag += std::fabs(static_cast<double>(want[i]) * xd[i]);
-          EXPECT_NEAR(K->dot(w, xq, nb), R->dot(w, xq_ref.data(), nb), 2e-5 * mag + 1e-5);
-        }
-      }
-    }
+// The load check finds the first block whose f16 factors are not finite. (Every SIMD
+// variant's kernels on fuzzed blocks: simd_variants_test.)
+TEST(QuantTypesLoad, FirstNonFiniteScaleBlockIsFound) {
+  for (GgmlType t : kNewTypes) {
+    auto w = random_blocks(t, 6, 5, 0);
+    EXPECT_EQ(first_nonfinite_scale_block(t, w.data(), 6, block_bytes(t)), -1) << name_of(t);
+    const uint16_t inf = 0x7c00, nan = 0xfe01;
+    const std::vector<int> offs = factor_offsets(t);
+    std::memcpy(w.data() + 4 * block_bytes(t) + offs.back(), &nan, 2);
+    std::memcpy(w.data() + 5 * block_bytes(t) + offs.front(), &inf, 2);
+    EXPECT_EQ(first_nonfinite_scale_block(t, w.data(), 6, block_bytes(t)), 4) << name_of(t);
   }
 }
 
-// Random bits everywhere, scales included (NaN, infinities, subnormals): no kernel reads or
-// writes out of bounds or traps, and the load check finds the first bad block.
-TEST(QuantTypesSimd, FuzzedBlocksAreSafeAndBadScalesAreFound) {
-  for (const Table& table : all_tables()) {
-    for (GgmlType t : kNewTypes) {
-      const cpu::QuantTypeKernels* K = table.get(t);
-      for (uint32_t seed = 0; seed < 20; ++seed) {
-        const int64_t nb = 1 + seed % 4, k = nb * K->block_elems;
-        const auto w = random_blocks(t, nb, seed * 31 + 7, 0, /*fuzz=*/true);
-        std::vector<float> y(static_cast<size_t>(k));
-        K->dequantize(w.data(), y.data(), k);
-        const auto x = random_floats(k, seed);
-        std::vector<uint8_t> xq(static_cast<size_t>(nb * K->act_block_bytes));
-        K->quantize_act(x.data(), xq.data(), k);
-        (void)K->dot(w.data(), xq.data(), nb);
-      }
-      auto w = random_blocks(t, 6, 5, 0);
-      EXPECT_EQ(first_nonfinite_scale_block(t, w.data(), 6, block_bytes(t)), -1) << name_of(t);
-      const uint16_t inf = 0x7c00, nan = 0xfe01;
-      const std::vector<int> offs = factor_offsets(t);
-      std::memcpy(w.data() + 4 * block_bytes(t) + offs.back(), &nan, 2);
-      std::memcpy(w.data() + 5 * block_bytes(t) + offs.front(), &inf, 2);
-      EXPECT_EQ(first_nonfinite_scale_block(t, w.data(), 6, block_bytes(t)), 4) << name_of(t);
-    }
-  }
-}
-
-struct OwnedWeight {
-  std::vector<uint8_t> bytes;
-  TensorInfo info;
-};
-
-OwnedWeight random_weight(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
-  const int64_t per_row = cols / ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
-  OwnedWeight o;
-  o.bytes = random_blocks(t, rows * per_row, seed, 0);
-  o.info.name = "blk.3.ffn_down.weight";
-  o.info.type_id = static_cast<uint32_t>(t);
-  o.info.n_dims = 2;
-  o.info.ne[0] = cols;
-  o.info.ne[1] = rows;
-  o.info.n_bytes = o.bytes.size();
-  o.info.data = o.bytes.data();
-  return o;
-}
+using test::OwnedWeight;
 
 // matmul (threaded, SIMD) against matmul_ref, and each token's outputs the same bits alone or
 // in any batch, so chunked prefill and decode agree exactly.
@@ -370,8 +227,9 @@ TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
       for (int64_t rows : {1, 7, 35, 50}) {  // GEMM panels: 32 rows, halves of 16
         SCOPED_TRACE(name_of(t) + " rows=" + std::to_string(rows) +
                      " cols=" + std::to_string(cols));
-        const OwnedWeight o = random_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));
-        const WeightMatrix w = make_weight_matrix(o.info);
+        const OwnedWeight o =
+            test::random_block_weight(t, rows, cols, static_cast<uint32_t>(rows + cols));
+        const WeightMatrix& w = o.w;
         const int64_t n = 19;
         const auto x = random_floats(n * cols, static_cast<uint32_t>(rows));
         std::vector<float> got(static_cast<size_t>(n * rows)), want(got.size());
@@ -401,7 +259,7 @@ TEST(QuantTypesMatmul, MatchesReferenceAndIsBatchIndependent) {
 TEST(QuantTypesLoad, NonFiniteScaleIsAOneLineErrorNamingTensorAndType) {
   for (GgmlType t : kNewTypes) {
     const int64_t elems = ggml_type_traits(static_cast<uint32_t>(t))->block_elems;
-    OwnedWeight o = random_weight(t, 4, 2 * elems, 3);
+    OwnedWeight o = test::random_block_weight(t, 4, 2 * elems, 3);
     const uint16_t inf = 0xfc00;
     std::memcpy(o.bytes.data() + 5 * block_bytes(t) + factor_offsets(t).back(), &inf, 2);
     try {
@@ -409,7 +267,7 @@ TEST(QuantTypesLoad, NonFiniteScaleIsAOneLineErrorNamingTensorAndType) {
       ADD_FAILURE() << "no error for " << name_of(t);
     } catch (const Error& e) {
       const std::string msg = e.what();
-      EXPECT_NE(msg.find("blk.3.ffn_down.weight"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("blk.0.test.weight"), std::string::npos) << msg;
       EXPECT_NE(msg.find(name_of(t)), std::string::npos) << msg;
       EXPECT_NE(msg.find("block 5 (row 2)"), std::string::npos) << msg;
       EXPECT_NE(msg.find("non-finite scale"), std::string::npos) << msg;

@@ -1,6 +1,8 @@
 // Every SIMD variant of a kernel family that this build compiled and this CPU executes
 // (AVX-512, AVX2, scalar; backend/cpu/simd.h), against the family's scalar reference at
-// awkward sizes and misaligned starts. One parameterised test: the parameter is
+// awkward sizes and misaligned starts: slot attention, the memory kernels, the layer
+// kernels, the bounded group kernel (simd_bounded_checks.h) and the matmul family (row,
+// block-type and matmul kernels: simd_matmul_checks.h). One parameterised test: the parameter is
 // (family, variant), so `--gtest_filter='*avx2*'` runs the AVX2 variants alone.
 #include <algorithm>
 #include <numeric>
@@ -15,6 +17,8 @@
 #include "backend/cpu/layer_kernels.h"
 #include "backend/cpu/simd.h"
 #include "kv/slot_attention.h"
+#include "simd_bounded_checks.h"
+#include "simd_matmul_checks.h"
 #include "memory/memory_kernels.h"
 #include "memory/rehydrate_kernels.h"
 #include "memory/retrieval_kernels.h"
@@ -49,6 +53,14 @@ std::vector<Variant> all_variants() {
     out.push_back({"rehydrate", rehydrate[i].isa, i});
   const auto layer = layer_kernel_variants();
   for (size_t i = 0; i < layer.size(); ++i) out.push_back({"layer", layer[i].isa, i});
+  const auto bounded = cpu::bounded_kernel_variants();
+  for (size_t i = 0; i < bounded.size(); ++i) out.push_back({"bounded", bounded[i].isa, i});
+  const auto vec = cpu::vec_kernel_variants();
+  for (size_t i = 0; i < vec.size(); ++i) out.push_back({"vec", vec[i].isa, i});
+  const auto quant = cpu::quant_kernel_variants();
+  for (size_t i = 0; i < quant.size(); ++i) out.push_back({"quant", quant[i].isa, i});
+  const auto matmul = cpu::matmul_kernel_variants();
+  for (size_t i = 0; i < matmul.size(); ++i) out.push_back({"matmul", matmul[i].isa, i});
   return out;
 }
 
@@ -346,6 +358,14 @@ TEST_P(SimdVariant, MatchesTheScalarReference) {
     check_retrieval(retrieval_kernel_variants()[p.index]);
   } else if (p.family == "layer") {
     check_layer_kernels(layer_kernel_variants()[p.index]);
+  } else if (p.family == "bounded") {
+    simd_checks::check_bounded_kernels(cpu::bounded_kernel_variants()[p.index]);
+  } else if (p.family == "vec") {
+    simd_checks::check_vec_kernels(cpu::vec_kernel_variants()[p.index]);
+  } else if (p.family == "quant") {
+    simd_checks::check_quant_kernels(cpu::quant_kernel_variants()[p.index]);
+  } else if (p.family == "matmul") {
+    simd_checks::check_matmul_kernels(cpu::matmul_kernel_variants()[p.index]);
   } else if (p.family == "int8_dots") {
     const Int8DotsVariant* dots = nullptr;
     int8_dots_variants(&dots);
@@ -363,24 +383,36 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, SimdVariant, ::testing::ValuesIn(all_varia
 // The dispatched variant is the first of its list, and on a CPU with AVX2 a build that can
 // target it has it: the AVX2 path is compiled and tested even where AVX-512 is dispatched.
 TEST(SimdVariants, TheBestVariantIsDispatchedAndAvx2IsThere) {
-  EXPECT_STREQ(slot_attention_isa(), slot_attention_variants().front().isa);
-  EXPECT_STREQ(slot_attention_variants().back().isa, "scalar");
-  EXPECT_STREQ(retrieval_kernels_isa(), retrieval_kernel_variants().front().isa);
-  EXPECT_STREQ(retrieval_kernel_variants().back().isa, "scalar");
-  EXPECT_STREQ(rehydrate_kernels_isa(), rehydrate_kernel_variants().front().isa);
-  EXPECT_STREQ(rehydrate_kernel_variants().back().isa, "scalar");
-  EXPECT_STREQ(layer_kernels_isa(), layer_kernel_variants().front().isa);
-  EXPECT_STREQ(layer_kernel_variants().back().isa, "scalar");
+  struct Family {
+    std::string name, dispatched;
+    std::vector<std::string> isas;
+  };
+  const auto isas = [](const auto& variants) {
+    std::vector<std::string> v;
+    for (const auto& x : variants) v.push_back(x.isa);
+    return v;
+  };
+  const std::vector<Family> families = {
+      {"slot_attention", slot_attention_isa(), isas(slot_attention_variants())},
+      {"retrieval", retrieval_kernels_isa(), isas(retrieval_kernel_variants())},
+      {"rehydrate", rehydrate_kernels_isa(), isas(rehydrate_kernel_variants())},
+      {"layer", layer_kernels_isa(), isas(layer_kernel_variants())},
+      {"bounded", cpu::bounded_kernel_isa(), isas(cpu::bounded_kernel_variants())},
+      {"vec", cpu::vec_kernels_isa(), isas(cpu::vec_kernel_variants())},
+      {"quant", cpu::quant_kernels_isa(), isas(cpu::quant_kernel_variants())},
+      {"matmul", cpu::matmul_kernels_isa(), isas(cpu::matmul_kernel_variants())}};
+  for (const Family& f : families) {
+    EXPECT_EQ(f.dispatched, f.isas.front()) << f.name;
+    EXPECT_EQ(f.isas.back(), "scalar") << f.name;
 #if defined(CHANNEL_SIMD_AVX2)
-  if (simd::cpu_runs_avx2()) {
-    bool has_avx2 = false;
-    for (const auto& v : slot_attention_variants()) has_avx2 |= std::string(v.isa) == "avx2";
-    EXPECT_TRUE(has_avx2);
-    bool layer_avx2 = false;
-    for (const auto& v : layer_kernel_variants()) layer_avx2 |= std::string(v.isa) == "avx2";
-    EXPECT_TRUE(layer_avx2);
-  }
+    if (simd::cpu_runs_avx2()) {
+      EXPECT_NE(std::find(f.isas.begin(), f.isas.end(), "avx2"), f.isas.end()) << f.name;
+    }
 #endif
+  }
+  // The matmul family is dispatched as one: its loops call the same variant's row kernels.
+  EXPECT_STREQ(cpu::matmul_kernels_isa(), cpu::vec_kernels_isa());
+  EXPECT_STREQ(cpu::matmul_kernels_isa(), cpu::quant_kernels_isa());
 }
 
 }  // namespace

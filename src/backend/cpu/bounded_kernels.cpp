@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend/cpu/simd.h"
+#include "backend/cpu/simd_variants.h"
 
 namespace channel::cpu {
 
@@ -66,15 +66,9 @@ const BoundedKernelVariant kScalar{"scalar", bounded_group_attend_ref};
 }  // namespace
 
 std::span<const BoundedKernelVariant> bounded_kernel_variants() {
-  static const std::vector<BoundedKernelVariant> all = [] {
-    std::vector<BoundedKernelVariant> v;
-    const BoundedKernelVariant* avx512 = bounded_kernel_avx512_variant();
-    const BoundedKernelVariant* avx2 = bounded_kernel_avx2_variant();
-    if (avx512 && simd::cpu_runs_avx512()) v.push_back(*avx512);
-    if (avx2 && simd::cpu_runs_avx2()) v.push_back(*avx2);
-    v.push_back(kScalar);
-    return v;
-  }();
+  static const std::vector<BoundedKernelVariant> all =
+      simd::runnable_best_first(bounded_kernel_avx512_variant(), simd::cpu_runs_avx512(),
+                                bounded_kernel_avx2_variant(), kScalar);
   return all;
 }
 

@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "backend/cpu/vec_kernels.h"
+#include "backend/cpu/vec_kernels_isa.h"
 
 namespace channel::cpu::avx512 {
 namespace {

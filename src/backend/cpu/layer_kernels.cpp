@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "backend/cpu/simd.h"
+#include "backend/cpu/simd_variants.h"
 
 namespace channel {
 
@@ -13,15 +13,9 @@ const LayerKernels* layer_kernels_avx2_variant();
 const LayerKernels* layer_kernels_scalar_variant();
 
 std::span<const LayerKernels> layer_kernel_variants() {
-  static const std::vector<LayerKernels> all = [] {
-    std::vector<LayerKernels> v;
-    const LayerKernels* avx512 = layer_kernels_avx512_variant();
-    const LayerKernels* avx2 = layer_kernels_avx2_variant();
-    if (avx512 && simd::cpu_runs_avx512()) v.push_back(*avx512);
-    if (avx2 && simd::cpu_runs_avx2()) v.push_back(*avx2);
-    v.push_back(*layer_kernels_scalar_variant());
-    return v;
-  }();
+  static const std::vector<LayerKernels> all =
+      simd::runnable_best_first(layer_kernels_avx512_variant(), simd::cpu_runs_avx512(),
+                                layer_kernels_avx2_variant(), *layer_kernels_scalar_variant());
   return all;
 }
 

@@ -1,100 +1,40 @@
-// Dispatch of matmul_rows, and the generic loop over row dots that every build has.
+// matmul_kernels.h: runs the best variant the CPU executes (AVX-512 with VNNI, AVX2 or
+// scalar; each in its own file, compiled whenever the compiler can target it).
 #include "backend/cpu/matmul_kernels.h"
 
-#include <algorithm>
+#include <vector>
 
-#include "backend/cpu/quant_kernels.h"
-#include "backend/cpu/vec_kernels.h"
-#include "ops/quant.h"
+#include "backend/cpu/simd_variants.h"
 
 namespace channel::cpu {
 
-namespace generic {
-
-int64_t matmul_row_granule(GgmlType, int64_t) {
-  return 16;
+std::span<const MatmulKernels> matmul_kernel_variants() {
+  static const std::vector<MatmulKernels> all =
+      simd::runnable_best_first(matmul_kernels_avx512_variant(), simd::cpu_runs_avx512vnni(),
+                                matmul_kernels_avx2_variant(), *matmul_kernels_scalar_variant());
+  return all;
 }
 
 namespace {
 
-// The block types of quant_kernels.h: each weight row is unpacked once per group of up to
-// max_tokens tokens (dot_multi), whose outputs are the bits `dot` gives for each alone.
-void quant_type_rows(const QuantTypeKernels& qk, const MatmulWeights& w, const MatmulInput& x,
-                     int64_t r0, int64_t r1, float* y, int64_t y_stride) {
-  const int64_t n_blocks = w.cols / qk.block_elems;
-  float out[16];
-  for (int64_t rb = r0; rb < r1; rb += 16) {  // 16 rows stay in cache while the tokens pass
-    const int64_t re = std::min(rb + 16, r1);
-    for (int64_t t0 = 0; t0 < x.n; t0 += qk.max_tokens) {
-      const int nt = static_cast<int>(std::min<int64_t>(qk.max_tokens, x.n - t0));
-      const uint8_t* xq = x.xq + static_cast<size_t>(t0) * x.xq_row_bytes;
-      for (int64_t r = rb; r < re; ++r) {
-        qk.dot_multi(w.data + static_cast<size_t>(r) * w.row_bytes, xq, x.xq_row_bytes, nt,
-                     n_blocks, out);
-        for (int t = 0; t < nt; ++t) y[(t0 + t) * y_stride + r] = out[t];
-      }
-    }
-  }
+const MatmulKernels& best() {
+  static const MatmulKernels& b = matmul_kernel_variants().front();
+  return b;
 }
 
 }  // namespace
 
-void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
-                 int64_t y_stride) {
-  if (const QuantTypeKernels* qk = quant_type_kernels(w.type))
-    return quant_type_rows(*qk, w, x, r0, r1, y, y_stride);
-  const int64_t nb = w.cols / kQK;
-  const size_t xq_row_bytes = x.xq_row_bytes;
-  // Blocks of 16 rows stay in L1 while every token passes over them.
-  for (int64_t rb = r0; rb < r1; rb += 16) {
-    const int64_t re = std::min(rb + 16, r1);
-    for (int64_t t = 0; t < x.n; ++t) {
-      const float* xf = x.xf + t * w.cols;
-      const uint8_t* xq = x.xq + t * xq_row_bytes;
-      for (int64_t r = rb; r < re; ++r) {
-        const uint8_t* wr = w.data + static_cast<size_t>(r) * w.row_bytes;
-        const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
-        float v = 0.0f;
-        switch (w.type) {
-          case GgmlType::F32:
-            v = dot_f32(reinterpret_cast<const float*>(wr), xf, w.cols);
-            break;
-          case GgmlType::F16:
-            v = dot_f16(w16, xf, w.cols);
-            break;
-          case GgmlType::BF16:
-            v = dot_bf16(w16, xf, w.cols);
-            break;
-          case GgmlType::Q8_0:
-            v = dot_q8_0(wr, xq, nb);
-            break;
-          case GgmlType::Q4_0:
-            v = dot_q4_0(wr, xq, nb);
-            break;
-          default:  // quant_type_rows
-            break;
-        }
-        y[t * y_stride + r] = v;
-      }
-    }
-  }
+const char* matmul_kernels_isa() {
+  return best().isa;
 }
-
-}  // namespace generic
-
-#if defined(CHANNEL_SIMD_VNNI)
-namespace best = avx512;
-#else
-namespace best = generic;
-#endif
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
-  return best::matmul_row_granule(type, n);
+  return best().row_granule(type, n);
 }
 
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride) {
-  best::matmul_rows(w, x, r0, r1, y, y_stride);
+  best().rows(w, x, r0, r1, y, y_stride);
 }
 
 }  // namespace channel::cpu

@@ -1,13 +1,16 @@
 // matmul_kernels.h: the CPU inner loops of ops/matmul: a range of weight rows times a batch
-// of prepared activations. The AVX-512 build has streaming matvecs (decode: 4 rows at a time,
-// 16 in the lanes for Q4_0/Q5_0, quant_matvec.h) and register-tiled GEMMs (prompt): int8
-// vpdpbusd on repacked 32-row panels for Q8_0/Q4_0/Q5_0 and the K-quants (kquant_gemm.h) and
-// cache-blocked f32 FMA for F16/BF16/F32 (float_gemm.h). Other builds loop over the row dots
-// of vec_kernels.h and quant_kernels.h.
+// of prepared activations, written once per ISA (matmul_kernels_{avx512,avx2,scalar}.cpp,
+// backend/cpu/simd.h) and dispatched at run time. The AVX-512 (VNNI) variant has streaming
+// matvecs (decode: 4 rows at a time, 16 in the lanes for Q4_0/Q5_0, quant_matvec.h) and
+// register-tiled GEMMs (prompt): int8 vpdpbusd on repacked 32-row panels for Q8_0/Q4_0/Q5_0
+// and the K-quants (kquant_gemm.h) and cache-blocked f32 FMA for F16/BF16/F32
+// (float_gemm.h). The AVX2 and scalar variants loop over their own row dots of
+// vec_kernels.h and quant_kernels.h (matmul_dot_rows.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "backend/cpu/simd.h"
 #include "gguf/ggml_type.h"
@@ -39,25 +42,30 @@ struct MatmulInput {
   const int32_t* xcorr = nullptr;  // [n][cols / 32]
 };
 
-// Rows per unit of work when splitting a matmul of n tokens among threads.
+// Rows per unit of work when splitting a matmul of n tokens among threads, in the best
+// variant the CPU executes.
 int64_t matmul_row_granule(GgmlType type, int64_t n);
 
-// y[t * y_stride + r] = row r of w · token t, for r in [r0, r1) and every token.
+// y[t * y_stride + r] = row r of w · token t, for r in [r0, r1) and every token, in the best
+// variant the CPU executes.
 void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                  int64_t y_stride);
 
-// The loops of each build, exposed so tests can check every one that this build compiles.
-namespace generic {  // row dots from vec_kernels.h, any instruction set
-int64_t matmul_row_granule(GgmlType type, int64_t n);
-void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
-                 int64_t y_stride);
-}  // namespace generic
-#if defined(CHANNEL_SIMD_VNNI)
-namespace avx512 {
-int64_t matmul_row_granule(GgmlType type, int64_t n);
-void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
-                 int64_t y_stride);
-}  // namespace avx512
-#endif
+// One variant of the family, for simd_variants_test: the loops of one instruction set over
+// activations prepared as matmul.cpp does (the same bits in every variant).
+struct MatmulKernels {
+  const char* isa;  // "avx512" (with VNNI), "avx2", "scalar"
+  int64_t (*row_granule)(GgmlType type, int64_t n);
+  void (*rows)(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+               int64_t y_stride);
+};
+
+// The variants this build has and this CPU runs, best first (the last is the scalar one).
+std::span<const MatmulKernels> matmul_kernel_variants();
+const char* matmul_kernels_isa();
+
+const MatmulKernels* matmul_kernels_avx512_variant();
+const MatmulKernels* matmul_kernels_avx2_variant();
+const MatmulKernels* matmul_kernels_scalar_variant();
 
 }  // namespace channel::cpu

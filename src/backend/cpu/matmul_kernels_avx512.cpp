@@ -24,7 +24,7 @@
 #include "backend/cpu/kquant_gemm.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/quant_matvec.h"
-#include "backend/cpu/vec_kernels.h"
+#include "backend/cpu/vec_kernels_isa.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
 
@@ -234,7 +234,7 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
         dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked);
         break;
       }
-      default:  // other block types go through generic::matmul_rows
+      default:  // other block types go through dot_rows
         return;
     }
     for (int i = 0; i < 4 && r + i < r1; ++i) y[r + i] = out[i];
@@ -423,11 +423,14 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   }
 }
 
+// The other block types: the loop over this variant's row dots.
+#include "backend/cpu/matmul_dot_rows.h"
+
 }  // namespace
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
   if (is_kquant(type) && n >= kKQuantGemmMinTokens) return kPanelRows;
-  if (!is_quant(type) && cpu::quant_type_kernels(type)) return generic::matmul_row_granule(type, n);
+  if (!is_quant(type) && quant_type_kernels(type)) return dot_row_granule(type, n);
   return use_gemm(type, n) ? kPanelRows : 16;  // the float GEMM groups 32 rows too
 }
 
@@ -435,8 +438,8 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
                  int64_t y_stride) {
   if (is_kquant(w.type) && x.n >= kKQuantGemmMinTokens) {
     kquant_gemm_rows(w, x, r0, r1, y, y_stride);
-  } else if (!is_quant(w.type) && cpu::quant_type_kernels(w.type)) {  // other types: row dots
-    generic::matmul_rows(w, x, r0, r1, y, y_stride);
+  } else if (!is_quant(w.type) && quant_type_kernels(w.type)) {  // other types: row dots
+    dot_rows(w, x, r0, r1, y, y_stride);
   } else if (!use_gemm(w.type, x.n)) {
     matvec_rows(w, x, r0, r1, y, y_stride);
   } else if (is_quant(w.type)) {
@@ -447,5 +450,20 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
 }
 
 }  // namespace channel::cpu::avx512
+
+namespace channel::cpu {
+const MatmulKernels* matmul_kernels_avx512_variant() {
+  static const MatmulKernels v{"avx512", avx512::matmul_row_granule, avx512::matmul_rows};
+  return &v;
+}
+}  // namespace channel::cpu
+
+#else  // CHANNEL_SIMD_VNNI
+
+namespace channel::cpu {
+const MatmulKernels* matmul_kernels_avx512_variant() {
+  return nullptr;
+}
+}  // namespace channel::cpu
 
 #endif  // CHANNEL_SIMD_VNNI

@@ -1,7 +1,10 @@
 // The scalar table of quant_kernels.h (the references themselves) and the dispatch to the
-// best instruction set this build targets.
+// best variant the CPU executes.
 #include "backend/cpu/quant_kernels.h"
 
+#include <vector>
+
+#include "backend/cpu/simd_variants.h"
 #include "backend/cpu/vec_kernels_isa.h"
 #include "ops/quant.h"
 #include "ops/quant_k.h"
@@ -98,14 +101,35 @@ const QuantTypeKernels* quant_type_kernels_ref(GgmlType type) {
   }
 }
 
+namespace scalar {
 const QuantTypeKernels* quant_type_kernels(GgmlType type) {
-#if defined(CHANNEL_SIMD_VNNI)
-  return avx512::quant_type_kernels(type);
-#elif defined(CHANNEL_SIMD_AVX2)
-  return avx2::quant_type_kernels(type);
-#else
   return quant_type_kernels_ref(type);
-#endif
+}
+}  // namespace scalar
+
+std::span<const QuantKernels> quant_kernel_variants() {
+  static const QuantKernels kScalar{"scalar", quant_type_kernels_ref};
+  static const std::vector<QuantKernels> all =
+      simd::runnable_best_first(quant_kernels_avx512_variant(), simd::cpu_runs_avx512vnni(),
+                                quant_kernels_avx2_variant(), kScalar);
+  return all;
+}
+
+namespace {
+
+const QuantKernels& best() {
+  static const QuantKernels& b = quant_kernel_variants().front();
+  return b;
+}
+
+}  // namespace
+
+const char* quant_kernels_isa() {
+  return best().isa;
+}
+
+const QuantTypeKernels* quant_type_kernels(GgmlType type) {
+  return best().for_type(type);
 }
 
 }  // namespace channel::cpu

@@ -2,11 +2,13 @@
 // generic path (Q4_1, Q5_0, Q5_1 and the K-quants): for each, the activation format its
 // dot takes (Q8_0, Q8_1 or Q8_K, as llama.cpp), that format's quantizer, the dot and the
 // dequantizer. Same contracts as the *_ref functions of ops/quant_legacy.h and
-// ops/quant_k.h; compiled for AVX-512, AVX2 or plain C++ like vec_kernels.h.
+// ops/quant_k.h; written once per ISA (quant_kernels_{avx512,avx2}.cpp over
+// quant_kernels_simd.h, the references in quant_kernels.cpp) like vec_kernels.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "backend/cpu/vec_kernels_isa.h"
 #include "gguf/ggml_type.h"
@@ -26,11 +28,30 @@ struct QuantTypeKernels {
   int max_tokens;
 };
 
-// The kernels for `type`, or nullptr for types with their own paths (float, Q8_0, Q4_0).
+// The kernels for `type` in the best variant the CPU executes, or nullptr for types with
+// their own paths (float, Q8_0, Q4_0).
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
 
-// One instruction set's table (tests check every compiled one against the references).
+// The scalar references' table (ops/quant_legacy.h, ops/quant_k.h).
 const QuantTypeKernels* quant_type_kernels_ref(GgmlType type);
+
+// One variant of the family, for simd_variants_test: the tables of one instruction set.
+// Activation quantizers and dequantizers give the references' bits in every variant; the
+// dots differ only in the order of the float additions.
+struct QuantKernels {
+  const char* isa;  // "avx512" (with VNNI), "avx2", "scalar"
+  const QuantTypeKernels* (*for_type)(GgmlType type);
+};
+
+// The variants this build has and this CPU runs, best first (the last is the scalar one).
+std::span<const QuantKernels> quant_kernel_variants();
+const char* quant_kernels_isa();
+
+// Each variant's tables by namespace, for the same ISA's matmul loops (matmul_kernels_*.cpp);
+// declared where the translation unit is compiled for the ISA.
+namespace scalar {
+const QuantTypeKernels* quant_type_kernels(GgmlType type);
+}
 #if defined(CHANNEL_SIMD_AVX2)
 namespace avx2 {
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
@@ -41,5 +62,7 @@ namespace avx512 {
 const QuantTypeKernels* quant_type_kernels(GgmlType type);
 }
 #endif
+const QuantKernels* quant_kernels_avx512_variant();
+const QuantKernels* quant_kernels_avx2_variant();
 
 }  // namespace channel::cpu

@@ -69,4 +69,19 @@ const QuantTypeKernels* quant_type_kernels(GgmlType type) {
 
 }  // namespace channel::cpu::avx2
 
+namespace channel::cpu {
+const QuantKernels* quant_kernels_avx2_variant() {
+  static const QuantKernels v{"avx2", avx2::quant_type_kernels};
+  return &v;
+}
+}  // namespace channel::cpu
+
+#else  // CHANNEL_SIMD_AVX2
+
+namespace channel::cpu {
+const QuantKernels* quant_kernels_avx2_variant() {
+  return nullptr;
+}
+}  // namespace channel::cpu
+
 #endif  // CHANNEL_SIMD_AVX2

@@ -78,4 +78,19 @@ const QuantTypeKernels* quant_type_kernels(GgmlType type) {
 
 }  // namespace channel::cpu::avx512
 
+namespace channel::cpu {
+const QuantKernels* quant_kernels_avx512_variant() {
+  static const QuantKernels v{"avx512", avx512::quant_type_kernels};
+  return &v;
+}
+}  // namespace channel::cpu
+
+#else  // CHANNEL_SIMD_VNNI
+
+namespace channel::cpu {
+const QuantKernels* quant_kernels_avx512_variant() {
+  return nullptr;
+}
+}  // namespace channel::cpu
+
 #endif  // CHANNEL_SIMD_VNNI

@@ -171,6 +171,22 @@ float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
 
 #include "backend/cpu/vec_kernels_block_dots.h"
 
+constexpr VecKernels kTable = CHANNEL_VEC_KERNEL_TABLE("avx2");
+
 }  // namespace channel::cpu::avx2
+
+namespace channel::cpu {
+const VecKernels* vec_kernels_avx2_variant() {
+  return &avx2::kTable;
+}
+}  // namespace channel::cpu
+
+#else  // CHANNEL_SIMD_AVX2
+
+namespace channel::cpu {
+const VecKernels* vec_kernels_avx2_variant() {
+  return nullptr;
+}
+}  // namespace channel::cpu
 
 #endif  // CHANNEL_SIMD_AVX2

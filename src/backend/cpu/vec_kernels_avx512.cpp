@@ -172,6 +172,22 @@ float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
 
 #include "backend/cpu/vec_kernels_block_dots.h"
 
+constexpr VecKernels kTable = CHANNEL_VEC_KERNEL_TABLE("avx512");
+
 }  // namespace channel::cpu::avx512
+
+namespace channel::cpu {
+const VecKernels* vec_kernels_avx512_variant() {
+  return &avx512::kTable;
+}
+}  // namespace channel::cpu
+
+#else  // CHANNEL_SIMD_VNNI
+
+namespace channel::cpu {
+const VecKernels* vec_kernels_avx512_variant() {
+  return nullptr;
+}
+}  // namespace channel::cpu
 
 #endif  // CHANNEL_SIMD_VNNI

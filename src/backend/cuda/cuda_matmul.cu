@@ -7,6 +7,8 @@
 // inputs, f32 accumulation), weights dequantized into shared memory.
 #include <mma.h>
 
+#include <type_traits>
+
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -86,26 +88,24 @@ __device__ __forceinline__ int dot16_i8(int4 a, int4 b, int acc) {
   return __dp4a(a.w, b.w, acc);
 }
 
-__device__ __forceinline__ float dot8_h(int4 a, int4 b) {
-  const __half2* ha = reinterpret_cast<const __half2*>(&a);
-  const __half2* hb = reinterpret_cast<const __half2*>(&b);
-  float s = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 fa = __half22float2(ha[i]), fb = __half22float2(hb[i]);
-    s = fmaf(fa.x, fb.x, s);
-    s = fmaf(fa.y, fb.y, s);
-  }
-  return s;
+__device__ __forceinline__ float2 widen2(__half2 h) {
+  return __half22float2(h);
+}
+__device__ __forceinline__ float2 widen2(__nv_bfloat162 h) {
+  return __bfloat1622float2(h);
 }
 
-__device__ __forceinline__ float dot8_bf(int4 a, int4 b) {
-  const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
-  const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
+// The 8 products of two int4s of packed 16-bit floats summed in f32, in a fixed order: f16
+// pairs for K == kF16, bf16 pairs otherwise.
+template <int K>
+__device__ __forceinline__ float dot8_16(int4 a, int4 b) {
+  using Pair = std::conditional_t<K == kF16, __half2, __nv_bfloat162>;
+  const Pair* ha = reinterpret_cast<const Pair*>(&a);
+  const Pair* hb = reinterpret_cast<const Pair*>(&b);
   float s = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 fa = __bfloat1622float2(ha[i]), fb = __bfloat1622float2(hb[i]);
+    const float2 fa = widen2(ha[i]), fb = widen2(hb[i]);
     s = fmaf(fa.x, fb.x, s);
     s = fmaf(fa.y, fb.y, s);
   }
@@ -199,12 +199,12 @@ __device__ __forceinline__ float row_dot(const DevMatrix& w, const void* act, in
         b[u] = *reinterpret_cast<const int4*>(xr + e + u * step);
       }
 #pragma unroll
-      for (int u = 0; u < 4; ++u) sum += K == kF16 ? dot8_h(a[u], b[u]) : dot8_bf(a[u], b[u]);
+      for (int u = 0; u < 4; ++u) sum += dot8_16<K>(a[u], b[u]);
     }
     for (; e < cols; e += step) {
       const int4 a = __ldg(reinterpret_cast<const int4*>(wr + e));
       const int4 b = *reinterpret_cast<const int4*>(xr + e);
-      sum += K == kF16 ? dot8_h(a, b) : dot8_bf(a, b);
+      sum += dot8_16<K>(a, b);
     }
   } else if constexpr (K == kF32) {
     const float* wr = static_cast<const float*>(w.q) + r * cols;
@@ -294,7 +294,7 @@ __device__ __forceinline__ float unit_dot(int4 a, __half ws, const void* act, in
     return static_cast<float>(isum - 8 * xs) * (__half2float(ws) * xd[u]);
   } else {
     const int4 b = *reinterpret_cast<const int4*>(static_cast<const uint16_t*>(act) + t * cols + u * 8);
-    return K == kF16 ? dot8_h(a, b) : dot8_bf(a, b);
+    return dot8_16<K>(a, b);
   }
 }
 
