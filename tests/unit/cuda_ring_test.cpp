@@ -79,8 +79,19 @@ std::vector<float> vec(std::span<const float> s) {
 }
 
 // Quantized products see f16 activations in batched chunks where the CPU uses Q8_0 blocks,
-// and the device keeps K/V in f16: the bound of cuda_model_test.
+// and the device keeps K/V in f16: the bound of cuda_model_test for one prompt and a few steps.
 constexpr double kBound = 2e-3;
+// Over thousands of steps, the worst of every logits row and the K/V rows. Measured on the
+// H200 (2026-12-02): float models (f32, f16) agree to 1e-6 in logits, quantized ones (q8_0,
+// q4_0) to 2.1e-3, their K/V rows to 6e-4 (the K/V of tokens prefilled in batches, whose
+// activations the device rounds to f16).
+struct Bounds {
+  double logits, rows;
+};
+Bounds bounds_for(GgmlType type) {
+  const bool quantized = type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16;
+  return quantized ? Bounds{5e-3, 2e-3} : Bounds{1e-5, 1e-5};
+}
 
 struct RingCase {
   Arch arch;
@@ -428,8 +439,9 @@ TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
   RingSession cpu(model, config);
   RingSession gpu(model, on_gpu);
   ASSERT_TRUE(gpu.on_device());
-  const DriveResult r = drive(cpu, gpu, 3000, 1e-4);
-  EXPECT_LE(r.worst, kBound) << "worst at " << r.worst_at;
+  const Bounds b = bounds_for(GetParam().type);
+  const DriveResult r = drive(cpu, gpu, 3000, b.rows);
+  EXPECT_LE(r.worst, b.logits) << "worst at " << r.worst_at;
   EXPECT_GE(r.evictions, 300u);
   std::printf("[ cuda ring ] %d steps, clock %llu, %llu evictions, worst NMSE %.3g (%s)\n", r.steps,
               static_cast<unsigned long long>(gpu.ring().clock()),
@@ -546,7 +558,7 @@ void recall_and_tap(std::shared_ptr<const Model> model, RingComputeFactory devic
 // into a store, and an episode recalled from the store goes into the device's recall tier as
 // stored, its keys turned there. Against the same on the CPU ring, each with its own store.
 void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory device,
-                       double bound) {
+                       double bound, double row_bound) {
   RingSessionConfig config = small_ring();
   config.ring.n_recall = 16;
   RingSessionConfig on_device = config;
@@ -594,7 +606,7 @@ void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory de
   for (int g : cpu.global_layers()) {
     cpu.kv_row(g, slot, 0, kc.data(), nullptr);
     dev.kv_row(g, slot, 0, kd.data(), nullptr);
-    EXPECT_LE(nmse(kd, kc), 1e-5) << "recalled key, layer " << g;
+    EXPECT_LE(nmse(kd, kc), row_bound) << "recalled key, layer " << g;
   }
   const std::vector<int32_t> y = {7, 8, 9, 10};
   EXPECT_LE(nmse(vec(dev.append(SpanType::user, y)), vec(cpu.append(SpanType::user, y))), bound);
@@ -602,12 +614,14 @@ void memory_round_trip(std::shared_ptr<const Model> model, RingComputeFactory de
 
 TEST(CudaRingRecall, EpisodicMemoryRoundTrip) {
   CHANNEL_REQUIRE_CUDA();
-  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), cuda::ring_compute(0), kBound);
+  // The episodes' K/V come from each session's own forward: quantized bounds.
+  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), cuda::ring_compute(0), kBound,
+                    bounds_for(GgmlType::Q8_0).rows);
 }
 
 // No device needed: the memory's device path (rows through kv_row, keys turned by the device).
 TEST(CudaRingHost, EpisodicMemoryRoundTrip) {
-  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(), 1e-9);
+  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(), 1e-9, 1e-9);
 }
 
 TEST(CudaRingRecall, InjectedEpisodesTapAndGraphsMatch) {
