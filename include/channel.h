@@ -132,6 +132,10 @@ typedef struct channel_session_params {
   uint32_t probe_reserve; /* window slots kept free for probes (default 0) */
   int32_t n_threads;      /* 0: one per hardware thread */
   int32_t n_batch;        /* most tokens per forward chunk (default 64) */
+  const char* device;     /* where the forward and the K/V live: NULL or "cpu" (default),
+                             "cuda" or "cuda:N" (CHANNEL_ERR_ARGUMENT where this build has no
+                             CUDA backend, CHANNEL_ERR_UNAVAILABLE when there is no usable
+                             device or the model does not run or fit there) */
 } channel_session_params;
 
 typedef struct channel_sampler_params {

@@ -52,6 +52,41 @@ if out=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 64 -p "hello there" -n 12 --temp 
 else
   echo "test-cuda: run --ctx 64 --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
+# run and stream on the slot ring on the device (RingSessionConfig::compute): 600 streamed
+# tokens through 256 slots evict spans on the GPU; the sessions' K/V stay in device memory.
+if out=$("$ch" run -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 -p "hello there" -n 40 \
+    --temp 0 --no-echo --device cuda 2>"$tmp/err"); then
+  echo "run (ring) --device cuda: $(printf '%s' "$out" | head -c 120 | tr '\n' ' ')"
+  grep -E "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: run (ring) did not say its device"; rc=1; }
+  echo "run (ring) --device cpu:  $("$ch" run -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 \
+    -p "hello there" -n 40 --temp 0 --no-echo 2>/dev/null | head -c 120 | tr '\n' ' ')"
+else
+  echo "test-cuda: run (ring) --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
+if "$ch" stream -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 --tokens 600 --stats-every 300 \
+    --temp 0 --device cuda >"$tmp/stream" 2>"$tmp/err"; then
+  echo "stream --device cuda: $(tail -1 "$tmp/stream")"
+  grep -E "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: stream did not say its device"; rc=1; }
+else
+  echo "test-cuda: stream --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
+# The bounded architecture (swa_sink_v1) on the device ring: a random one, and the trained
+# models/channel-bounded.gguf where BOUNDED_MODEL names it (greedy text on both devices).
+"$ch" mkmodel --arch bounded --type q8_0 --hidden 256 --layers 6 --heads 4 --kv-heads 2 \
+  --head-dim 64 --ffn 512 --vocab 2000 --window 64 --rope-dims 32 -o "$tmp/bounded.gguf" 2>/dev/null
+for m in "$tmp/bounded.gguf" ${BOUNDED_MODEL:+"$BOUNDED_MODEL"}; do
+  if gpu=$("$ch" run -m "$m" --slots 256 --recall-slots 8 -p "Once upon a time" -n 48 --temp 0 \
+      --no-echo --device cuda 2>"$tmp/err"); then
+    cpu=$("$ch" run -m "$m" --slots 256 --recall-slots 8 -p "Once upon a time" -n 48 --temp 0 \
+      --no-echo 2>/dev/null)
+    echo "bounded $(basename "$m") cuda: $(printf '%s' "$gpu" | head -c 160 | tr '\n' ' ')"
+    echo "bounded $(basename "$m") cpu:  $(printf '%s' "$cpu" | head -c 160 | tr '\n' ' ')"
+    echo "bounded $(basename "$m"): greedy text $([[ "$gpu" == "$cpu" ]] && echo same || echo differs)"
+    grep -qE "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: bounded run did not say its device"; rc=1; }
+  else
+    echo "test-cuda: bounded run --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+  fi
+done
 # A device that does not exist: one line, exit 1.
 if "$ch" logits -m "$tmp/llama.gguf" --ids 1,2 --device cuda:99 2>"$tmp/err"; then
   echo "test-cuda: --device cuda:99 did not fail"; rc=1

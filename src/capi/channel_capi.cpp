@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
+#include "backend/device.h"
 #include "capi/capi_error.h"
 #include "gguf/gguf_writer.h"
 #include "memory/auto_recall.h"
@@ -24,6 +25,7 @@
 #include "model/random_model.h"
 #include "model/token_check.h"
 #include "runtime/generate_stream.h"
+#include "runtime/ring_device.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
 #include "tokenizer/tokenizer.h"
@@ -145,6 +147,23 @@ RingSessionConfig session_config(const channel_session_params* p) {
   c.ring.probe_reserve = p->probe_reserve;
   c.n_threads = p->n_threads;
   c.n_batch = p->n_batch;
+  if (p->device != nullptr && p->device[0] != '\0') {
+    RingComputeFactory device;
+    try {
+      device = ring_compute_for(parse_device(p->device));
+    } catch (const Error& e) {
+      fail(CHANNEL_ERR_ARGUMENT, "{}", e.what());
+    }
+    if (device) {  // no driver or device, a model the device cannot run: unavailable
+      c.compute = [device](std::shared_ptr<const Model> model, const RingComputeShape& shape) {
+        try {
+          return device(std::move(model), shape);
+        } catch (const Error& e) {
+          fail(CHANNEL_ERR_UNAVAILABLE, "{}", e.what());
+        }
+      };
+    }
+  }
   return c;
 }
 
@@ -368,6 +387,7 @@ channel_session_params channel_session_default_params(void) {
   p.probe_reserve = 0;
   p.n_threads = 0;
   p.n_batch = 64;
+  p.device = nullptr;
   return p;
 }
 

@@ -200,6 +200,11 @@ void MemoryAttachment::on_evict(const EvictionEvent& ev) {
   for (size_t i = 0; i < ev.slots.size(); ++i) {
     const uint32_t slot = ev.slots[i];
     for (size_t g = 0; g < globals.size(); ++g) {
+      if (session_.on_device()) {  // the K/V lives on the device: one copy each
+        session_.kv_slot(globals[g], slot, kv_rows_.data() + (2 * g) * kv_dim_,
+                         kv_rows_.data() + (2 * g + 1) * kv_dim_);
+        continue;
+      }
       const auto k = session_.layer_k(globals[g]);
       const auto v = session_.layer_v(globals[g]);
       const size_t n_slots = session_.layer_slots(globals[g]);
@@ -398,9 +403,12 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
   RehydrateOptions ro;
   ro.tables = rope_table_;
   ro.pool = pool_.get();
-  r.slot_begin = session_.inject_recall(id, n, r.stored_pos, [&](const KvRowsF16& out) {
-    store_.rehydrate(id, rope_, delta, out, ro);
-  });
+  // On a device the rows go there as stored and the device turns the keys by delta.
+  const bool device = session_.on_device();
+  r.slot_begin = session_.inject_recall(
+      id, n, r.stored_pos,
+      [&](const KvRowsF16& out) { store_.rehydrate(id, rope_, device ? 0.0 : delta, out, ro); },
+      device ? delta : 0.0);
   recalled_at_[id] = ++tick_;
   ++recalls_;
   store_.record_access(id, now_ms());

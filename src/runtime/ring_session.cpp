@@ -102,12 +102,13 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
     L.n_slots = hp.is_bounded(il) ? 0
                 : L.sliding       ? local_->n_slots()
                                   : config.ring.n_slots - config.ring.n_recall;
+    if (global) global_layers_.push_back(il);
+    if (config.compute) continue;  // the device holds the K/V
     L.k.assign(size_t(hp.n_head_kv) * L.n_slots * hp.head_dim, 0.0f);
     L.v.assign(L.k.size(), 0.0f);
     if (global) {
       L.rk.assign(size_t(config.ring.n_recall) * hp.n_head_kv * hp.head_dim, 0);
       L.rv.assign(L.rk.size(), 0);
-      global_layers_.push_back(il);
     }
   }
   global_index_.assign(hp.n_layer, -1);
@@ -132,6 +133,25 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   tentative_slots_.resize(config.ring.probe_reserve);
   saved_ring_ = SlotRing(config.ring);
   backend_ = std::make_unique<Backend>(*this);
+  if (config.compute) {
+    RingComputeShape shape;
+    for (int il = 0; il < hp.n_layer; ++il)
+      shape.layer_slots.push_back(hp.is_bounded(il)     ? 0
+                                  : layers_[il].sliding ? layers_[il].n_slots
+                                                        : config.ring.n_slots);
+    shape.recall_begin = recall_begin();
+    shape.n_batch = config.n_batch;
+    shape.max_runs = config.ring.n_recall + 2;
+    // The runs point into the ring's slot lists (identity, window ring) and the LocalRing's.
+    shape.table_slots = 3 * config.ring.n_slots + (local_ ? 2 * local_->n_slots() : 0);
+    shape.rope_global = rope_global_;
+    shape.rope_sliding = rope_sliding_;
+    compute_ = config.compute(model_, shape);
+    residual_.resize(nb * hp.n_embd);
+    for (int il = 0; il < hp.n_layer; ++il)
+      if (hp.is_bounded(il)) bounded_layers_.push_back(il);
+    bounded_kv_.resize(bounded_layers_.size() * nb * 2 * hp.n_head_kv * hp.head_dim);
+  }
   layer_attention_ = layer_attention(hp, bounded_, *backend_);
   // The ring calls the session's hook, which a tentative decode_all holds back.
   ring_.set_eviction_hook([this](const EvictionEvent& e) {
@@ -147,7 +167,7 @@ void RingSession::set_eviction_hook(EvictionHook hook) {
 RingSession::~RingSession() = default;
 
 size_t RingSession::kv_bytes() const {
-  size_t n = 0;
+  size_t n = compute_ ? compute_->kv_bytes() : 0;
   for (const Layer& L : layers_)
     n += (L.k.size() + L.v.size()) * sizeof(float) + (L.rk.size() + L.rv.size()) * sizeof(uint16_t);
   return n + bounded_.bytes();
@@ -162,7 +182,19 @@ size_t RingSession::recall_row_at(int il, uint32_t slot, int h) const {
   return (size_t{slot - L.n_slots} * hp.n_head_kv + size_t(h)) * hp.head_dim;
 }
 
+void RingSession::check_device_row(int il, uint32_t slot, int h) const {
+  const ModelHparams& hp = model_->hparams();
+  if (il < 0 || il >= hp.n_layer || hp.is_bounded(il) || h < 0 || h >= hp.n_head_kv ||
+      slot >= (layers_[il].sliding ? layers_[il].n_slots : config_.ring.n_slots))
+    throw_error("session: layer {} has no K/V row for slot {}, head {}", il, slot, h);
+}
+
 void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
+  if (compute_) {
+    check_device_row(il, slot, h);
+    compute_->kv_row(il, slot, h, k, v);
+    return;
+  }
   const Layer& L = layers_[il];
   const auto hd = static_cast<size_t>(model_->hparams().head_dim);
   if (slot < L.n_slots) {
@@ -176,7 +208,22 @@ void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const
   for (size_t i = 0; v && i < hd; ++i) v[i] = fp16_to_fp32(L.rv[at + i]);
 }
 
+void RingSession::kv_slot(int il, uint32_t slot, float* k, float* v) const {
+  if (compute_) {
+    check_device_row(il, slot, 0);
+    compute_->kv_slot(il, slot, k, v);
+    return;
+  }
+  const size_t hd = static_cast<size_t>(model_->hparams().head_dim);
+  for (int h = 0; h < model_->hparams().n_head_kv; ++h) kv_row(il, slot, h, k + h * hd, v + h * hd);
+}
+
 void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {
+  if (compute_) {
+    check_device_row(il, slot, h);
+    compute_->set_kv_row(il, slot, h, k, v);
+    return;
+  }
   Layer& L = layers_[il];
   const auto hd = static_cast<size_t>(model_->hparams().head_dim);
   if (slot < L.n_slots) {
@@ -265,8 +312,45 @@ size_t RingSession::run_chunk(std::span<const int32_t> chunk, float* all, size_t
   const LogitsFor which = all                           ? LogitsFor::all
                           : last && count == chunk.size() ? LogitsFor::last
                                                           : LogitsFor::none;
-  forward(*model_, ForwardBatch{tokens, layer_attention_}, which, scratch_, pool_,
-          all ? all : logits_.data());
+  if (compute_) {
+    RingChunk c;
+    c.tokens = tokens;
+    c.clocks = std::span<const uint64_t>(clocks_.data(), count);
+    c.global_slots = std::span<const uint32_t>(global_slots_.data(), count);
+    if (local_) {
+      c.local_slots = std::span<const uint32_t>(local_slots_.data(), count);
+      c.local_runs = std::span<const SlotRun>(local_runs_.data(), count);
+    }
+    c.runs = std::span<const std::vector<SlotRun>>(runs_.data(), count);
+    c.segment_end = std::span<const int>(segment_end_.data(), count);
+    c.which = which;
+    c.logits = all ? all : logits_.data();
+    c.residual = tap_ ? residual_.data() : nullptr;
+    c.queries = capture_q_ ? queries_.data() : nullptr;
+    if (!bounded_layers_.empty()) {
+      if (bounded_dirty_)  // the host rings changed (truncate, probe rollback, a file)
+        for (int il : bounded_layers_) compute_->load_bounded(il, bounded_.state(il));
+      bounded_dirty_ = false;
+      c.bounded_seen = bounded_.state(bounded_layers_.front()).seen();
+      c.bounded_kv = bounded_kv_.data();
+    }
+    try {
+      compute_->forward(c);
+    } catch (...) {
+      bounded_dirty_ = true;  // the device may hold part of the chunk
+      throw;
+    }
+    // The host's bounded rings follow: the device returned each layer's keys and values.
+    const size_t kvd = size_t(model_->hparams().n_head_kv) * model_->hparams().head_dim;
+    for (size_t b = 0; b < bounded_layers_.size(); ++b)
+      for (size_t t = 0; t < count; ++t) {
+        const float* kv = bounded_kv_.data() + (b * count + t) * 2 * kvd;
+        bounded_.state(bounded_layers_[b]).insert(kv, kv + kvd);
+      }
+  } else {
+    forward(*model_, ForwardBatch{tokens, layer_attention_}, which, scratch_, pool_,
+            all ? all : logits_.data());
+  }
   if (tap_) {
     const size_t QD = capture_q_ ? global_layers_.size() * query_dim() : 0;
     // forward() leaves every token's last residual in scratch.x; the final norm of each
@@ -274,7 +358,8 @@ size_t RingSession::run_chunk(std::span<const int32_t> chunk, float* all, size_t
     const size_t E = static_cast<size_t>(model_->hparams().n_embd);
     hidden_.resize(static_cast<size_t>(config_.n_batch) * E);
     for (int t = 0; t < n; ++t)
-      rms_norm(scratch_.x.data() + t * E, model_->weights().output_norm.data(),
+      rms_norm((compute_ ? residual_.data() : scratch_.x.data()) + t * E,
+               model_->weights().output_norm.data(),
                static_cast<int64_t>(E), model_->hparams().rms_eps, hidden_.data() + t * E);
     if (!hook_live_) {  // a tentative decode_all: the kept tokens reach the tap when settled
       std::copy(tokens.begin(), tokens.end(), tentative_tokens_.begin() + offset);
@@ -318,7 +403,8 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
 }
 
 uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
-                                    const std::function<void(const KvRowsF16&)>& fill) {
+                                    const std::function<void(const KvRowsF16&)>& fill,
+                                    double rotate_keys_by) {
   settle(0);
   const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
   // The episode's rows are consecutive in every global layer's recall tier.
@@ -327,12 +413,41 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
   const size_t at = size_t{first - recall_begin()} * row;
   recall_k_.resize(global_layers_.size());
   recall_v_.resize(global_layers_.size());
+  const size_t rows = size_t{n_tokens} * row;  // one layer's rows of the episode
+  uint16_t* staging = nullptr;  // on a device: the episode's rows on their way there
+  if (compute_) {
+    staging = compute_->recall_staging(2 * global_layers_.size() * rows);
+    if (!staging) {
+      recall_staging_.resize(2 * global_layers_.size() * rows);
+      staging = recall_staging_.data();
+    }
+  }
   for (size_t g = 0; g < global_layers_.size(); ++g) {
-    recall_k_[g] = layers_[global_layers_[g]].rk.data() + at;
-    recall_v_[g] = layers_[global_layers_[g]].rv.data() + at;
+    if (compute_) {  // staged on the host, then copied into the device's recall tier
+      recall_k_[g] = staging + 2 * g * rows;
+      recall_v_[g] = recall_k_[g] + rows;
+    } else {
+      recall_k_[g] = layers_[global_layers_[g]].rk.data() + at;
+      recall_v_[g] = layers_[global_layers_[g]].rv.data() + at;
+    }
   }
   try {
     fill(KvRowsF16{recall_k_, recall_v_, row, n_tokens});
+    for (size_t g = 0; compute_ && g < global_layers_.size(); ++g)
+      compute_->write_rows_f16(global_layers_[g], first, n_tokens, recall_k_[g], recall_v_[g],
+                               rotate_keys_by);
+    if (!compute_ && rotate_keys_by != 0.0) {  // the keys turned here, row by row
+      const size_t hd = static_cast<size_t>(hp.head_dim);
+      std::vector<float> cs(rope_global_.n_rot), head(hd);
+      rope_cos_sin(rope_global_, rotate_keys_by, cs.data());
+      for (size_t g = 0; g < global_layers_.size(); ++g)
+        for (size_t h = 0; h < size_t{n_tokens} * hp.n_head_kv; ++h) {
+          uint16_t* r = recall_k_[g] + h * hd;
+          for (size_t i = 0; i < hd; ++i) head[i] = fp16_to_fp32(r[i]);
+          rope_rotate(rope_global_, cs.data(), head.data(), head.data(), 1, static_cast<uint32_t>(hd));
+          for (size_t i = 0; i < hd; ++i) r[i] = fp32_to_fp16(head[i]);
+        }
+    }
   } catch (...) {
     ring_.deactivate_recall(id);
     throw;
@@ -414,6 +529,7 @@ void RingSession::settle(int k) {
   }
   for (int il = 0; il < hp.n_layer; ++il)
     if (hp.is_bounded(il)) bounded_.state(il).truncate_last(k);
+  if (k > 0) bounded_dirty_ = true;
   if (tap_ && keep > 0) {
     const size_t E = static_cast<size_t>(hp.n_embd);
     tap_(TokenBatch{std::span<const int32_t>(tentative_tokens_.data(), keep),
@@ -451,6 +567,7 @@ void RingSession::restore_bounded() {
   const ModelHparams& hp = model_->hparams();
   for (int il = 0; il < hp.n_layer; ++il)
     if (hp.is_bounded(il)) bounded_.state(il).restore(probe_saved_[il]);
+  bounded_dirty_ = true;
 }
 
 uint32_t RingSession::max_probe() const {

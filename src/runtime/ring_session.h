@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kv/kv_rows.h"
@@ -21,6 +22,7 @@
 #include "model/forward.h"
 #include "model/layer_attention.h"
 #include "model/model.h"
+#include "model/ring_compute.h"
 #include "runtime/session_base.h"
 #include "util/aligned_vector.h"
 
@@ -46,6 +48,10 @@ struct RingSessionConfig {
   RingConfig ring;    // n_slots (--slots), n_recall (--recall-slots), probe reserve, cut chunk
   int n_threads = 0;  // 0: one per hardware thread
   int n_batch = 64;   // most tokens per forward() chunk
+  // Empty: the forward runs on the CPU. Else it makes the RingCompute that runs it on a
+  // device (backend/cuda/cuda_ring.h), which then holds every layer's K/V; the ring, spans,
+  // recall episodes and probes stay on the host as integers.
+  RingComputeFactory compute;
 };
 
 class RingSession final : public SessionBase {
@@ -118,15 +124,19 @@ class RingSession final : public SessionBase {
   size_t query_dim() const;  // n_head * head_dim: one token's queries of one global layer
   uint64_t max_distance() const { return max_distance_; }  // largest one seen so far
   size_t kv_bytes() const;
+  // The device that runs the forward and holds the K/V ("" on the CPU).
+  bool on_device() const { return compute_ != nullptr; }
+  std::string device_name() const { return compute_ ? compute_->device_name() : std::string(); }
 
   // The f32 K/V arenas of layer il, [n_head_kv][layer_slots(il)][head_dim], keys stored
-  // rotated; empty on a bounded layer, whose state is bounded_state(il). A global layer's
+  // rotated; empty on a bounded layer, whose state is bounded_state(il), and when a device
+  // holds the K/V (on_device(): read rows through kv_row). A global layer's
   // arena holds anchors and window (slots below recall_begin()); its recall slots are f16.
   std::span<const float> layer_k(int il) const { return layers_[il].k; }
   std::span<const float> layer_v(int il) const { return layers_[il].v; }
   const BoundedState& bounded_state(int il) const { return bounded_.state(il); }
   uint32_t layer_slots(int il) const { return layers_[il].n_slots; }
-  // The recall tier of global layer il as f16 bits, token-major: [n_recall][n_head_kv *
+  // The recall tier of global layer il (empty when on_device()) as f16 bits, token-major: [n_recall][n_head_kv *
   // head_dim], row r holding slot recall_begin() + r. Half the bytes of f32, and the layout
   // of an episode's planes in its .episodic.mem slab, so recall reads land there directly.
   std::span<const uint16_t> recall_k(int il) const { return layers_[il].rk; }
@@ -134,10 +144,13 @@ class RingSession final : public SessionBase {
   uint32_t recall_begin() const { return config_.ring.n_slots - config_.ring.n_recall; }
   // Head h's K and V rows (head_dim floats each) of `slot` in non-bounded layer il, wherever
   // the slot lives (a recall slot's f16 widened exactly), and the converse (a recall slot's
-  // rows rounded to f16). For session files and tests; throws for a slot the layer lacks.
+  // rows rounded to f16; on a device, rows as the device stores them). For session files,
+  // memory staging and tests; throws for a slot the layer lacks.
   // kv_row skips a null k or v.
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v);
+  // kv_row of every KV head: k, v [n_head_kv][head_dim] (on a device: one copy each).
+  void kv_slot(int il, uint32_t slot, float* k, float* v) const;
 
   // --- recall (episodic memory) -------------------------------------------------------
   // The layers that go through the slot geometry (neither sliding nor bounded): the only
@@ -156,8 +169,13 @@ class RingSession final : public SessionBase {
   // consecutive f16 rows of n_head_kv * head_dim) to write keys rotated at stored_pos + i and
   // values into. If fill throws, the episode is deactivated again (its slots were free: what
   // fill wrote there is never attended) and the exception propagates.
+  // rotate_keys_by != 0: fill writes the keys as stored (rotated at stored_pos + i -
+  // rotate_keys_by) and the session turns them by rotate_keys_by positions (rope_global(),
+  // in f32, rounded back to f16): on a device (on_device()) the device does, after copying the
+  // rows into its recall tier; on the CPU here.
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
-                         const std::function<void(const KvRowsF16&)>& fill);
+                         const std::function<void(const KvRowsF16&)>& fill,
+                         double rotate_keys_by = 0.0);
   void release_recall(uint64_t id) {
     settle(0);
     ring_.deactivate_recall(id);
@@ -179,6 +197,8 @@ class RingSession final : public SessionBase {
   void before_decode() override { settle(0); }
   // Offset of head h of recall `slot` in layer il's rk/rv; throws for any other slot.
   size_t recall_row_at(int il, uint32_t slot, int h) const;
+  // Throws unless layer il keeps slot's row of head h on the device.
+  void check_device_row(int il, uint32_t slot, int h) const;
   // all == nullptr: last logits into logits_; else every token's into all [n][n_vocab].
   // starts: null, or [n] where a span of `type` begins (feed()).
   void run_chunks(std::span<const int32_t> tokens, float* all = nullptr,
@@ -202,6 +222,12 @@ class RingSession final : public SessionBase {
   std::vector<BoundedSnapshot> probe_saved_;  // [n_layer] bounded states before a probe
   ForwardScratch scratch_;
   std::unique_ptr<Backend> backend_;  // the slot geometry's attention: global, sliding layers
+  std::unique_ptr<RingCompute> compute_;  // set: the forward and the K/V are on a device
+  std::vector<float> residual_;           // [n_batch][n_embd] a device chunk's residuals
+  std::vector<uint16_t> recall_staging_;  // an episode's rows for a device, [n_global][rows]
+  std::vector<int> bounded_layers_;       // layer indices
+  std::vector<float> bounded_kv_;         // [n_bounded][n_batch][2][kv_dim] from a device
+  bool bounded_dirty_ = true;  // the device's bounded rings must be loaded from bounded_
   std::vector<LayerAttention*> layer_attention_;  // [n_layer] backend_ or bounded_
   // Per chunk token, allocated for n_batch tokens once:
   std::vector<uint64_t> clocks_;                // [n_batch]

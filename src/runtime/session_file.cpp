@@ -123,6 +123,7 @@ struct RingSessionFile {
             std::memcpy(kf.data(), k.data(), k.size());
             std::memcpy(vf.data(), v.data(), v.size());
             b.load_ring(seen, kf, vf);
+            s.bounded_dirty_ = true;  // a device reloads its rings before the next forward
           }
           continue;
         }

@@ -305,6 +305,26 @@ int main(int argc, char** argv) {
   CHECK_ERR(CHANNEL_ERR_ARGUMENT, "sliding window",
             channel_session_create(model, &params, NULL, &s));
   params = small_params();
+  /* Devices: a bad name; the CPU by name; CUDA runs, or says in one line why it cannot (a
+   * build without the backend: ARGUMENT; no driver or device, or a model it cannot run:
+   * UNAVAILABLE). */
+  params.device = "gpu";
+  CHECK_ERR(CHANNEL_ERR_ARGUMENT, "not a device", channel_session_create(model, &params, NULL, &s));
+  params.device = "cpu";
+  CHECK_OK(channel_session_create(model, &params, NULL, &s));
+  channel_session_free(s);
+  params.device = "cuda";
+  {
+    const channel_status st = channel_session_create(model, &params, NULL, &s);
+    if (st == CHANNEL_OK) {
+      channel_session_free(s);
+    } else {
+      CHECK(st == CHANNEL_ERR_ARGUMENT || st == CHANNEL_ERR_UNAVAILABLE);
+      CHECK(channel_last_error()[0] != '\0' && strchr(channel_last_error(), '\n') == NULL);
+      printf("ok: device cuda -> %s: %s\n", channel_status_name(st), channel_last_error());
+    }
+  }
+  params = small_params();
   {
     const char* msg = "one two. three four! five six? seven";
     CHECK_OK(channel_tokenize(model, msg, strlen(msg), 0, 0, msg_tokens, 64, &n_msg));

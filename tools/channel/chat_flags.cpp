@@ -1,9 +1,11 @@
 // Shared flags of `chat` and `serve` (chat_flags.h).
 #include "chat_flags.h"
 
+#include "backend/device.h"
 #include "cli_common.h"
 #include "memory/recall_method.h"
 #include "model/model.h"
+#include "runtime/ring_device.h"
 #include "util/error.h"
 
 namespace channel::cli {
@@ -17,6 +19,7 @@ void add_chat_options(CLI::App& sub, ChatFlags& f) {
                  "Chat template: " + chat_template_names() +
                      " (default: recognised from the GGUF's tokenizer.chat_template, else channel)");
   add_threads_option(sub, f.threads);
+  add_device_option(sub, f.device);
   sub.add_option("--slots", f.slots, "KV slots per global layer (the ring)")
       ->check(integer_in(1, 1 << 30))
       ->capture_default_str();
@@ -67,6 +70,7 @@ ChatConfig make_chat_config(const ChatFlags& f, const Model& model) {
   c.ring.ring.n_slots = static_cast<uint32_t>(f.slots);
   c.ring.ring.n_recall = static_cast<uint32_t>(f.recall);
   c.ring.n_threads = f.threads;
+  c.ring.compute = ring_compute_for(parse_device(f.device));
   c.sampling = f.sampling.config;
   c.chat_template = chat_template_for(f, model);
   if (!f.system_file.empty()) c.system = read_system_prompt_file(f.system_file);

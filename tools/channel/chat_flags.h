@@ -22,6 +22,7 @@ struct ChatFlags {
   std::string system_file;    // --system FILE
   std::string chat_template;  // --chat-template NAME ("" = from the GGUF)
   int threads = 1;
+  std::string device = "cpu";  // --device cpu|cuda[:N]: where the ring's forward runs
   int64_t slots = 4096;
   int64_t recall = 128;
   std::string memory;  // --memory FILE

@@ -2,8 +2,8 @@
 // load progress and the prompt / generation speed go to stderr. It runs on the KV slot
 // ring (the 4096-slot geometry) by default, so no prompt or generation hits a context
 // limit; --system FILE is prefilled as the anchors; --ctx N runs on a contiguous context of
-// N tokens instead (as perplexity, logits and bench do), on the CPU or, with --device cuda,
-// on a CUDA device. With --session FILE the
+// N tokens instead (as perplexity, logits and bench do). Either runs on the CPU or, with
+// --device cuda, on a CUDA device. With --session FILE the
 // conversation is resumed from / saved to FILE. With
 // --memory FILE an episodic store is attached: the episodes closest to the prompt are
 // recalled before it is fed, and what leaves the window is consolidated into FILE. A run on
@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "backend/device.h"
+#include "runtime/ring_device.h"
 #include "chat/system_prompt.h"
 #include "cli_common.h"
 #include "cli_errors.h"
@@ -49,7 +50,7 @@ struct RunArgs {
   std::string prompt_file;  // -f FILE, "-" for stdin
   int n_predict = 256;
   int n_ctx = 0;  // 0: the model's training context, at most kDefaultMaxCtx
-  std::string device = "cpu";  // cpu | cuda[:N]: cuda runs the contiguous context (--ctx)
+  std::string device = "cpu";  // cpu | cuda[:N]: where the ring (or the --ctx context) runs
   int threads = 1;
   bool no_echo = false;
   SamplingFlags sampling;
@@ -131,6 +132,7 @@ int run_session(const RunArgs& args) {
   config.ring.n_slots = static_cast<uint32_t>(args.slots);
   config.ring.n_recall = static_cast<uint32_t>(args.recall);
   config.n_threads = args.threads;
+  config.compute = ring_compute_for(parse_device(args.device));
   const bool resume = !args.session.empty() && std::filesystem::exists(args.session);
   // A resumed session keeps the probe reserve it was saved with; a new one with automatic
   // recall keeps a slot free for the prompt's last token to run as a probe.
@@ -185,6 +187,9 @@ int run_session(const RunArgs& args) {
           args.memory);
   }
   print_loaded(loaded);
+  if (s->ring_session().on_device())
+    std::fprintf(stderr, "channel: running on %s (%s)\n", parse_device(args.device).name().c_str(),
+                 s->ring_session().device_name().c_str());
   if (!args.session.empty())
     std::fprintf(stderr, "channel: %s %s at clock %llu\n", resume ? "resumed" : "new session",
                  args.session.c_str(), static_cast<unsigned long long>(s->clock()));
@@ -366,9 +371,8 @@ int run_run(RunArgs args) {
                            args.no_echo});
   }
   const DeviceSpec device = parse_device(args.device);
-  if (device.is_cuda() && (args.n_ctx == 0 || !args.draft.empty()))
-    throw_usage("--device {}: the slot ring and speculative decoding run on the CPU; a CUDA "
-                "device runs a contiguous context (add --ctx N)", args.device);
+  if (device.is_cuda() && !args.draft.empty())
+    throw_usage("--device {}: speculative decoding (--draft) runs on the CPU", args.device);
   // The slot ring is the engine: --ctx N asks for a contiguous context instead.
   if (args.n_ctx == 0) return run_session(args);
   if (!args.session.empty() || !args.memory.empty() || !args.system.empty())

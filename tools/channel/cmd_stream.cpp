@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "channel.h"
+#include "backend/device.h"
 #include "cli_common.h"
 #include "cli_errors.h"
 #include "cli_files.h"
@@ -52,6 +53,7 @@ struct StreamArgs {
   int64_t recall_cooldown = 256;
   bool turns = false;  // -f: blank lines end turns
   int threads = 1;
+  std::string device = "cpu";  // --device: where the session's forward and K/V live
   SamplingFlags sampling;
 };
 
@@ -300,6 +302,7 @@ int run_stream(const StreamArgs& args) {
   params.n_slots = static_cast<uint32_t>(args.slots);
   params.n_recall = static_cast<uint32_t>(args.recall);
   params.n_threads = args.threads;
+  params.device = args.device.c_str();
   // As `channel run`: a resumed session keeps its probe reserve, a new one with automatic
   // recall keeps one slot free, so that a later `run --session` can probe its prompt.
   params.probe_reserve = resume ? saved_probe_reserve(args.session_file)
@@ -347,6 +350,8 @@ int run_stream(const StreamArgs& args) {
                info.n_layer, info.n_vocab,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count(),
                resume ? ("resumed " + args.session_file).c_str() : "new session");
+  if (parse_device(args.device).is_cuda())
+    std::fprintf(stderr, "channel: running on %s\n", parse_device(args.device).name().c_str());
   if (resume && !system.empty())
     std::fprintf(stderr, "channel: --system ignored: the session already has its anchors\n");
 
@@ -506,6 +511,7 @@ const CommandRegistrar registrar{
           ->capture_default_str();
       add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);
+      add_device_option(sub, args->device);
       CLI::App* app = &sub;
       return [args, app] {
         note_given(*app, args->sampling);

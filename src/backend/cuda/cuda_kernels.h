@@ -133,6 +133,96 @@ size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits);
 bool attention_shape_supported(int head_dim, int head_dim_v, int group);
 void attention(const AttnArgs& a, cudaStream_t s);
 
+// Merges the splits' partial results (part, as attention writes it with splits > 1) into out
+// [n][n_head][head_dim_v].
+void attention_merge(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
+                     cudaStream_t s);
+
+// ---- the slot ring (cuda_ring_ops.cu; kv/virtual_positions.h, kv/slot_attention.h) -------
+// A rotation with f64 angles (ops/rope.h RopeFreqs): pair i of the first n_rot dimensions
+// turns by pos * inv_freq[i], computed in double and rounded to f32 as rope_cos_sin does.
+struct RingRope {
+  bool neox = false;
+  int n_rot = 0;
+  const double* inv_freq = nullptr;  // device [n_rot / 2]
+};
+// One run of a query's active-slot table: table[first .. first + count), keys scored with
+// the query rotated at pos (SlotRun). 16 bytes, as the step buffer holds it.
+struct RingRun {
+  int32_t first = 0;
+  int32_t count = 0;
+  double pos = 0;
+};
+// The ring's attention input stage of one layer over qkv [n][l.ld] = q | k | v: the per-head
+// norms of q and k; q stays unrotated in place; k is rotated at key_pos[t] and stored with v
+// at slot slots[t] of the arena (k_cache[(hk * cap + slot) * head_dim], f16 or f32).
+void ring_qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
+                     float eps, const RingRope& rope, const double* key_pos,
+                     const int32_t* slots, void* k_cache, void* v_cache, int64_t cap,
+                     cudaStream_t s);
+// Slot attention through the active-slot table: query t's runs are
+// runs[run_first[t] .. run_first[t] + run_count[t]); for each run the block rotates the query
+// heads at run.pos and scores the run's slots, one online softmax over all of them.
+struct RingAttnArgs {
+  const float* q = nullptr;  // [n][ldq] unrotated, heads of head_dim
+  int64_t ldq = 0;
+  const void* k_cache = nullptr;  // [n_head_kv][cap][head_dim], f16 (f32 with kv_f32)
+  const void* v_cache = nullptr;
+  bool kv_f32 = false;
+  int64_t cap = 0;
+  const int32_t* table = nullptr;  // device slot ids
+  const RingRun* runs = nullptr;   // device
+  const int32_t* run_first = nullptr;  // device [n]
+  const int32_t* run_count = nullptr;  // device [n]
+  RingRope rope;
+  int n = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 1.0f;
+  int splits = 1;
+  float* part = nullptr;  // attention_part_floats(n, n_head, head_dim, splits) when splits > 1
+  float* out = nullptr;   // [n][n_head][head_dim]
+};
+void ring_attention(const RingAttnArgs& a, cudaStream_t s);
+// rows: device f16 [n][n_head_kv * head_dim] (token-major) into slots first .. first + n - 1 of
+// an arena [n_head_kv][cap][head_dim] (f16, or widened to f32 with kv_f32).
+void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, int64_t first,
+                      void* cache, bool kv_f32, int64_t cap, cudaStream_t s);
+// Recall re-rotation in place: each head of n token-major f16 rows [n][n_heads * head_dim]
+// turned by delta positions (widened, rotated in f32 by the f64 angles rounded to f32, rounded
+// back to f16 nearest-even), as the store's rehydration does on the host.
+void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
+                     double delta, cudaStream_t s);
+
+// ---- the bounded swa_sink_v1 layers (cuda_bounded.cu; bounded/bounded_attention_core.h) -----
+// Per-head RMSNorm in place of q (qn) and k (kn) heads of qkv [n][ld] = q | k | v (either may
+// be null: left as they are).
+void qk_head_norm(float* qkv, int64_t ld, int n, int n_head, int n_head_kv, int head_dim,
+                  const float* qn, const float* kn, float eps, cudaStream_t s);
+// Position seen + t of a chunk (t < n) attends its S sinks (NoPE) and the window keys of
+// positions j in (seen + t - W, seen + t]: the chunk's own rows of qkv for j >= seen, else the
+// ring slot j mod W as it was before the chunk; scores (R(seen + t - j) q) . k * scale with the
+// rotation table rows (pairs (i, i + rd/2) of the first rd dims), one softmax over sinks and
+// window. bounded_insert then writes the chunk's keys and values into the ring in order.
+struct BoundedArgs {
+  const float* qkv = nullptr;  // [n][ld]: q heads, k heads (normed), v heads
+  int64_t ld = 0;
+  int n = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  int window = 0, n_sinks = 0, half = 0;  // half = rd / 2
+  float scale = 1.0f;
+  const int64_t* seen = nullptr;  // device: positions inserted before the chunk
+  const float* ring_k = nullptr;  // [n_head_kv][W][head_dim]
+  const float* ring_v = nullptr;
+  const float* sink_k = nullptr;  // [n_head_kv][S][head_dim]
+  const float* sink_v = nullptr;
+  const float* cos = nullptr;  // [W][half], row Δ
+  const float* sin = nullptr;
+  float* out = nullptr;  // [n][n_head][head_dim]
+};
+// Head sizes the kernel takes: at most 256, at most 8 query heads per KV head.
+bool bounded_shape_supported(int head_dim, int group);
+void bounded_attention(const BoundedArgs& a, cudaStream_t s);
+void bounded_insert(const float* qkv, int64_t ld, int n, int n_head, int n_head_kv, int head_dim,
+                    int window, const int64_t* seen, float* ring_k, float* ring_v, cudaStream_t s);
+
 // out[t] = act(gate[t]) * up[t]; gu: [n][ld], gate at 0, up at n_ff. gelu: llama.cpp's
 // f16-rounded GELU-tanh (ops/activation.h); else SiLU.
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out, cudaStream_t s);

@@ -480,6 +480,20 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   }
 }
 
+void attention_merge(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
+                     cudaStream_t s) {
+  AttnArgs a;
+  a.part = const_cast<float*>(part);
+  a.n = n;
+  a.n_head = n_head;
+  a.head_dim_v = head_dim_v;
+  a.splits = splits;
+  a.out = out;
+  launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)), 128,
+           0, s, a);
+  check_launch("attention_merge");
+}
+
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out,
          cudaStream_t s) {
   const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_forward.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_weights_impl.h"
 #include "model/token_check.h"
@@ -14,24 +15,6 @@
 namespace channel::cuda {
 
 namespace {
-
-bool q8_input(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0; }
-
-// Decode can run the fused activation stages (cuda_kernels.h: norm_quant, glu_quant) when
-// every product they feed takes Q8_0 activation blocks and q|k|v and gate|up are stacked.
-bool fusable(const WeightsLayout& W) {
-  for (const DevLayer& L : W.layers)
-    if (!L.qkv.q || !L.gate_up.q || !q8_input(L.qkv.type) || !q8_input(L.gate_up.type) ||
-        !q8_input(L.down.type))
-      return false;
-  return q8_input(W.output.type);
-}
-
-// Attention blocks per query: enough (KV head, split, token) blocks to fill the device twice.
-int splits_for(int n, int n_head_kv, int sm_count) {
-  const int want = (2 * sm_count + n_head_kv * n - 1) / (n_head_kv * n);
-  return std::clamp(want, 1, 64);
-}
 
 // The step's inputs, [6][max_batch] int32: token ids, positions (== slots), then the first
 // slot-table index and slot count of each query on global and on sliding layers.
@@ -75,7 +58,7 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   s.qkv_w = s.q_dim + s.kv_dim + s.v_dim;
   s.attn_w = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
   for (int n = 1; n <= s.max_batch; ++n)
-    s.max_splits = std::max(s.max_splits, n * splits_for(n, hp.n_head_kv, info.sm_count));
+    s.max_splits = std::max(s.max_splits, n * attention_splits(n, hp.n_head_kv, info.sm_count));
 
   const auto B = static_cast<size_t>(s.max_batch);
   const auto cap = static_cast<size_t>(config_.n_ctx);
@@ -138,59 +121,32 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   const WeightsLayout& W = weights_->impl().w;
   State& s = *st_;
   const cudaStream_t cs = s.stream.get();
-  const int64_t E = hp.n_embd, F = hp.n_ff, B = s.max_batch;
+  const int64_t B = s.max_batch;
   const int32_t* step = s.step.as<int32_t>();
-  const int32_t* tokens = step + kTokens * B;
   const int32_t* positions = step + kPositions * B;
-  float* x = s.x.as<float>();
-  float* xn = s.xn.as<float>();
-  float* qkv = s.qkv.as<float>();
-  float* proj = s.proj.as<float>();
-  void* act = s.act.get();
   const size_t cap = static_cast<size_t>(config_.n_ctx);
   const RopeMode mode = hp.rope_style == RopeStyle::neox ? RopeMode::neox : RopeMode::normal;
   const RopeDev rope_global = make_rope(mode, hp.n_rot, hp.rope_base, hp.rope_freq_scale, W.rope_freqs);
   const RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
   const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w, s.kv_f32};
-  const int splits = splits_for(n, hp.n_head_kv, weights_->device().sm_count);
-  const bool fuse = n == 1 && fused_decode() && fusable(W);
+  const int splits = attention_splits(n, hp.n_head_kv, weights_->device().sm_count);
+  ForwardBufs bufs{s.x.as<float>(),    s.xn.as<float>(), s.qkv.as<float>(), s.attn.as<float>(),
+                   s.proj.as<float>(), s.gu.as<float>(), s.ff.as<float>(),  s.act.get(),
+                   s.logits.as<float>(), s.qkv_w,        s.attn_w};
 
-  // y[:, at..] = x . W^T for each matrix of a group (fused when the upload fused it).
-  auto product = [&](const float* in, int64_t cols, std::initializer_list<const DevMatrix*> parts,
-                     const DevMatrix& fused, float* y, int64_t ldy) {
-    if (fused.q) {
-      convert_act(fused.type, in, n, cols, cols, act, cs);
-      matmul(fused, act, n, y, ldy, cs);
-      return;
-    }
-    int64_t at = 0;
-    for (const DevMatrix* m : parts) {
-      convert_act(m->type, in, n, cols, cols, act, cs);
-      matmul(*m, act, n, y + at, ldy, cs);
-      at += m->rows;
-    }
-  };
-
-  embed(W.token_embd, tokens, n, hp.embd_scale, x, cs);
-  if (fuse) norm_quant(nullptr, nullptr, x, W.layers.front().attn_norm, 1, E, hp.rms_eps, act, cs);
-  for (int il = 0; il < hp.n_layer; ++il) {
+  // The contiguous context: slot == position, each query sees the slots its range names.
+  auto attend = [&](int il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     const bool sliding = hp.is_sliding(il);
     const size_t layer_k = static_cast<size_t>(il) * s.kv_dim * cap;
     const size_t layer_v = static_cast<size_t>(il) * s.v_dim * cap;
     void* kc = static_cast<char*>(s.k_cache) + layer_k * s.kv_elem;
     void* vc = static_cast<char*>(s.v_cache) + layer_v * s.kv_elem;
-
-    if (fuse) {
-      matmul(L.qkv, act, 1, qkv, s.qkv_w, cs);
-    } else {
-      rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
-      product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, qkv, s.qkv_w);
-    }
-    qkv_finish(ql, qkv, n, L.q_norm, L.k_norm, hp.rms_eps, sliding ? rope_sliding : rope_global,
-               positions, positions, kc, vc, static_cast<int64_t>(cap), cs);
+    qkv_finish(ql, s.qkv.as<float>(), n, L.q_norm, L.k_norm, hp.rms_eps,
+               sliding ? rope_sliding : rope_global, positions, positions, kc, vc,
+               static_cast<int64_t>(cap), cs);
     AttnArgs a;
-    a.q = qkv;
+    a.q = s.qkv.as<float>();
     a.ldq = s.qkv_w;
     a.k_cache = kc;
     a.v_cache = vc;
@@ -209,36 +165,8 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     a.part = s.part.as<float>();
     a.out = s.attn.as<float>();
     attention(a, cs);
-    product(s.attn.as<float>(), s.attn_w, {&L.wo}, DevMatrix{}, proj, E);
-    if (fuse) {  // the residual add, the FFN norm and the activation blocks in one kernel
-      norm_quant(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, x, L.ffn_norm, 1, E,
-                 hp.rms_eps, act, cs);
-      matmul(L.gate_up, act, 1, s.gu.as<float>(), 2 * F, cs);
-      glu_quant(s.gu.as<float>(), 2 * F, 1, F, hp.gelu_ffn, act, cs);
-      matmul(L.down, act, 1, proj, E, cs);
-      const bool last = il + 1 == hp.n_layer;
-      norm_quant(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, x,
-                 last ? W.output_norm : W.layers[static_cast<size_t>(il) + 1].attn_norm, 1, E,
-                 hp.rms_eps, act, cs);
-      continue;
-    }
-    add_normed(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, n, E, hp.rms_eps, x, cs);
-
-    rms_norm(x, E, L.ffn_norm, n, E, hp.rms_eps, xn, E, cs);
-    product(xn, E, {&L.gate, &L.up}, L.gate_up, s.gu.as<float>(), 2 * F);
-    glu(s.gu.as<float>(), 2 * F, n, F, hp.gelu_ffn, s.ff.as<float>(), cs);
-    product(s.ff.as<float>(), F, {&L.down}, DevMatrix{}, proj, E);
-    add_normed(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, n, E, hp.rms_eps, x, cs);
-  }
-  const int first = all_logits ? 0 : n - 1;
-  const int n_out = n - first;
-  if (!fuse) {  // fused: the last layer's norm_quant left the output norm's blocks in act
-    rms_norm(x + first * E, E, W.output_norm, n_out, E, hp.rms_eps, xn, E, cs);
-    convert_act(W.output.type, xn, n_out, E, E, act, cs);
-  }
-  matmul(W.output, act, n_out, s.logits.as<float>(), hp.n_vocab, cs);
-  if (hp.final_logit_softcap > 0)
-    softcap(s.logits.as<float>(), static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap, cs);
+  };
+  enqueue_model(*weights_, bufs, step + kTokens * B, n, all_logits ? n : 1, cs, attend);
 }
 
 void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out) {

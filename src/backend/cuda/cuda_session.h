@@ -25,8 +25,10 @@ class CudaWeights {
   // Selects the device and uploads. One-line channel::Error, before any upload, when there is
   // no driver or device, the architecture, a weight type or a head size is not supported, or
   // the weights do not fit in free device memory.
+  // bounded_ok: the caller runs the bounded (swa_sink_v1) layers (the slot ring does,
+  // cuda_ring.h; the contiguous CudaSession does not and refuses the architecture).
   static std::shared_ptr<const CudaWeights> upload(std::shared_ptr<const Model> model,
-                                                   int device);
+                                                   int device, bool bounded_ok = false);
   ~CudaWeights();
   CudaWeights(const CudaWeights&) = delete;
   CudaWeights& operator=(const CudaWeights&) = delete;
@@ -40,7 +42,7 @@ class CudaWeights {
   const Impl& impl() const { return *impl_; }
 
  private:
-  CudaWeights(std::shared_ptr<const Model> model, int device);
+  CudaWeights(std::shared_ptr<const Model> model, int device, bool bounded_ok);
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Impl> impl_;
 };

@@ -140,10 +140,10 @@ size_t largest_raw(const Model& model) {
 
 }  // namespace
 
-void check_model_supported(const ModelHparams& hp) {
-  if (hp.arch_id == Arch::bounded)
-    throw_error("cuda: the bounded architecture (swa_sink_v1 layers) does not run on the CUDA "
-                "backend yet; use --device cpu");
+void check_model_supported(const ModelHparams& hp, bool bounded_ok) {
+  if (hp.arch_id == Arch::bounded && !bounded_ok)
+    throw_error("cuda: the bounded architecture (swa_sink_v1 layers) runs on the CUDA backend "
+                "on the slot ring only (no --ctx); use --device cpu");
   const int group = hp.n_head / hp.n_head_kv;
   if (!attention_shape_supported(hp.head_dim, hp.head_dim_v, group))
     throw_error("cuda: head_dim {} / {} with {} query heads per KV head is not supported by the "
@@ -153,9 +153,9 @@ void check_model_supported(const ModelHparams& hp) {
     throw_error("cuda: rope dimension count {} does not fit head_dim {}", hp.n_rot, hp.head_dim);
 }
 
-CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device)
+CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device, bool bounded_ok)
     : model_(std::move(model)), impl_(std::make_unique<Impl>()) {
-  check_model_supported(model_->hparams());
+  check_model_supported(model_->hparams(), bounded_ok);
   impl_->info = select_device(device);
   Carver sizing;
   Uploader dry{sizing, nullptr, nullptr};
@@ -176,8 +176,8 @@ CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device)
 CudaWeights::~CudaWeights() = default;
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::shared_ptr<const Model> model,
-                                                       int device) {
-  return std::shared_ptr<const CudaWeights>(new CudaWeights(std::move(model), device));
+                                                       int device, bool bounded_ok) {
+  return std::shared_ptr<const CudaWeights>(new CudaWeights(std::move(model), device, bounded_ok));
 }
 
 const DeviceInfo& CudaWeights::device() const { return impl_->info; }

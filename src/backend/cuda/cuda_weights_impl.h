@@ -37,6 +37,7 @@ struct CudaWeights::Impl {
 };
 
 // Throws a one-line channel::Error for what the CUDA forward cannot run.
-void check_model_supported(const ModelHparams& hp);
+// bounded_ok: the bounded architecture is run by the caller (the slot ring).
+void check_model_supported(const ModelHparams& hp, bool bounded_ok = false);
 
 }  // namespace channel::cuda

@@ -1,0 +1,563 @@
+// CudaRing: a RingSession's forward and K/V on a CUDA device (see cuda_ring.h).
+#include "backend/cuda/cuda_ring.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_forward.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_ring_step.h"
+#include "backend/cuda/cuda_weights_impl.h"
+#include "ops/fp16.h"
+#include "util/error.h"
+
+namespace channel::cuda {
+
+namespace {
+
+class CudaRing final : public RingCompute {
+ public:
+  CudaRing(std::shared_ptr<const CudaWeights> weights, const RingComputeShape& shape, bool graphs);
+  ~CudaRing() override {
+    if (graph_) cudaGraphExecDestroy(graph_);
+  }
+
+  void forward(const RingChunk& c) override;
+  void kv_row(int il, uint32_t slot, int h, float* k, float* v) const override;
+  void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override;
+  void kv_slot(int il, uint32_t slot, float* k, float* v) const override;
+  void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
+                      const uint16_t* v, double rotate_by) override;
+  void load_bounded(int il, const BoundedState& state) override;
+  uint16_t* recall_staging(size_t n_values) override;
+  size_t kv_bytes() const override { return kv_.bytes() + bounded_.bytes(); }
+  std::string device_name() const override { return w_->device_name(); }
+
+ private:
+  struct LayerKv {
+    char* k = nullptr;
+    char* v = nullptr;
+    int64_t cap = 0;  // slots
+  };
+  const ModelHparams& hp() const { return w_->model().hparams(); }
+  void build_step(const RingChunk& c);
+  void upload_step();
+  void enqueue(const RingChunk& c, int n, int n_out);
+  size_t row_offset(int il, uint32_t slot, int h) const;
+
+  std::shared_ptr<const CudaWeights> w_;
+  RingComputeShape shape_;
+  bool graphs_;
+  Stream stream_;
+  int B_ = 0;
+  int64_t q_dim_ = 0, kv_dim_ = 0, qkv_w_ = 0, attn_w_ = 0;
+  bool kv_f32_ = false;
+  size_t kv_elem_ = 2;
+  size_t runs_cap_ = 0, table_cap_ = 0, pos_offset_ = 0, header_bytes_ = 0;
+  DeviceBuffer kv_;
+  std::vector<LayerKv> layers_;
+  std::vector<int> global_index_;  // [n_layer] position among global layers, -1 for others
+  int n_global_ = 0;
+  // Bounded layers: the rings [n_bounded][2][n_head_kv][W][head_dim] (f32, mirroring the
+  // session's BoundedState), the sinks [n_bounded][2][n_head_kv][S][head_dim], the rotation
+  // table [2][W][rd/2], and the chunk's keys and values coming back [n_bounded][B][2][kv_dim].
+  std::vector<int> bounded_index_;  // [n_layer] position among bounded layers, -1 for others
+  int n_bounded_ = 0;
+  DeviceBuffer bounded_, sinks_, rope_table_;
+  PinnedBuffer bounded_kv_h_;
+  PinnedBuffer recall_pinned_;  // an episode's rows on their way to the recall tier
+  size_t seen_offset_ = 0;
+  DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_, rows_;
+  DeviceBuffer header_, runs_, table_, inv_freq_;
+  PinnedBuffer header_h_, runs_h_, table_h_, logits_h_, resid_h_;
+  RingRope rope_global_, rope_sliding_;
+  size_t n_runs_ = 0, n_table_ = 0;
+  std::vector<int> segment_end_;
+  std::vector<RingStepRef> refs_;
+  cudaGraphExec_t graph_ = nullptr;
+};
+
+CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingComputeShape& shape,
+                   bool graphs)
+    : w_(std::move(weights)), shape_(shape), graphs_(graphs) {
+  const ModelHparams& h = hp();
+  const DeviceInfo& info = w_->device();
+  cuda::check(cudaSetDevice(info.index), "selecting the device");
+  if (shape_.layer_slots.size() != static_cast<size_t>(h.n_layer))
+    throw_error("cuda ring: {} layer slot counts for {} layers", shape_.layer_slots.size(),
+                h.n_layer);
+  if (h.head_dim != h.head_dim_v)
+    throw_error("cuda ring: the slot geometry needs equal K and V head dims");
+  B_ = std::max(1, shape_.n_batch);
+  q_dim_ = static_cast<int64_t>(h.n_head) * h.head_dim;
+  kv_dim_ = static_cast<int64_t>(h.n_head_kv) * h.head_dim;
+  qkv_w_ = q_dim_ + 2 * kv_dim_;
+  attn_w_ = q_dim_;
+  kv_f32_ = w_->impl().w.layers.front().wq.type == GgmlType::F32;
+  kv_elem_ = kv_f32_ ? 4 : 2;
+  global_index_.assign(static_cast<size_t>(h.n_layer), -1);
+  size_t kv_bytes = 0;
+  bounded_index_.assign(static_cast<size_t>(h.n_layer), -1);
+  const BoundedAttnCfg& bc = w_->model().weights().bounded_cfg;
+  for (int il = 0; il < h.n_layer; ++il) {
+    if (h.is_bounded(il)) {
+      if (!bounded_shape_supported(bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads)) ||
+          bc.head_dim != h.head_dim || bc.n_kv_heads != h.n_head_kv || bc.n_heads != h.n_head)
+        throw_error(
+            "cuda: bounded layers of head_dim {} with {} query heads per KV head are not "
+            "supported by the CUDA bounded attention (head_dim <= 256, at most 8 heads)",
+            bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads));
+      bounded_index_[static_cast<size_t>(il)] = n_bounded_++;
+      continue;
+    }
+    if (!h.is_sliding(il)) global_index_[static_cast<size_t>(il)] = n_global_++;
+    kv_bytes +=
+        2 * static_cast<size_t>(kv_dim_) * shape_.layer_slots[static_cast<size_t>(il)] * kv_elem_;
+  }
+  int max_splits = 0;
+  for (int n = 1; n <= B_; ++n)
+    max_splits = std::max(max_splits, n * attention_splits(n, h.n_head_kv, info.sm_count));
+  const auto B = static_cast<size_t>(B_);
+  const size_t f = sizeof(float);
+  const size_t widest = static_cast<size_t>(
+      std::max({q_dim_, static_cast<int64_t>(h.n_embd), static_cast<int64_t>(h.n_ff)}));
+  const size_t part_floats = attention_part_floats(1, h.n_head, h.head_dim, max_splits);
+  runs_cap_ = B * (static_cast<size_t>(shape_.max_runs) + 1);
+  table_cap_ = std::max<size_t>(shape_.table_slots, 1);
+  pos_offset_ = (kIntRows * B * 4 + 7) / 8 * 8;
+  seen_offset_ = pos_offset_ + B * 8;  // the bounded layers' positions before the chunk
+  header_bytes_ = seen_offset_ + 8;
+  const size_t ring_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.window : 0;
+  const size_t sink_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.n_sinks : 0;
+  const size_t table_floats =
+      n_bounded_ > 0 ? 2 * static_cast<size_t>(bc.window) * (bc.rope_dims / 2) : 0;
+  const size_t recall_rows = shape_.layer_slots.empty() ? 0 : [&] {
+    uint32_t most = 0;
+    for (int il = 0; il < h.n_layer; ++il)
+      if (global_index_[static_cast<size_t>(il)] >= 0)
+        most = std::max(most, shape_.layer_slots[static_cast<size_t>(il)] - shape_.recall_begin);
+    return static_cast<size_t>(most);
+  }();
+  const size_t scratch = B * f * (2 * h.n_embd + qkv_w_ + attn_w_ + h.n_embd + 3 * h.n_ff) +
+                         B * widest * f + part_floats * f + B * h.n_vocab * f + header_bytes_ +
+                         runs_cap_ * sizeof(RingRun) + table_cap_ * 4 +
+                         2 * recall_rows * kv_dim_ * 2 +
+                         n_bounded_ * (ring_floats + sink_floats) * f + table_floats * f;
+  require_device_memory(
+      info, kv_bytes + scratch,
+      fmt::format("a ring session of {} slots (K/V of every layer and activations)",
+                  shape_.layer_slots.empty()
+                      ? 0
+                      : *std::max_element(shape_.layer_slots.begin(), shape_.layer_slots.end())));
+  kv_ = DeviceBuffer(std::max<size_t>(kv_bytes, 1), "the ring's K/V");
+  cuda::check(cudaMemset(kv_.get(), 0, kv_bytes), "clearing the ring's K/V");
+  layers_.resize(static_cast<size_t>(h.n_layer));
+  char* at = kv_.as<char>();
+  for (int il = 0; il < h.n_layer; ++il) {
+    LayerKv& L = layers_[static_cast<size_t>(il)];
+    L.cap = shape_.layer_slots[static_cast<size_t>(il)];
+    const size_t bytes = static_cast<size_t>(kv_dim_) * static_cast<size_t>(L.cap) * kv_elem_;
+    L.k = at;
+    L.v = at + bytes;
+    at += 2 * bytes;
+  }
+  x_ = DeviceBuffer(B * h.n_embd * f, "activations");
+  xn_ = DeviceBuffer(B * h.n_embd * f, "activations");
+  qkv_ = DeviceBuffer(B * qkv_w_ * f, "activations");
+  attn_ = DeviceBuffer(B * attn_w_ * f, "activations");
+  proj_ = DeviceBuffer(B * h.n_embd * f, "activations");
+  gu_ = DeviceBuffer(B * 2 * h.n_ff * f, "activations");
+  ff_ = DeviceBuffer(B * h.n_ff * f, "activations");
+  act_ = DeviceBuffer(B * widest * f, "activations");
+  part_ = DeviceBuffer(part_floats * f, "attention partials");
+  logits_ = DeviceBuffer(B * h.n_vocab * f, "logits");
+  if (recall_rows > 0) rows_ = DeviceBuffer(2 * recall_rows * kv_dim_ * 2, "recall rows");
+  header_ = DeviceBuffer(header_bytes_, "step inputs");
+  runs_ = DeviceBuffer(runs_cap_ * sizeof(RingRun), "the step's runs");
+  table_ = DeviceBuffer(table_cap_ * 4, "the active-slot table");
+  header_h_ = PinnedBuffer(header_bytes_, "step inputs");
+  runs_h_ = PinnedBuffer(runs_cap_ * sizeof(RingRun), "the step's runs");
+  table_h_ = PinnedBuffer(table_cap_ * 4, "the active-slot table");
+  logits_h_ = PinnedBuffer(static_cast<size_t>(h.n_vocab) * f, "logits");
+  resid_h_ = PinnedBuffer(static_cast<size_t>(h.n_embd) * f, "residual");
+  std::memset(header_h_.as<char>(), 0, header_bytes_);
+  // The rope frequencies (f64) of global and sliding layers, uploaded once.
+  const size_t ng = shape_.rope_global.inv_freq.size(), ns = shape_.rope_sliding.inv_freq.size();
+  inv_freq_ = DeviceBuffer(std::max<size_t>((ng + ns) * sizeof(double), 8), "rope frequencies");
+  std::vector<double> freqs(shape_.rope_global.inv_freq);
+  freqs.insert(freqs.end(), shape_.rope_sliding.inv_freq.begin(),
+               shape_.rope_sliding.inv_freq.end());
+  cuda::check(cudaMemcpy(inv_freq_.get(), freqs.data(), freqs.size() * sizeof(double),
+                         cudaMemcpyHostToDevice),
+              "uploading the rope frequencies");
+  rope_global_ = {shape_.rope_global.style == RopeStyle::neox,
+                  static_cast<int>(shape_.rope_global.n_rot), inv_freq_.as<double>()};
+  rope_sliding_ = {shape_.rope_sliding.style == RopeStyle::neox,
+                   static_cast<int>(shape_.rope_sliding.n_rot), inv_freq_.as<double>() + ng};
+  segment_end_.resize(B);
+  if (n_bounded_ > 0) {  // empty rings (the session loads its states before the first chunk)
+    bounded_ = DeviceBuffer(n_bounded_ * ring_floats * f, "the bounded layers' rings");
+    cuda::check(cudaMemset(bounded_.get(), 0, bounded_.bytes()), "clearing the bounded rings");
+    sinks_ = DeviceBuffer(std::max<size_t>(n_bounded_ * sink_floats * f, 4),
+                          "the bounded layers' sinks");
+    rope_table_ = DeviceBuffer(std::max<size_t>(table_floats * f, 4), "the bounded rotation table");
+    bounded_kv_h_ = PinnedBuffer(n_bounded_ * B * 2 * kv_dim_ * f, "bounded keys and values");
+    for (int il = 0; il < h.n_layer; ++il) {
+      const int b = bounded_index_[static_cast<size_t>(il)];
+      if (b < 0) continue;
+      const BoundedSinks& s = w_->model().weights().layers[static_cast<size_t>(il)].sinks;
+      const size_t half_bytes = sink_floats / 2 * f;
+      if (s.k.size() * f != half_bytes || s.v.size() * f != half_bytes)
+        throw_error("cuda ring: bounded layer {} has {} sink values, expected {}", il, s.k.size(),
+                    sink_floats / 2);
+      char* dst = sinks_.as<char>() + b * sink_floats * f;
+      cuda::check(cudaMemcpy(dst, s.k.data(), half_bytes, cudaMemcpyHostToDevice),
+                  "uploading sinks");
+      cuda::check(cudaMemcpy(dst + half_bytes, s.v.data(), half_bytes, cudaMemcpyHostToDevice),
+                  "uploading sinks");
+    }
+    const BoundedRope& r = *w_->model().weights().bounded_rope;
+    const size_t table_bytes = static_cast<size_t>(bc.window) * r.half() * f;
+    cuda::check(cudaMemcpy(rope_table_.get(), r.cos(0), table_bytes, cudaMemcpyHostToDevice),
+                "uploading the bounded rotation table");
+    cuda::check(cudaMemcpy(rope_table_.as<char>() + table_bytes, r.sin(0), table_bytes,
+                           cudaMemcpyHostToDevice),
+                "uploading the bounded rotation table");
+  }
+}
+
+uint16_t* CudaRing::recall_staging(size_t n_values) {
+  if (recall_pinned_.bytes() < n_values * 2)  // grows to the largest episode, then stays
+    recall_pinned_ = PinnedBuffer(n_values * 2, "recall rows");
+  return recall_pinned_.as<uint16_t>();
+}
+
+void CudaRing::load_bounded(int il, const BoundedState& state) {
+  const int b = il >= 0 && il < hp().n_layer ? bounded_index_[static_cast<size_t>(il)] : -1;
+  const size_t half = bounded_.bytes() / std::max(1, n_bounded_) / 2;  // one ring's K (or V)
+  if (b < 0 || state.ring_k().size() * 4 != half || state.ring_v().size() * 4 != half)
+    throw_error("cuda ring: layer {} has no bounded ring of that size", il);
+  char* dst = bounded_.as<char>() + 2 * half * b;
+  cuda::check(cudaMemcpy(dst, state.ring_k().data(), half, cudaMemcpyHostToDevice),
+              "loading a bounded ring");
+  cuda::check(cudaMemcpy(dst + half, state.ring_v().data(), half, cudaMemcpyHostToDevice),
+              "loading a bounded ring");
+}
+
+void CudaRing::build_step(const RingChunk& c) {
+  const RingStepSizes sizes =
+      build_ring_step(c, static_cast<size_t>(B_), header_h_.as<int32_t>(),
+                      reinterpret_cast<double*>(header_h_.as<char>() + pos_offset_),
+                      runs_h_.as<RingRun>(), runs_cap_, table_h_.as<uint32_t>(), table_cap_, refs_);
+  n_runs_ = sizes.runs;
+  n_table_ = sizes.table;
+  const auto seen = static_cast<int64_t>(c.bounded_seen);
+  std::memcpy(header_h_.as<char>() + seen_offset_, &seen, sizeof seen);
+}
+
+void CudaRing::upload_step() {
+  const cudaStream_t cs = stream_.get();
+  cuda::check(cudaMemcpyAsync(header_.get(), header_h_.as<char>(), header_bytes_,
+                              cudaMemcpyHostToDevice, cs),
+              "step inputs");
+  if (n_runs_ > 0)
+    cuda::check(cudaMemcpyAsync(runs_.get(), runs_h_.as<char>(), n_runs_ * sizeof(RingRun),
+                                cudaMemcpyHostToDevice, cs),
+                "the step's runs");
+  if (n_table_ > 0)
+    cuda::check(cudaMemcpyAsync(table_.get(), table_h_.as<char>(), n_table_ * 4,
+                                cudaMemcpyHostToDevice, cs),
+                "the active-slot table");
+}
+
+// Enqueues the forward of the n tokens of the uploaded step, logits of the last n_out.
+void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
+  const ModelHparams& h = hp();
+  const WeightsLayout& W = w_->impl().w;
+  const cudaStream_t cs = stream_.get();
+  const int64_t B = B_;
+  const int32_t* step = header_.as<int32_t>();
+  const auto* key_pos = reinterpret_cast<const double*>(header_.as<char>() + pos_offset_);
+  float* qkv = qkv_.as<float>();
+  const QkvLayout ql{h.n_head, h.n_head_kv, h.head_dim, h.head_dim_v, qkv_w_, kv_f32_};
+  const ForwardBufs bufs{
+      x_.as<float>(),  xn_.as<float>(), qkv,        attn_.as<float>(),   proj_.as<float>(),
+      gu_.as<float>(), ff_.as<float>(), act_.get(), logits_.as<float>(), qkv_w_,
+      attn_w_};
+  auto attend = [&](int il) {
+    const DevLayer& L = W.layers[static_cast<size_t>(il)];
+    const int b = bounded_index_[static_cast<size_t>(il)];
+    if (b >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then the chunk's inserts
+      const BoundedAttnCfg& bc = w_->model().weights().bounded_cfg;
+      const auto* seen = reinterpret_cast<const int64_t*>(header_.as<char>() + seen_offset_);
+      const size_t ring = static_cast<size_t>(kv_dim_) * bc.window;
+      const size_t sinks = static_cast<size_t>(kv_dim_) * bc.n_sinks;
+      float* ring_k = bounded_.as<float>() + 2 * ring * b;
+      const size_t table = static_cast<size_t>(bc.window) * (bc.rope_dims / 2);
+      qk_head_norm(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, L.q_norm, L.k_norm, h.rms_eps,
+                   cs);
+      BoundedArgs A;
+      A.qkv = qkv;
+      A.ld = qkv_w_;
+      A.n = n;
+      A.n_head = h.n_head;
+      A.n_head_kv = h.n_head_kv;
+      A.head_dim = h.head_dim;
+      A.window = bc.window;
+      A.n_sinks = bc.n_sinks;
+      A.half = bc.rope_dims / 2;
+      A.scale = bc.attn_scale;
+      A.seen = seen;
+      A.ring_k = ring_k;
+      A.ring_v = ring_k + ring;
+      A.sink_k = sinks_.as<float>() + 2 * sinks * b;
+      A.sink_v = A.sink_k + sinks;
+      A.cos = rope_table_.as<float>();
+      A.sin = A.cos + table;
+      A.out = attn_.as<float>();
+      bounded_attention(A, cs);
+      bounded_insert(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, bc.window, seen, ring_k,
+                     ring_k + ring, cs);
+      // The chunk's keys and values back for the session's BoundedState: [b][n][2][kv_dim].
+      cuda::check(
+          cudaMemcpy2DAsync(bounded_kv_h_.as<float>() + static_cast<size_t>(b) * n * 2 * kv_dim_,
+                            2 * kv_dim_ * sizeof(float), qkv + q_dim_, qkv_w_ * sizeof(float),
+                            2 * kv_dim_ * sizeof(float), n, cudaMemcpyDeviceToHost, cs),
+          "the bounded keys and values");
+      return;
+    }
+    const bool sliding = h.is_sliding(il);
+    const LayerKv& K = layers_[static_cast<size_t>(il)];
+    for (int a = 0; a < n;) {  // segment [a, e): store its K/V, then attend its queries
+      const int e = std::clamp(segment_end_[static_cast<size_t>(a)], a + 1, n);
+      ring_qkv_finish(ql, qkv + a * qkv_w_, e - a, L.q_norm, L.k_norm, h.rms_eps,
+                      sliding ? rope_sliding_ : rope_global_, key_pos + a,
+                      step + (sliding ? kLocalSlot : kGlobalSlot) * B + a, K.k, K.v, K.cap, cs);
+      RingAttnArgs A;
+      A.q = qkv + a * qkv_w_;
+      A.ldq = qkv_w_;
+      A.k_cache = K.k;
+      A.v_cache = K.v;
+      A.kv_f32 = kv_f32_;
+      A.cap = K.cap;
+      A.table = table_.as<int32_t>();
+      A.runs = runs_.as<RingRun>();
+      A.run_first = step + (sliding ? kLocalFirst : kGlobalFirst) * B + a;
+      A.run_count = step + (sliding ? kLocalCount : kGlobalCount) * B + a;
+      A.rope = sliding ? rope_sliding_ : rope_global_;
+      A.n = e - a;
+      A.n_head = h.n_head;
+      A.n_head_kv = h.n_head_kv;
+      A.head_dim = h.head_dim;
+      A.scale = h.attn_scale;
+      A.splits = attention_splits(e - a, h.n_head_kv, w_->device().sm_count);
+      A.part = part_.as<float>();
+      A.out = attn_.as<float>() + a * attn_w_;
+      ring_attention(A, cs);
+      a = e;
+    }
+    const int g = global_index_[static_cast<size_t>(il)];
+    if (c.queries && g >= 0)  // after q-norm, before rope: [t][g][q_dim]
+      cuda::check(cudaMemcpy2DAsync(c.queries + g * q_dim_, n_global_ * q_dim_ * sizeof(float), qkv,
+                                    qkv_w_ * sizeof(float), q_dim_ * sizeof(float), n,
+                                    cudaMemcpyDeviceToHost, cs),
+                  "the queries");
+  };
+  enqueue_model(*w_, bufs, step + kTokens * B, n, n_out, cs, attend);
+}
+
+void CudaRing::forward(const RingChunk& c) {
+  const ModelHparams& h = hp();
+  const int n = static_cast<int>(c.tokens.size());
+  if (n < 1 || n > B_) throw_error("cuda ring: a chunk of {} tokens (at most {})", n, B_);
+  for (int t = 0; t < n; ++t)
+    segment_end_[static_cast<size_t>(t)] = c.segment_end[static_cast<size_t>(t)];
+  const int n_out = c.which == LogitsFor::all ? n : c.which == LogitsFor::last ? 1 : 0;
+  build_step(c);
+  const cudaStream_t cs = stream_.get();
+  const size_t n_vocab = static_cast<size_t>(h.n_vocab), E = static_cast<size_t>(h.n_embd);
+  const bool graph_step = graphs_ && n == 1 && n_out == 1 && c.queries == nullptr;
+  upload_step();
+  if (graph_step) {
+    if (!graph_) {  // the kernels, the logits and the residual back; the step is uploaded before
+      cudaGraph_t g = nullptr;
+      cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal),
+                  "capturing the decode step");
+      try {
+        enqueue(c, 1, 1);
+        cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
+                                    cudaMemcpyDeviceToHost, cs),
+                    "logits");
+        cuda::check(
+            cudaMemcpyAsync(resid_h_.as<float>(), x_.get(), E * 4, cudaMemcpyDeviceToHost, cs),
+            "the residual");
+      } catch (...) {
+        cudaStreamEndCapture(cs, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      cuda::check(cudaStreamEndCapture(cs, &g), "capturing the decode step");
+      const cudaError_t err = cudaGraphInstantiate(&graph_, g, 0);
+      cudaGraphDestroy(g);
+      cuda::check(err, "instantiating the decode graph");
+    }
+    cuda::check(cudaGraphLaunch(graph_, cs), "launching the decode graph");
+  } else {
+    enqueue(c, n, n_out);
+    if (n_out == 1)
+      cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
+                                  cudaMemcpyDeviceToHost, cs),
+                  "logits");
+    else if (n_out > 1)
+      cuda::check(cudaMemcpyAsync(c.logits, logits_.get(), static_cast<size_t>(n_out) * n_vocab * 4,
+                                  cudaMemcpyDeviceToHost, cs),
+                  "logits");
+    if (c.residual)
+      cuda::check(cudaMemcpyAsync(c.residual, x_.get(), static_cast<size_t>(n) * E * 4,
+                                  cudaMemcpyDeviceToHost, cs),
+                  "the residuals");
+  }
+  stream_.sync("the forward pass");
+  if (n_out == 1) std::memcpy(c.logits, logits_h_.as<float>(), n_vocab * 4);
+  if (n_bounded_ > 0 && c.bounded_kv)
+    std::memcpy(c.bounded_kv, bounded_kv_h_.as<float>(),
+                static_cast<size_t>(n_bounded_) * n * 2 * kv_dim_ * sizeof(float));
+  if (graph_step && c.residual) std::memcpy(c.residual, resid_h_.as<float>(), E * 4);
+  const size_t count = static_cast<size_t>(n_out) * n_vocab;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, c.logits + i, 4);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  if (bad)
+    throw_error(
+        "forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
+        "weights or its input are damaged");
+}
+
+size_t CudaRing::row_offset(int il, uint32_t slot, int h) const {
+  const LayerKv& L = layers_.at(static_cast<size_t>(il));
+  if (h < 0 || h >= hp().n_head_kv || slot >= static_cast<uint64_t>(L.cap))
+    throw_error("cuda ring: layer {} has no K/V row for slot {}, head {}", il, slot, h);
+  return (static_cast<size_t>(h) * static_cast<size_t>(L.cap) + slot) * hp().head_dim * kv_elem_;
+}
+
+void CudaRing::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
+  const size_t at = row_offset(il, slot, h), hd = static_cast<size_t>(hp().head_dim);
+  const LayerKv& L = layers_[static_cast<size_t>(il)];
+  std::vector<uint16_t> half(hd);
+  for (int kv = 0; kv < 2; ++kv) {
+    float* out = kv == 0 ? k : v;
+    if (!out) continue;
+    const char* src = (kv == 0 ? L.k : L.v) + at;
+    if (kv_f32_) {
+      cuda::check(cudaMemcpy(out, src, hd * 4, cudaMemcpyDeviceToHost), "reading a K/V row");
+    } else {
+      cuda::check(cudaMemcpy(half.data(), src, hd * 2, cudaMemcpyDeviceToHost),
+                  "reading a K/V row");
+      for (size_t i = 0; i < hd; ++i) out[i] = fp16_to_fp32(half[i]);
+    }
+  }
+}
+
+void CudaRing::kv_slot(int il, uint32_t slot, float* k, float* v) const {
+  const size_t at = row_offset(il, slot, 0), hd = static_cast<size_t>(hp().head_dim);
+  const size_t nkv = static_cast<size_t>(hp().n_head_kv);
+  const LayerKv& L = layers_[static_cast<size_t>(il)];
+  const size_t pitch = static_cast<size_t>(L.cap) * hd * kv_elem_;  // from one head to the next
+  std::vector<uint16_t> half(kv_f32_ ? 0 : nkv * hd);
+  for (int kv = 0; kv < 2; ++kv) {
+    float* out = kv == 0 ? k : v;
+    const char* src = (kv == 0 ? L.k : L.v) + at;
+    void* dst = kv_f32_ ? static_cast<void*>(out) : static_cast<void*>(half.data());
+    cuda::check(
+        cudaMemcpy2D(dst, hd * kv_elem_, src, pitch, hd * kv_elem_, nkv, cudaMemcpyDeviceToHost),
+        "reading a slot's K/V");
+    if (!kv_f32_)
+      for (size_t i = 0; i < nkv * hd; ++i) out[i] = fp16_to_fp32(half[i]);
+  }
+}
+
+void CudaRing::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {
+  const size_t at = row_offset(il, slot, h), hd = static_cast<size_t>(hp().head_dim);
+  const LayerKv& L = layers_[static_cast<size_t>(il)];
+  std::vector<uint16_t> half(hd);
+  for (int kv = 0; kv < 2; ++kv) {
+    const float* in = kv == 0 ? k : v;
+    char* dst = (kv == 0 ? L.k : L.v) + at;
+    if (kv_f32_) {
+      cuda::check(cudaMemcpy(dst, in, hd * 4, cudaMemcpyHostToDevice), "writing a K/V row");
+    } else {
+      for (size_t i = 0; i < hd; ++i) half[i] = fp32_to_fp16(in[i]);
+      cuda::check(cudaMemcpy(dst, half.data(), hd * 2, cudaMemcpyHostToDevice),
+                  "writing a K/V row");
+    }
+  }
+}
+
+void CudaRing::write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
+                              const uint16_t* v, double rotate_by) {
+  const LayerKv& L = layers_.at(static_cast<size_t>(il));
+  const size_t row = static_cast<size_t>(kv_dim_);
+  if (n_tokens == 0) return;
+  if (slot + uint64_t{n_tokens} > static_cast<uint64_t>(L.cap) ||
+      global_index_[static_cast<size_t>(il)] < 0 || 2 * size_t{n_tokens} * row * 2 > rows_.bytes())
+    throw_error("cuda ring: layer {} has no rows for slots {} .. {}", il, slot,
+                slot + n_tokens - 1);
+  const cudaStream_t cs = stream_.get();
+  const size_t bytes = size_t{n_tokens} * row * 2;
+  auto* dk = rows_.as<uint16_t>();
+  uint16_t* dv = dk + size_t{n_tokens} * row;
+  cuda::check(cudaMemcpyAsync(dk, k, bytes, cudaMemcpyHostToDevice, cs), "recall rows");
+  cuda::check(cudaMemcpyAsync(dv, v, bytes, cudaMemcpyHostToDevice, cs), "recall rows");
+  if (rotate_by != 0.0)
+    rotate_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, rope_global_,
+                    rotate_by, cs);
+  scatter_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.k,
+                   kv_f32_, L.cap, cs);
+  scatter_rows_f16(dv, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.v,
+                   kv_f32_, L.cap, cs);
+  stream_.sync("writing recall rows");
+}
+
+}  // namespace
+
+RingComputeFactory ring_compute(std::shared_ptr<const CudaWeights> weights, bool graphs) {
+  return [weights, graphs](std::shared_ptr<const Model> model,
+                           const RingComputeShape& shape) -> std::unique_ptr<RingCompute> {
+    if (model.get() != &weights->model())
+      throw_error("cuda: the session's model is not the one whose weights were uploaded");
+    return std::make_unique<CudaRing>(weights, shape, graphs);
+  };
+}
+
+RingComputeFactory ring_compute(int device, bool graphs) {
+  // Sessions made by one factory (a server's conversations, a reloaded session file) share
+  // one upload of a model's weights while any of them lives.
+  struct Shared {
+    std::mutex mutex;
+    const Model* model = nullptr;
+    std::weak_ptr<const CudaWeights> weights;
+  };
+  auto shared = std::make_shared<Shared>();
+  return [device, graphs, shared](std::shared_ptr<const Model> model,
+                                  const RingComputeShape& shape) -> std::unique_ptr<RingCompute> {
+    std::shared_ptr<const CudaWeights> weights;
+    {
+      const std::lock_guard<std::mutex> lock(shared->mutex);
+      if (shared->model == model.get()) weights = shared->weights.lock();
+      if (!weights) {
+        weights = CudaWeights::upload(model, device, /*bounded_ok=*/true);
+        shared->model = model.get();
+        shared->weights = weights;
+      }
+    }
+    return std::make_unique<CudaRing>(std::move(weights), shape, graphs);
+  };
+}
+
+}  // namespace channel::cuda

@@ -1,0 +1,328 @@
+// The slot ring's kernels: the K/V store of a layer (keys rotated at their clocks with f64
+// angles, queries left unrotated), slot attention through the active-slot table with one
+// query rotation per run, and the scatter of token-major f16 rows (recall episodes) into an
+// arena. CPU references: RingSession::Backend (runtime/ring_session.cpp), slot_attention_ref
+// (kv/slot_attention.h), ops/rope.h rope_cos_sin / rope_rotate.
+#include <cmath>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
+
+namespace channel::cuda {
+
+namespace {
+
+constexpr int kMaxGroup = 8, kWarps = 4;
+
+// cos/sin of pair i at pos, as rope_cos_sin: the angle in double, each rounded once to f32.
+__device__ __forceinline__ float2 ring_cs(const RingRope& r, double pos, int i) {
+  double s, c;
+  sincos(pos * r.inv_freq[i], &s, &c);
+  return make_float2(static_cast<float>(c), static_cast<float>(s));
+}
+
+// Element d of head x rotated by cs (shared [n_rot/2]); dimensions >= n_rot unchanged.
+__device__ __forceinline__ float rotated(const RingRope& r, const float2* cs, const float* x,
+                                         int d) {
+  if (d >= r.n_rot) return x[d];
+  const int half = r.n_rot / 2;
+  int i, a, b;
+  if (r.neox) {
+    i = d < half ? d : d - half;
+    a = i;
+    b = i + half;
+  } else {
+    i = d / 2;
+    a = 2 * i;
+    b = 2 * i + 1;
+  }
+  const float2 c = cs[i];
+  const float xa = x[a], xb = x[b];
+  return d == a ? __fsub_rn(__fmul_rn(xa, c.x), __fmul_rn(xb, c.y))
+                : __fadd_rn(__fmul_rn(xa, c.y), __fmul_rn(xb, c.x));
+}
+
+template <typename T>
+__device__ __forceinline__ T to_store(float v);
+template <>
+__device__ __forceinline__ __half to_store<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ float to_store<float>(float v) {
+  return v;
+}
+
+// Block per (head of q | k | v, token).
+template <typename T>
+__global__ void ring_qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, const float* kn,
+                                       float eps, RingRope rope, const double* key_pos,
+                                       const int32_t* slots, T* k_cache, T* v_cache, int64_t cap) {
+  pdl_wait();
+  __shared__ float head[512];
+  __shared__ float2 cs[256];
+  __shared__ float red[32];
+  const int h = blockIdx.x, t = blockIdx.y;
+  float* row = qkv + t * l.ld;
+  const int64_t slot = slots[t];
+  if (h >= l.n_head + l.n_head_kv) {  // a value head: straight into the arena
+    const int hv = h - l.n_head - l.n_head_kv;
+    const float* src = row + static_cast<int64_t>(l.n_head + l.n_head_kv) * l.head_dim +
+                       static_cast<int64_t>(hv) * l.head_dim_v;
+    T* dst = v_cache + (hv * cap + slot) * l.head_dim_v;
+    for (int i = threadIdx.x; i < l.head_dim_v; i += blockDim.x) dst[i] = to_store<T>(src[i]);
+    return;
+  }
+  const bool is_q = h < l.n_head;
+  float* src = row + static_cast<int64_t>(h) * l.head_dim;  // k heads follow the q heads
+  const float* nw = is_q ? qn : kn;
+  for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = src[i];
+  __syncthreads();
+  if (nw) {
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) ss += head[i] * head[i];
+    ss = block_sum(ss, red);
+    const float scale = 1.0f / sqrtf(ss / static_cast<float>(l.head_dim) + eps);
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = (head[i] * scale) * nw[i];
+    __syncthreads();
+  }
+  if (is_q) {  // queries are rotated per run by the attention
+    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) src[i] = head[i];
+    return;
+  }
+  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x)
+    cs[i] = ring_cs(rope, key_pos[t], i);
+  __syncthreads();
+  T* dst = k_cache + ((h - l.n_head) * cap + slot) * l.head_dim;
+  for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x)
+    dst[i] = to_store<T>(rotated(rope, cs, head, i));
+}
+
+template <int D>
+__device__ __forceinline__ void load_row(const float* p, float* out) {
+#pragma unroll
+  for (int i = 0; i < D; ++i) out[i] = p[i];
+}
+
+template <int D>
+__device__ __forceinline__ void load_row(const __half* p, float* out) {
+#pragma unroll
+  for (int i = 0; i < D; ++i) out[i] = __half2float(p[i]);
+}
+
+// Block per (KV head, split, token). The query's keys (its runs, concatenated) are split
+// evenly over the splits; in each run the block rotates its query heads into shared memory,
+// then each warp takes every kWarps-th slot of the run with an online softmax per query head,
+// and the warps merge through shared memory at the end.
+template <int D, typename T>
+__global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArgs a) {
+  pdl_wait();
+  constexpr int HD = D * 32;
+  __shared__ float sm_o[kWarps][kMaxGroup][HD];
+  __shared__ float sm_m[kWarps][kMaxGroup], sm_l[kWarps][kMaxGroup];
+  __shared__ float sm_q[kMaxGroup][HD];
+  __shared__ float2 sm_cs[HD / 2];
+  const int hk = blockIdx.x, split = blockIdx.y, t = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = a.n_head / a.n_head_kv;
+  const RingRun* runs = a.runs + a.run_first[t];
+  const int n_runs = a.run_count[t];
+  int total = 0;
+  for (int r = 0; r < n_runs; ++r) total += runs[r].count;
+  const int per = (total + a.splits - 1) / a.splits;
+  const int j0 = split * per, j1 = min(total, j0 + per);
+
+  float q[kMaxGroup][D], o[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int d = 0; d < D; ++d) o[g][d] = 0.0f;
+  }
+  const float* qt = a.q + t * a.ldq + static_cast<int64_t>(hk) * group * HD;
+  const T* kb = static_cast<const T*>(a.k_cache) + hk * a.cap * HD;
+  const T* vb = static_cast<const T*>(a.v_cache) + hk * a.cap * HD;
+  int base = 0;
+  for (int r = 0; r < n_runs; ++r) {
+    const RingRun run = runs[r];
+    const int rb = base;
+    base += run.count;
+    const int s0 = max(j0, rb), s1 = min(j1, rb + run.count);
+    if (s0 >= s1) continue;  // the same for the whole block
+    __syncthreads();         // the previous run's query is read
+    for (int i = threadIdx.x; i < a.rope.n_rot / 2; i += blockDim.x)
+      sm_cs[i] = ring_cs(a.rope, run.pos, i);
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < group * HD; idx += blockDim.x) {
+      const int g = idx / HD, d = idx % HD;
+      sm_q[g][d] = rotated(a.rope, sm_cs, qt + g * HD, d);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g)
+#pragma unroll
+      for (int d = 0; d < D; ++d) q[g][d] = g < group ? sm_q[g][lane * D + d] : 0.0f;
+    for (int j = s0 + warp; j < s1; j += kWarps) {
+      const int64_t slot = a.table[run.first + (j - rb)];
+      float kv[D], vv[D];
+      load_row<D>(kb + slot * HD + lane * D, kv);
+      load_row<D>(vb + slot * HD + lane * D, vv);
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= group) break;
+        float s = 0.0f;
+#pragma unroll
+        for (int d = 0; d < D; ++d) s = fmaf(q[g][d], kv[d], s);
+        s = warp_sum(s) * a.scale;
+        const float mn = fmaxf(m[g], s);
+        const float c = expf(m[g] - mn), p = expf(s - mn);
+        l[g] = l[g] * c + p;
+#pragma unroll
+        for (int d = 0; d < D; ++d) o[g][d] = fmaf(o[g][d], c, p * vv[d]);
+        m[g] = mn;
+      }
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= group) break;
+#pragma unroll
+    for (int d = 0; d < D; ++d) sm_o[warp][g][lane * D + d] = o[g][d];
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < group * HD; idx += blockDim.x) {
+    const int g = idx / HD, d = idx % HD;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w][g]);
+    float L = 0.0f, O = 0.0f;
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float e = sm_m[w][g] == -INFINITY ? 0.0f : expf(sm_m[w][g] - mx);
+        L += sm_l[w][g] * e;
+        O += sm_o[w][g][d] * e;
+      }
+    }
+    const int h = hk * group + g;
+    if (a.splits == 1) {
+      a.out[(static_cast<int64_t>(t) * a.n_head + h) * HD + d] = L > 0.0f ? O / L : 0.0f;
+    } else {
+      float* part =
+          a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
+      part[d] = O;
+      if (d == 0) {
+        part[HD] = mx;
+        part[HD + 1] = L;
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ void scatter_rows_kernel(const __half* rows, int n_head_kv, int head_dim, int64_t first,
+                                    T* cache, int64_t cap) {
+  pdl_wait();
+  const int t = blockIdx.x, h = blockIdx.y;
+  const __half* src = rows + (static_cast<int64_t>(t) * n_head_kv + h) * head_dim;
+  T* dst = cache + (h * cap + first + t) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    if constexpr (sizeof(T) == 2)
+      dst[i] = src[i];
+    else
+      dst[i] = __half2float(src[i]);
+  }
+}
+
+// Block per (token, head).
+__global__ void rotate_rows_kernel(__half* rows, int n_heads, int head_dim, RingRope rope,
+                                   double delta) {
+  pdl_wait();
+  __shared__ float head[256];
+  __shared__ float2 cs[128];
+  const int t = blockIdx.x, h = blockIdx.y;
+  __half* row = rows + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) head[i] = __half2float(row[i]);
+  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
+  __syncthreads();
+  for (int i = threadIdx.x; i < rope.n_rot; i += blockDim.x)
+    row[i] = __float2half_rn(rotated(rope, cs, head, i));
+}
+
+}  // namespace
+
+void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
+                     double delta, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
+  launch_k(rotate_rows_kernel, grid, 128, 0, s, reinterpret_cast<__half*>(rows), n_heads, head_dim,
+           rope, delta);
+  check_launch("rotate_rows_f16");
+}
+
+void ring_qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
+                     float eps, const RingRope& rope, const double* key_pos, const int32_t* slots,
+                     void* k_cache, void* v_cache, int64_t cap, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(l.n_head + 2 * l.n_head_kv), static_cast<unsigned>(n));
+  if (l.kv_f32)
+    launch_k(ring_qkv_finish_kernel<float>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, key_pos,
+             slots, static_cast<float*>(k_cache), static_cast<float*>(v_cache), cap);
+  else
+    launch_k(ring_qkv_finish_kernel<__half>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, key_pos,
+             slots, static_cast<__half*>(k_cache), static_cast<__half*>(v_cache), cap);
+  check_launch("ring_qkv_finish");
+}
+
+void ring_attention(const RingAttnArgs& a, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
+                  static_cast<unsigned>(a.n));
+  const int threads = kWarps * 32;
+  switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
+    case 64:
+      launch_k(ring_attention_kernel<1, __half>, grid, threads, 0, s, a);
+      break;
+    case 65:
+      launch_k(ring_attention_kernel<1, float>, grid, threads, 0, s, a);
+      break;
+    case 128:
+      launch_k(ring_attention_kernel<2, __half>, grid, threads, 0, s, a);
+      break;
+    case 129:
+      launch_k(ring_attention_kernel<2, float>, grid, threads, 0, s, a);
+      break;
+    case 256:
+      launch_k(ring_attention_kernel<4, __half>, grid, threads, 0, s, a);
+      break;
+    case 257:
+      launch_k(ring_attention_kernel<4, float>, grid, threads, 0, s, a);
+      break;
+    case 513:
+      launch_k(ring_attention_kernel<8, float>, grid, threads, 0, s, a);
+      break;
+    default:
+      launch_k(ring_attention_kernel<8, __half>, grid, threads, 0, s, a);
+      break;
+  }
+  check_launch("ring_attention");
+  if (a.splits > 1) attention_merge(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, s);
+}
+
+void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, int64_t first,
+                      void* cache, bool kv_f32, int64_t cap, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_head_kv));
+  const auto* src = reinterpret_cast<const __half*>(rows);
+  if (kv_f32)
+    launch_k(scatter_rows_kernel<float>, grid, 128, 0, s, src, n_head_kv, head_dim, first,
+             static_cast<float*>(cache), cap);
+  else
+    launch_k(scatter_rows_kernel<__half>, grid, 128, 0, s, src, n_head_kv, head_dim, first,
+             static_cast<__half*>(cache), cap);
+  check_launch("scatter_rows_f16");
+}
+
+}  // namespace channel::cuda
