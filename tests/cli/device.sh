@@ -2,12 +2,28 @@
 # --device: a bad name is a usage mistake (exit 2, one line); `cuda` either fails while working
 # with one "cuda: ..." line (a CUDA build: no driver, no device, or a head size the kernels do not
 # take, as this micro model's 8) or, in a build without the backend, is a usage mistake that
-# says so. Never a crash, never a hang. `run` takes it on a contiguous context (--ctx); on the
-# slot ring it is a usage mistake that says why.
+# says so. Never a crash, never a hang. `run` takes it on a contiguous context (--ctx) and on
+# the slot ring alike.
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
 require_command bench
 model="$TMP/micro.gguf"
 make_micro_model "$model"
+
+# NAME CMD...: `--device cuda` ends in exactly one error line, as the header says
+expect_cuda_refused() {
+  local name=$1 rc=0 last
+  shift
+  "$@" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
+  last=$(tail -n 1 "$TMP/err")
+  if ((rc == 1)) && [[ $last == "channel: error: cuda: "* ]]; then
+    echo "ok: $name (exit 1): $last"
+  elif ((rc == 2)) && [[ $last == *"no CUDA backend"* ]]; then
+    echo "ok: $name without the backend (exit 2): $last"
+  else
+    fail "$name: exit $rc: $(head -c 600 "$TMP/err")"
+  fi
+  [[ $(grep -c '^channel: error: ' "$TMP/err") == 1 ]] || fail "$name: not one error line"
+}
 
 for cmd in bench logits run; do
   extra=()
@@ -18,22 +34,12 @@ for cmd in bench logits run; do
     expect_exit "$cmd --device $bad" 2 "$CHANNEL" "$cmd" -m "$model" --device "$bad" "${extra[@]}"
     grep -q "^channel: error: --device: " "$TMP/err" || fail "$cmd --device $bad: not in the '--device: ...' style: $(cat "$TMP/err")"
   done
-  rc=0
-  "$CHANNEL" "$cmd" -m "$model" --device cuda "${extra[@]}" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
-  last=$(tail -n 1 "$TMP/err")
-  if ((rc == 1)) && [[ $last == "channel: error: cuda: "* ]]; then
-    echo "ok: $cmd --device cuda (exit 1): $last"
-  elif ((rc == 2)) && [[ $last == *"no CUDA backend"* ]]; then
-    echo "ok: $cmd --device cuda without the backend (exit 2): $last"
-  else
-    fail "$cmd --device cuda: exit $rc: $(head -c 600 "$TMP/err")"
-  fi
-  [[ $(grep -c '^channel: error: ' "$TMP/err") == 1 ]] || fail "$cmd --device cuda: not one error line"
+  expect_cuda_refused "$cmd --device cuda" "$CHANNEL" "$cmd" -m "$model" --device cuda "${extra[@]}"
   expect_ok "$cmd --device cpu" "$CHANNEL" "$cmd" -m "$model" --device cpu "${extra[@]}"
 done
 
-# run on the slot ring: cuda is refused before the model loads, saying what runs on a device.
-expect_exit "run --device cuda on the ring" 2 "$CHANNEL" run -m "$model" --device cuda -p hello -n 2
-grep -q -- "--ctx N" "$TMP/err" || grep -q "no CUDA backend" "$TMP/err" ||
-  fail "run --device cuda on the ring: $(cat "$TMP/err")"
+# run and stream on the slot ring (no --ctx)
+expect_cuda_refused "run --device cuda on the ring" "$CHANNEL" run -m "$model" --device cuda -p hello -n 2
+printf 'hello world\n' >"$TMP/text.txt"
+expect_cuda_refused "stream --device cuda" "$CHANNEL" stream -m "$model" --device cuda -f "$TMP/text.txt"
 finish
