@@ -401,6 +401,19 @@ struct MemorySession {
   MemoryAttachment mem;
 };
 
+// Twelve user turns of 6 distinct tokens, each closed by a turn_end, consolidated: the store
+// the automatic-recall tests query.
+void feed_twelve_turns(StreamSession& ss, MemoryAttachment& mem) {
+  const int32_t turn_end = 1;
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int32_t> t(6);
+    for (int j = 0; j < 6; ++j) t[j] = 10 + i * 6 + j;
+    ss.append(SpanType::user, t);
+    ss.append(SpanType::turn_end, {&turn_end, 1});
+  }
+  mem.flush();
+}
+
 TEST(RetrievalRecall, PlantedEpisodesAreFoundByKeysAndProj) {
   const auto model = matched_model();
   ScratchDir dir;
@@ -470,14 +483,7 @@ TEST(RetrievalRecall, AutoRecallKeepsTier3AsACache) {
   MemorySession session(model, store, staging16());
   StreamSession& ss = session.ss;
   MemoryAttachment& mem = session.mem;
-  const int32_t turn_end = 1;
-  for (int i = 0; i < 12; ++i) {
-    std::vector<int32_t> t(6);
-    for (int j = 0; j < 6; ++j) t[j] = 10 + i * 6 + j;
-    ss.append(SpanType::user, t);
-    ss.append(SpanType::turn_end, {&turn_end, 1});
-  }
-  mem.flush();
+  feed_twelve_turns(ss, mem);
   ASSERT_GT(store.live_count(), 3u);
   AutoRecallConfig ac;
   ac.k = 2;
@@ -512,14 +518,7 @@ TEST(RetrievalRecall, TheScoreGatePlacesOnlyHitsNearTheBest) {
   MemorySession session(model, store, staging16());
   StreamSession& ss = session.ss;
   MemoryAttachment& mem = session.mem;
-  const int32_t turn_end = 1;
-  for (int i = 0; i < 12; ++i) {
-    std::vector<int32_t> t(6);
-    for (int j = 0; j < 6; ++j) t[j] = 10 + i * 6 + j;
-    ss.append(SpanType::user, t);
-    ss.append(SpanType::turn_end, {&turn_end, 1});
-  }
-  mem.flush();
+  feed_twelve_turns(ss, mem);
   for (const float ratio : {0.0f, 0.999f}) {
     AutoRecallConfig ac;
     ac.k = 3;

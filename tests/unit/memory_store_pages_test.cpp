@@ -21,18 +21,24 @@ namespace {
 using test::ScratchDir;
 using test::SyntheticEpisode;
 
-TEST(StorePages, ResidentMappingStaysBoundedAsEpisodesGrow) {
-  ScratchDir dir;
-  StoreOptions scratch = test::not_durable();
+// 4,096 episodes of up to 32 tokens, 2 layers, with the retrieval sections `ext_kinds`.
+StoreGeometry pages_geometry(uint32_t ext_kinds) {
   StoreGeometry g;
   g.num_layers = 2;
   g.hidden_size = 256;
   g.kv_dim = 128;
   g.max_episodes = 4096;
   g.max_tokens = 32;
-  g.ext_kinds = kRetrievalKeys;
+  g.ext_kinds = ext_kinds;
   g.head_dim = 64;
   g.keys_per_head = 4;
+  return g;
+}
+
+TEST(StorePages, ResidentMappingStaysBoundedAsEpisodesGrow) {
+  ScratchDir dir;
+  StoreOptions scratch = test::not_durable();
+  const StoreGeometry g = pages_geometry(kRetrievalKeys);
   EpisodicStore store = EpisodicStore::create(dir.file("pages.mem"), g, 0x1234, scratch);
   const StoreLayout& L = store.layout();
   // The index table alone (2.4 MB) and a few records exceed the bound: a scan or a read that
@@ -97,15 +103,7 @@ TEST(StorePages, ResidentMappingStaysBoundedAsEpisodesGrow) {
 TEST(StorePages, ScansHoldOnlyTheChunkTheyRead) {
   ScratchDir dir;
   StoreOptions scratch = test::not_durable();
-  StoreGeometry g;
-  g.num_layers = 2;
-  g.hidden_size = 256;
-  g.kv_dim = 128;
-  g.max_episodes = 4096;
-  g.max_tokens = 32;
-  g.ext_kinds = kRetrievalKeys | kRetrievalProj;
-  g.head_dim = 64;
-  g.keys_per_head = 4;
+  StoreGeometry g = pages_geometry(kRetrievalKeys | kRetrievalProj);
   g.proj_dim = 64;
   g.lexical = true;
   EpisodicStore store = EpisodicStore::create(dir.file("scan.mem"), g, 0x1234, scratch);
