@@ -443,8 +443,7 @@ void EpisodicStore::evict_pages(uint64_t id) const {
   const uint64_t e = b + L.kv_bytes(m.header_of(slot).token_count);
   const uint64_t begin = b & ~(page - 1),
                  end = std::min<uint64_t>((e + page - 1) & ~(page - 1), m.map_size);
-  // A read-only shared mapping: MADV_DONTNEED only unmaps, the file is untouched.
-  ::madvise(m.map + begin, end - begin, MADV_DONTNEED);
+  m.unmap_pages(begin, end - begin);
   ::posix_fadvise(m.fd, static_cast<off_t>(begin), static_cast<off_t>(end - begin),
                   POSIX_FADV_DONTNEED);
 }

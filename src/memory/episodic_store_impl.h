@@ -122,16 +122,20 @@ struct EpisodicStore::Impl {
   // shared mapping: the file and the page cache are untouched, a later read faults the page
   // back in). Every read through the mapping ends with it, so that what a long stream has read
   // from its store does not stay resident in the process: file-backed RSS stays bounded. A
-  // fault maps the cached pages around it too (fault-around: the kFaultAround-aligned window of
-  // the address space that holds the fault), so the range is widened to those windows; pages
-  // of a neighbour that another thread is reading are only faulted in again.
-  static constexpr uint64_t kFaultAround = 64 << 10;  // Linux's fault_around_bytes default
+  // fault can map more than the page it touched: the cached pages of its fault-around window
+  // (64 KiB by default), or a whole large folio of the page cache on newer kernels (at most
+  // 2 MiB, aligned in the file). So the range is widened to kUnmapAlign in the address space
+  // and in the file alike; pages of a neighbour that another thread is reading are only
+  // faulted in again.
+  static constexpr uint64_t kUnmapAlign = 2 << 20;
   void unmap_pages(uint64_t off, uint64_t bytes) const {
     if (bytes == 0 || off >= map_size) return;
     const auto base = reinterpret_cast<uintptr_t>(map);
-    const uintptr_t begin = std::max(base, (base + off) & ~uintptr_t{kFaultAround - 1});
-    const uintptr_t end = std::min<uintptr_t>(
-        base + map_size, (base + off + bytes + kFaultAround - 1) & ~uintptr_t{kFaultAround - 1});
+    const uint64_t a = kUnmapAlign - 1;
+    const uintptr_t addr_lo = (base + off) & ~a, addr_hi = (base + off + bytes + a) & ~a;
+    const uint64_t lo = std::min<uint64_t>(off & ~a, addr_lo > base ? addr_lo - base : 0);
+    const uint64_t hi = std::max<uint64_t>((off + bytes + a) & ~a, addr_hi - base);
+    const uintptr_t begin = base + lo, end = base + std::min<uint64_t>(hi, map_size);
     if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   }
   // The header page and the whole index table (after a scan of many entries).
