@@ -253,8 +253,11 @@ inline void check_matmul_kernels(const cpu::MatmulKernels& V) {
                                  GgmlType::Q6_K};
   for (GgmlType type : kTypes) {
     const int64_t elems = ggml_type_traits(static_cast<uint32_t>(type))->block_elems;
+    // 32-element blocks also at 37 blocks a row (the 16-row decode matvecs' long rows).
     const std::vector<int64_t> col_options =
-        elems == 1 ? std::vector<int64_t>{1, 33, 129} : std::vector<int64_t>{elems, 3 * elems};
+        elems == 1    ? std::vector<int64_t>{1, 33, 129}
+        : elems == 32 ? std::vector<int64_t>{elems, 3 * elems, 37 * elems}
+                      : std::vector<int64_t>{elems, 3 * elems};
     for (int64_t cols : col_options) {
       const int64_t rows = 37;
       const auto o = test::make_random_weight(type, rows, cols, static_cast<uint32_t>(21 + cols));

@@ -1,5 +1,6 @@
 // AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
-// load and stream straight from the mapping (Q4_0, Q5_0: 16 rows in the lanes, quant_matvec.h).
+// load and stream straight from the mapping (Q8_0, Q4_0, Q5_0: 16 rows in the lanes,
+// quant_matvec.h).
 // Prompt (many tokens):
 //   Q8_0/Q4_0/Q5_0: 32-row panels are repacked once into a lanes-are-rows layout, then a register
 //              tile of 32 rows x T tokens: per 32-element block, 8 steps of vpdpbusd(u8
@@ -85,7 +86,6 @@ using simd::f16_at;
 __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
-
 
 // The repacked panels of this file's GEMM (thread_scratch.h).
 struct QuantPanels;
@@ -200,7 +200,8 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
   const int64_t nb = w.cols / kQK;
   const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
   const int32_t* xcorr = x.xcorr ? x.xcorr + t * nb : nullptr;
-  if (w.type == GgmlType::Q4_0) return matvec_q4_0(w, xq, xcorr, r0, r1, y);  // 16 rows a step
+  if (w.type == GgmlType::Q8_0) return matvec_q8_0(w, xq, xcorr, r0, r1, y);  // 16 rows a step
+  if (w.type == GgmlType::Q4_0) return matvec_q4_0(w, xq, xcorr, r0, r1, y);
 #if defined(CHANNEL_SIMD_BITALG)
   if (w.type == GgmlType::Q5_0) return matvec_q5_0(w, xq, xcorr, r0, r1, y);
 #endif
@@ -211,9 +212,6 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
       rows[i] = w.data + static_cast<size_t>(std::min(r + i, r1 - 1)) * w.row_bytes;
     alignas(16) float out[4];
     switch (w.type) {
-      case GgmlType::Q8_0:
-        _mm_store_ps(out, dot4_quant<QuantKind::q8_0>(rows, xq, xcorr, nb));
-        break;
       case GgmlType::Q5_0:
         _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb));
         break;

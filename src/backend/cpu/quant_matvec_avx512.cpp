@@ -1,9 +1,9 @@
-// AVX-512 decode matvecs for Q4_0 and Q5_0 (quant_matvec.h): 16 rows at a time, rows in
-// the lanes.
+// AVX-512 decode matvecs for Q4_0, Q5_0 and Q8_0 (quant_matvec.h): 16 rows at a time, rows
+// in the lanes.
 //
-// Per 32-element block the 16 rows' 16 nibble bytes are loaded and transposed in registers
-// (4 inserts per 4 rows, one in-lane dword transpose each, then a 4 x 4 transpose of the
-// 128-bit lanes), so that vector g holds dword g of every row: its low nibbles are elements
+// Q4_0, Q5_0: per 32-element block the 16 rows' 16 nibble bytes are loaded and transposed in
+// registers (4 inserts per 4 rows, one in-lane dword transpose each, then a 4 x 4 transpose of
+// the 128-bit lanes), so that vector g holds dword g of every row: its low nibbles are elements
 // 4g..4g+3 and its high nibbles elements 16+4g..16+4g+3. Eight vpdpbusd with broadcast
 // activation dwords then give the 16 rows' exact integer dots at once, with no horizontal
 // sums; the scales come in with one gather (Q5_0: the fifth bits with another, spread to
@@ -130,6 +130,92 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
 }
 
 }  // namespace
+
+// ---- Q8_0 -----------------------------------------------------------------------------------
+//
+// Per block the 16 rows' 32 quants come two rows to a vector (row a in the low 256 bits, row
+// a + 4 in the high), flipped to unsigned (q + 128) and multiplied with the token's 32 quants
+// (in both halves) by one vpdpbusd each: 8 vectors of 8 partial sums per row. fold_rows adds
+// those to the 16 rows' exact integer dots, in row order, with three rounds of unpacks and
+// adds; then the same per-lane arithmetic as Q4_0 above and as quant_tile.
+
+namespace {
+
+// The row in the low half of partial-sum vector k (row + 4 in its high half): rows 0-3 and
+// 8-11, so that fold_rows ends with row i in lane i.
+constexpr int q8_row_of(int k) {
+  return k < 4 ? k : k + 4;
+}
+
+// Lane i: the sum of the 8 dwords of row i in p (p[k]: 128-bit lanes 0-1 row q8_row_of(k),
+// lanes 2-3 row q8_row_of(k) + 4). Integer adds: exact in any order.
+__m512i fold_rows(const __m512i p[8]) {
+  __m512i t[4];  // in each 128-bit lane: two dwords of p[2k], two of p[2k + 1], interleaved
+  for (int k = 0; k < 4; ++k) {
+    t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * k], p[2 * k + 1]),
+                            _mm512_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
+  }
+  __m512i u[2];  // u[h] 128-bit lane L, dword j: the sum of lane L of p[4h + j]
+  for (int h = 0; h < 2; ++h) {
+    u[h] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * h], t[2 * h + 1]),
+                            _mm512_unpackhi_epi64(t[2 * h], t[2 * h + 1]));
+  }
+  // Lanes 0+1 of u[0] are rows 0-3, its lanes 2+3 rows 4-7; u[1] rows 8-11 and 12-15.
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88),
+                          _mm512_shuffle_i32x4(u[0], u[1], 0xdd));
+}
+
+}  // namespace
+
+void matvec_q8_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
+                 int64_t r1, float* y) {
+  constexpr int64_t kBlock = 34;  // f16 scale, 32 int8 quants
+  // Prefetch distance in each row's stream: row i, then row i + 16 (the next step's lane i),
+  // so that the start of the next 16 rows is in flight when this step ends.
+  constexpr int64_t kAhead = 384;
+  const int64_t nb = w.cols / kQK;
+  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r = r0; r < r1; r += 16) {
+    const uint8_t* rows[16];
+    alignas(64) int32_t offset[16];  // of each row from rows[0], in bytes
+    for (int i = 0; i < 16; ++i) {
+      const int64_t row = std::min(r + i, r1 - 1);
+      rows[i] = w.data + static_cast<size_t>(row) * w.row_bytes;
+      offset[i] = static_cast<int32_t>(static_cast<int64_t>(rows[i] - rows[0]));
+    }
+    const __m512i gather_at = _mm512_load_si512(offset);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t at = b * kBlock;
+      int64_t ahead = at + kAhead;
+      if (ahead >= row_bytes) ahead += 15 * row_bytes;  // into row i + 16
+      for (int i = 0; i < 16; ++i)
+        _mm_prefetch(reinterpret_cast<const char*>(rows[i] + ahead), _MM_HINT_T0);
+      const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      const __m512i xv =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2)));
+      __m512i p[8];
+      for (int k = 0; k < 8; ++k) {
+        const int a = q8_row_of(k);
+        const __m512i q = _mm512_inserti64x4(
+            _mm512_castsi256_si512(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[a] + at + 2))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[a + 4] + at + 2)), 1);
+        p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(q, flip), xv);
+      }
+      const __m512i sum = _mm512_add_epi32(fold_rows(p), _mm512_set1_epi32(xcorr[b]));
+      const __m512i bits = _mm512_i32gather_epi32(gather_at, rows[0] + at, 1);
+      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
+      uint16_t dx;
+      std::memcpy(&dx, xb, sizeof(dx));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                            _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(dx))), acc);
+    }
+    const int64_t n = std::min<int64_t>(16, r1 - r);
+    _mm512_mask_storeu_ps(y + r, static_cast<__mmask16>((1u << n) - 1), acc);
+  }
+}
 
 void matvec_q4_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y) {
