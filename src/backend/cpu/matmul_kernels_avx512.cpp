@@ -145,22 +145,33 @@ inline float reduce_add_fixed(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(t8, _mm_movehdup_ps(t8)));
 }
 
-// Rows rows[0..3] (pointers may repeat) times one token x [n]: out[r] = the 16-lane FMA
-// chain over the columns (masked tail) then reduce_add_fixed. float_gemm_rows does exactly
-// this per (row, token), so float outputs do not depend on the batch either.
+// Rows rows[0..3] (pointers may repeat; `stride` elements apart in the matrix) times one
+// token x [n]: out[r] = the 16-lane FMA chain over the columns (masked tail) then
+// reduce_add_fixed. float_gemm_rows does exactly this per (row, token), so float outputs do
+// not depend on the batch either. One prefetch per row and cache line, kAhead bytes ahead in
+// the row's stream: the row, then the row 4 further on (the next call's), so that the next
+// rows' first lines are in flight when these end.
 template <typename W, typename Load, typename LoadMasked>
-void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, Load load,
-                LoadMasked load_masked) {
+void dot4_float(const W* const rows[4], int64_t stride, const float* x, int64_t n, float* out,
+                Load load, LoadMasked load_masked) {
+  constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(W));    // elements a cache line
+  constexpr int64_t kAhead = 512 / static_cast<int64_t>(sizeof(W));  // prefetch distance
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                    _mm512_setzero_ps()};
   int64_t i = 0;
-  constexpr int64_t kAhead = 512 / static_cast<int64_t>(sizeof(W));  // prefetch distance
+  for (; i + kLine <= n; i += kLine) {
+    int64_t ahead = i + kAhead;
+    if (ahead >= n) ahead += 4 * stride - n;  // into row + 4
+    for (int r = 0; r < 4; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + ahead), _MM_HINT_T0);
+    for (int64_t j = i; j < i + kLine; j += 16) {
+      const __m512 xv = _mm512_loadu_ps(x + j);
+      for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + j), xv, acc[r]);
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     const __m512 xv = _mm512_loadu_ps(x + i);
-    for (int r = 0; r < 4; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + kAhead), _MM_HINT_T0);
-      acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
-    }
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
   }
   if (i < n) {
     const __mmask16 m = simd::lane_mask16<int64_t>(n - i);
@@ -219,17 +230,19 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
       case GgmlType::BF16: {
         const uint16_t* r16[4];
         for (int i = 0; i < 4; ++i) r16[i] = reinterpret_cast<const uint16_t*>(rows[i]);
+        const auto stride = static_cast<int64_t>(w.row_bytes / 2);
         if (w.type == GgmlType::F16) {
-          dot4_float(r16, xf, w.cols, out, load_f16, load_f16_masked);
+          dot4_float(r16, stride, xf, w.cols, out, load_f16, load_f16_masked);
         } else {
-          dot4_float(r16, xf, w.cols, out, load_bf16, load_bf16_masked);
+          dot4_float(r16, stride, xf, w.cols, out, load_bf16, load_bf16_masked);
         }
         break;
       }
       case GgmlType::F32: {
         const float* r32[4];
         for (int i = 0; i < 4; ++i) r32[i] = reinterpret_cast<const float*>(rows[i]);
-        dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked);
+        dot4_float(r32, static_cast<int64_t>(w.row_bytes / 4), xf, w.cols, out, load_f32,
+                   load_f32_masked);
         break;
       }
       default:  // other block types go through dot_rows
