@@ -101,21 +101,22 @@ uint8_t* thread_scratch(size_t bytes) {
 // token's outputs are bit-identical whether it is decoded alone or batched in a prompt.
 // As in the tile, the weights are taken unsigned (w + zero point) and the token's block
 // correction xcorr (-zero point * sum q) restores the signed dot: vpdpbusd takes them as
-// they are, with no abs/sign per row.
+// they are, with no abs/sign per row. next: the 4 rows after these, or null (matvec_token).
 template <QuantKind K>
 __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, const int32_t* xcorr,
-                  int64_t nb) {
+                  int64_t nb, const uint8_t* next) {
   constexpr int64_t kBlock = block_bytes<K>();
-  constexpr int kPrefetch = 512;  // bytes ahead in each row: keeps misses in flight
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* xb = xq + b * sizeof(BlockQ8_0);
     const __m256i qx = load256(xb + 2);
     __m256i p[4];
     uint16_t d[4];
+    if (next)
+      for (int64_t j = 0; j < 4 * kBlock; j += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + 4 * b * kBlock + j), _MM_HINT_T0);
     for (int i = 0; i < 4; ++i) {
       const uint8_t* wb = rows[i] + b * kBlock;
-      _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetch), _MM_HINT_T0);
       p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants<K>(wb), qx);
       std::memcpy(&d[i], wb, sizeof(uint16_t));
     }
@@ -150,17 +151,17 @@ inline float reduce_add_fixed(__m512 a) {
 // this per (row, token), so float outputs do not depend on the batch either.
 template <typename W, typename Load, typename LoadMasked>
 void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, Load load,
-                LoadMasked load_masked) {
+                LoadMasked load_masked, const uint8_t* next) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                    _mm512_setzero_ps()};
   int64_t i = 0;
-  constexpr int64_t kAhead = 512 / static_cast<int64_t>(sizeof(W));  // prefetch distance
+  constexpr int64_t kStep = 4 * 16 * static_cast<int64_t>(sizeof(W));  // bytes of 4 rows a step
   for (; i + 16 <= n; i += 16) {
     const __m512 xv = _mm512_loadu_ps(x + i);
-    for (int r = 0; r < 4; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + kAhead), _MM_HINT_T0);
-      acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
-    }
+    if (next)
+      for (int64_t j = 0; j < kStep; j += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + 4 * i * sizeof(W) + j), _MM_HINT_T0);
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
   }
   if (i < n) {
     const __mmask16 m = simd::lane_mask16<int64_t>(n - i);
@@ -209,29 +210,33 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
     const uint8_t* rows[4];
     for (int i = 0; i < 4; ++i)
       rows[i] = w.data + static_cast<size_t>(std::min(r + i, r1 - 1)) * w.row_bytes;
+    // The next 4 rows (adjacent in memory) are prefetched while these are read, a block's
+    // (a step's) share at a time: rows are short (1-8 KiB), so a distance inside each row
+    // lands in the rows being read, and 4 interleaved streams defeat the hardware prefetcher.
+    const uint8_t* next = r + 4 < r1 ? rows[0] + 4 * w.row_bytes : nullptr;
     alignas(16) float out[4];
     switch (w.type) {
       case GgmlType::Q8_0:
-        _mm_store_ps(out, dot4_quant<QuantKind::q8_0>(rows, xq, xcorr, nb));
+        _mm_store_ps(out, dot4_quant<QuantKind::q8_0>(rows, xq, xcorr, nb, next));
         break;
       case GgmlType::Q5_0:
-        _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb));
+        _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb, next));
         break;
       case GgmlType::F16:
       case GgmlType::BF16: {
         const uint16_t* r16[4];
         for (int i = 0; i < 4; ++i) r16[i] = reinterpret_cast<const uint16_t*>(rows[i]);
         if (w.type == GgmlType::F16) {
-          dot4_float(r16, xf, w.cols, out, load_f16, load_f16_masked);
+          dot4_float(r16, xf, w.cols, out, load_f16, load_f16_masked, next);
         } else {
-          dot4_float(r16, xf, w.cols, out, load_bf16, load_bf16_masked);
+          dot4_float(r16, xf, w.cols, out, load_bf16, load_bf16_masked, next);
         }
         break;
       }
       case GgmlType::F32: {
         const float* r32[4];
         for (int i = 0; i < 4; ++i) r32[i] = reinterpret_cast<const float*>(rows[i]);
-        dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked);
+        dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked, next);
         break;
       }
       default:  // other block types go through dot_rows
