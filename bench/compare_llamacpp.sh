@@ -35,6 +35,8 @@ default_model=${DEFAULT_MODEL:-$here/../models/channel-default.gguf}
 ring_text=${RING_TEXT:-$here/../train/results/heldout.txt}
 ring_tokens=${RING_TOKENS:-8192}  # the window (4096 slots) is full for the second half
 bw_bin=${BW_BIN:-$(dirname "$channel")/bench/read_bandwidth_bench}
+[[ -x $bw_bin ]] || { echo "compare_llamacpp: no read bandwidth bench at $bw_bin (set BW_BIN)" >&2; exit 2; }
+[[ -x $llama_dir/llama-bench ]] || { echo "compare_llamacpp: no llama-bench in $llama_dir" >&2; exit 2; }
 raw=$work/compare.jsonl
 : >"$raw"
 
