@@ -16,7 +16,9 @@
 #                         the default model, its rate once the 4096-slot window is full,
 #                         against llama.cpp's pp512 at depth 3584 (`llama-bench -d 3584`).
 # ROUNDS rounds (default 3) of REPS repetitions (default 3); in each round every case runs
-# Channel then llama.cpp back to back.
+# Channel then llama.cpp back to back. BASE_CHANNEL=BIN adds a third engine to every case, an
+# older Channel build (main before a change), run between the two: the summary then also gives
+# the new/base ratios per case, so that "no slowdown" is measured side by side in one run.
 # The read bandwidth of the machine (bench/read_bandwidth_bench, BW_BIN: default beside
 # CHANNEL_BIN in ../bench/) is measured at the start of every round. Prints every raw number
 # as it comes, then a summary: per case the best round of each engine and the ratio of the
@@ -24,6 +26,7 @@
 # rate as a share of it. The raw numbers also go to WORK_DIR/compare.jsonl.
 set -euo pipefail
 channel=$(realpath "$1") llama_dir=$(realpath "$2") work=$3 threads=${4:-2}
+base=${BASE_CHANNEL:+$(realpath "$BASE_CHANNEL")}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
 work=$(realpath "$work")
@@ -35,6 +38,8 @@ default_model=${DEFAULT_MODEL:-$here/../models/channel-default.gguf}
 ring_text=${RING_TEXT:-$here/../train/results/heldout.txt}
 ring_tokens=${RING_TOKENS:-8192}  # the window (4096 slots) is full for the second half
 bw_bin=${BW_BIN:-$(dirname "$channel")/bench/read_bandwidth_bench}
+[[ -x $bw_bin ]] || { echo "compare_llamacpp: no read bandwidth bench at $bw_bin (set BW_BIN)" >&2; exit 2; }
+[[ -x $llama_dir/llama-bench ]] || { echo "compare_llamacpp: no llama-bench in $llama_dir" >&2; exit 2; }
 raw=$work/compare.jsonl
 : >"$raw"
 
@@ -69,7 +74,7 @@ print("%.2f" % (max(b["bytes_per_second"] for b in runs) / 1e9))'
 }
 
 channel_bench() {  # pp512 and tg128 of Channel: JSON {prompt_tok_per_s, gen_tok_per_s, ...}
-  "$channel" bench -m "$1" -p 512 -n 128 -t "$threads" -r "$reps" 2>/dev/null | tail -n 1
+  "${bin:-$channel}" bench -m "$1" -p 512 -n 128 -t "$threads" -r "$reps" 2>/dev/null | tail -n 1
 }
 
 llama_bench() {  # llama-bench's JSON, pp512 and tg128 (or ARGS instead)
@@ -83,7 +88,7 @@ llama_bench() {  # llama-bench's JSON, pp512 and tg128 (or ARGS instead)
 channel_ring() {
   local store=$work/ring-store.mem
   rm -rf "$store"
-  python3 - "$channel" "$default_model" "$ring_text" "$store" "$ring_tokens" "$threads" <<'PY'
+  python3 - "${bin:-$channel}" "$default_model" "$ring_text" "$store" "$ring_tokens" "$threads" <<'PY'
 import json, subprocess, sys, time
 channel, model, text, store, tokens, threads = sys.argv[1:]
 cmd = [channel, "stream", "-m", model, "-f", text, "--turns", "--memory", store,
@@ -116,16 +121,20 @@ for round in $(seq 1 "$rounds"); do
   record "{\"round\": $round, \"case\": \"bandwidth\", \"gb_per_s\": $bw}"
   for c in $cases; do
     model=$(model_of "$c")
+    olds=null
     if [[ $c == ring ]]; then
       ours=$(channel_ring)
+      [[ -z $base ]] || olds=$(bin=$base channel_ring)
       theirs=$(llama_bench "$model" -p 512 -n 0 -d 3584)
     else
       ours=$(channel_bench "$model")
+      [[ -z $base ]] || olds=$(bin=$base channel_bench "$model")
       theirs=$(llama_bench "$model" -p 512 -n 128)
     fi
-    record "$(python3 - "$round" "$c" "$ours" "$theirs" <<'PY'
+    record "$(python3 - "$round" "$c" "$ours" "$theirs" "$olds" <<'PY'
 import json, sys
 rnd, case, ours, theirs = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+olds = json.loads(sys.argv[5])
 pp = next((r["avg_ts"] for r in theirs if r["n_prompt"] > 0), None)
 tg = next((r["avg_ts"] for r in theirs if r["n_gen"] > 0), None)
 out = {"round": rnd, "case": case}
@@ -135,6 +144,9 @@ else:
     out |= {"channel_pp": ours["prompt_tok_per_s"], "llama_pp": pp,
             "channel_tg": ours["gen_tok_per_s"], "llama_tg": tg,
             "channel_gb_per_s": ours["gen_gb_per_s"]}
+if olds is not None:
+    out |= ({"base_ring": olds["ring_tok_per_s"]} if case == "ring" else
+            {"base_pp": olds["prompt_tok_per_s"], "base_tg": olds["gen_tok_per_s"]})
 print(json.dumps(out))
 PY
 )"
@@ -169,4 +181,18 @@ for c in cases:
     else:
         line(c, "pp512", "channel_pp", "llama_pp")
         line(c, "tg128", "channel_tg", "llama_tg", "channel_gb_per_s")
+if any("base_pp" in r or "base_ring" in r for r in rows):
+    import statistics
+    print("\nthis Channel against BASE_CHANNEL, measured in the same rounds "
+          "(median of the per-round ratios, range in brackets; > 1: faster)")
+    print("| case | test | ratio | per round |")
+    print("|---|---|---|---|")
+    for c in cases:
+        tests = ([("ring", "channel_ring", "base_ring")] if c == "ring" else
+                 [("pp512", "channel_pp", "base_pp"), ("tg128", "channel_tg", "base_tg")])
+        for test, ours, olds in tests:
+            per = [r[ours] / r[olds] for r in rows if r["case"] == c and r.get(olds)]
+            if per:
+                print(f"| {c} | {test} | {statistics.median(per):.3f} | "
+                      f"{min(per):.3f}-{max(per):.3f} |")
 PY

@@ -101,21 +101,22 @@ uint8_t* thread_scratch(size_t bytes) {
 // token's outputs are bit-identical whether it is decoded alone or batched in a prompt.
 // As in the tile, the weights are taken unsigned (w + zero point) and the token's block
 // correction xcorr (-zero point * sum q) restores the signed dot: vpdpbusd takes them as
-// they are, with no abs/sign per row.
+// they are, with no abs/sign per row. next: the 4 rows after these, or null (matvec_token).
 template <QuantKind K>
 __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, const int32_t* xcorr,
-                  int64_t nb) {
+                  int64_t nb, const uint8_t* next) {
   constexpr int64_t kBlock = block_bytes<K>();
-  constexpr int kPrefetch = 512;  // bytes ahead in each row: keeps misses in flight
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* xb = xq + b * sizeof(BlockQ8_0);
     const __m256i qx = load256(xb + 2);
     __m256i p[4];
     uint16_t d[4];
+    if (next)
+      for (int64_t j = 0; j < 4 * kBlock; j += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + 4 * b * kBlock + j), _MM_HINT_T0);
     for (int i = 0; i < 4; ++i) {
       const uint8_t* wb = rows[i] + b * kBlock;
-      _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetch), _MM_HINT_T0);
       p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants<K>(wb), qx);
       std::memcpy(&d[i], wb, sizeof(uint16_t));
     }
@@ -257,8 +258,12 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
     const uint8_t* rows[4];
     for (int i = 0; i < 4; ++i)
       rows[i] = w.data + static_cast<size_t>(std::min(r + i, r1 - 1)) * w.row_bytes;
+    // The next 4 rows (adjacent in memory) are prefetched while these are read, a block's
+    // (a step's) share at a time: rows are short (1-8 KiB), so a distance inside each row
+    // lands in the rows being read, and 4 interleaved streams defeat the hardware prefetcher.
+    const uint8_t* next = r + 4 < r1 ? rows[0] + 4 * w.row_bytes : nullptr;
     alignas(16) float out[4];
-    _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb));
+    _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb, next));
     for (int i = 0; i < 4 && r + i < r1; ++i) y[r + i] = out[i];
   }
 #endif

@@ -36,7 +36,7 @@ int32_t load_i32(const uint8_t* p) {
 }
 
 // v[g] lane i = dword g of the 16 bytes at rows[i] + at.
-void transpose_rows(const uint8_t* const rows[16], int64_t at, __m512i v[4]) {
+[[gnu::always_inline]] inline void transpose_rows(const uint8_t* const rows[16], int64_t at, __m512i v[4]) {
   // Within a 128-bit lane: dword 4j + g -> 4g + j (a 4 x 4 transpose).
   const __m512i in_lane = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   __m512i z[4];  // z[k] lane 4g + j = dword g of row 4k + j
@@ -92,12 +92,16 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
       offset[i] = static_cast<int32_t>(static_cast<int64_t>(rows[i] - rows[0]));
     }
     const __m512i gather_at = _mm512_load_si512(offset);
+    // The next 16 rows (adjacent in memory) are fetched while these are read: one block of
+    // each row is 16 * kBlock bytes, so block b prefetches that many bytes of the next group.
+    // Within the group, 16 short interleaved streams defeat the hardware prefetcher.
+    const uint8_t* next = r + 16 < r1 ? rows[0] + 16 * w.row_bytes : nullptr;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t at = b * kBlock;
-      if ((b & 3) == 0) {
-        for (int i = 0; i < 16; ++i)
-          _mm_prefetch(reinterpret_cast<const char*>(rows[i] + at + 512), _MM_HINT_T0);
+      if (next) {
+        for (int64_t j = 0; j < 16 * kBlock; j += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(next + 16 * at + j), _MM_HINT_T0);
       }
       __m512i v[4];
       transpose_rows(rows, at + kNibbles, v);
