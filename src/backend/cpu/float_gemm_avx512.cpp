@@ -1,7 +1,7 @@
 // AVX-512 prompt GEMM for F32/F16/BF16 weights (float_gemm.h), blocked for the caches.
 //
 // Every output (row r, token t) is the decode loop's arithmetic (matmul_kernels_avx512.cpp,
-// dot8_float): a 16-lane FMA chain over the columns, lane l taking columns l, l + 16, ... in
+// dot4_float): a 16-lane FMA chain over the columns, lane l taking columns l, l + 16, ... in
 // order with a masked last step, then the sum of the 16 lanes in one fixed order (reduce8
 // takes 8 rows' sums at once). The blocking only cuts that chain at multiples of 16 columns and parks the 16 lanes in memory between the pieces, which
 // changes no rounding, so a token's outputs stay the same bits alone or in any batch.
@@ -58,7 +58,7 @@ Scratch& thread_scratch() {
 }
 
 // One chunk of `cols` columns (a multiple of 16 except in the last chunk, whose tail is
-// masked exactly as dot8_float masks it) for rows w[0..7] (stride w_stride floats) and T
+// masked exactly as dot4_float masks it) for rows w[0..7] (stride w_stride floats) and T
 // tokens x[t] (stride x_stride): the parked accumulators `acc` go on from where they stopped
 // (or from zero when `first`).
 template <int T>
@@ -97,7 +97,7 @@ void tile_chunk(const float* w, int64_t w_stride, const float* x, int64_t x_stri
 }
 
 // The horizontal sums of 8 accumulators a[0..7] (a[r] at acc + r * stride floats) into
-// y[0 .. rows), each one the bits of dot8_float's reduce_add_fixed(a[r]) (GCC's
+// y[0 .. rows), each one the bits of dot4_float's reduce_add_fixed(a[r]) (GCC's
 // _mm512_reduce_add_ps): the upper 256 bits added to the lower, then the upper 128 to the
 // lower, then elements 2-3 to 0-1, then element 1 to 0. Here the 8 reductions go through the same steps side by side, two
 // accumulators per register (the same operand pairs: addition commutes exactly), about 3
@@ -184,7 +184,7 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
           }
         }
       }
-      // Every chain is complete: the horizontal sums, with dot8_float's bits.
+      // Every chain is complete: the horizontal sums, with dot4_float's bits.
       for (int i = 0; i < tiles; ++i) {
         const int rows_here = std::min(kTileRows, valid - i * kTileRows);
         for (int j = 0; j < token_tiles; ++j) {

@@ -1,4 +1,4 @@
-// AVX-512 matmul loops. Decode (few tokens): 8 weight rows at a time share each activation
+// AVX-512 matmul loops. Decode (few tokens): 4 weight rows at a time share each activation
 // load and stream straight from the mapping (Q8_0, Q4_0, Q5_0: 16 rows in the lanes,
 // quant_matvec.h).
 // Prompt (many tokens):
@@ -87,13 +87,14 @@ __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+
 // The repacked panels of this file's GEMM (thread_scratch.h).
 struct QuantPanels;
 uint8_t* thread_scratch(size_t bytes) {
   return cpu::thread_scratch<QuantPanels>(bytes);
 }
 
-// ---- decode: streaming matvecs ----------------------------------------------------------------
+// ---- decode: streaming matvec, 4 rows at a time --------------------------------------------
 
 // Rows rows[0..3] (pointers may repeat) times one token, in lanes 0..3 of the result. Each
 // lane does exactly what a lane of quant_tile does — per block, the exact integer dot,
@@ -146,43 +147,29 @@ inline float reduce_add_fixed(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(t8, _mm_movehdup_ps(t8)));
 }
 
-constexpr int kFloatRows = 8;  // float decode: rows a step (8 FMA chains; 4 read 20 % slower)
-
-// Rows rows[0..7] (pointers may repeat; `stride` elements apart in the matrix) times one
-// token x [n]: out[r] = the 16-lane FMA chain over the columns (masked tail) then
-// reduce_add_fixed. float_gemm_rows does exactly this per (row, token), so float outputs do
-// not depend on the batch either. One prefetch per row and cache line, kAhead bytes ahead in
-// the row's stream: the row, then the row 8 further on (the next step's), so that the next
-// rows' first lines are in flight when these end.
+// Rows rows[0..3] (pointers may repeat) times one token x [n]: out[r] = the 16-lane FMA
+// chain over the columns (masked tail) then reduce_add_fixed. float_gemm_rows does exactly
+// this per (row, token), so float outputs do not depend on the batch either.
 template <typename W, typename Load, typename LoadMasked>
-void dot8_float(const W* const rows[kFloatRows], int64_t stride, const float* x, int64_t n,
-                float* out, Load load, LoadMasked load_masked) {
-  constexpr int R = kFloatRows;
-  constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(W));    // elements a cache line
-  constexpr int64_t kAhead = 512 / static_cast<int64_t>(sizeof(W));  // prefetch distance
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, Load load,
+                LoadMasked load_masked, const uint8_t* next) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
   int64_t i = 0;
-  for (; i + kLine <= n; i += kLine) {
-    int64_t ahead = i + kAhead;
-    if (ahead >= n) ahead += R * stride - n;  // into row + R
-    for (int r = 0; r < R; ++r)
-      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + ahead), _MM_HINT_T0);
-    for (int64_t j = i; j < i + kLine; j += 16) {
-      const __m512 xv = _mm512_loadu_ps(x + j);
-      for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + j), xv, acc[r]);
-    }
-  }
+  constexpr int64_t kStep = 4 * 16 * static_cast<int64_t>(sizeof(W));  // bytes of 4 rows a step
   for (; i + 16 <= n; i += 16) {
     const __m512 xv = _mm512_loadu_ps(x + i);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
+    if (next)
+      for (int64_t j = 0; j < kStep; j += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + 4 * i * sizeof(W) + j), _MM_HINT_T0);
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
   }
   if (i < n) {
     const __mmask16 m = simd::lane_mask16<int64_t>(n - i);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(load_masked(rows[r] + i, m), xv, acc[r]);
+    for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load_masked(rows[r] + i, m), xv, acc[r]);
   }
-  for (int r = 0; r < R; ++r) out[r] = reduce_add_fixed(acc[r]);
+  for (int r = 0; r < 4; ++r) out[r] = reduce_add_fixed(acc[r]);
 }
 
 __m512 load_f16(const uint16_t* p) {
@@ -208,52 +195,19 @@ __m512 load_f32_masked(const float* p, __mmask16 m) {
   return _mm512_maskz_loadu_ps(m, p);
 }
 
-// y[r] for rows [r0, r1) of float weights (element type W) and one token xf, kFloatRows
-// rows a step; the last rows repeat the last one, so every row gets the same arithmetic.
-template <typename W, typename Load, typename LoadMasked>
-void matvec_float(const MatmulWeights& w, const float* xf, int64_t r0, int64_t r1, float* y,
-                  Load load, LoadMasked load_masked) {
-  const auto stride = static_cast<int64_t>(w.row_bytes / sizeof(W));
-  for (int64_t r = r0; r < r1; r += kFloatRows) {
-    const W* rows[kFloatRows];
-    for (int i = 0; i < kFloatRows; ++i) {
-      rows[i] = reinterpret_cast<const W*>(w.data + static_cast<size_t>(std::min(r + i, r1 - 1)) *
-                                                        w.row_bytes);
-    }
-    float out[kFloatRows];
-    dot8_float(rows, stride, xf, w.cols, out, load, load_masked);
-    for (int i = 0; i < kFloatRows && r + i < r1; ++i) y[r + i] = out[i];
-  }
-}
-
-// y[t][r] for rows [r0, r1) of one token. Q8_0, Q4_0, Q5_0: 16 rows a step (quant_matvec.h);
-// floats: kFloatRows; Q5_0 without BITALG: 4, the last 1-3 rows repeating the last one in
-// the spare lanes, so every row gets the same arithmetic wherever it falls.
+// y[t][r] for rows [r0, r1) of one token, 4 rows at a time; the last 1-3 rows repeat the
+// last one in the spare lanes, so every row gets the same arithmetic wherever it falls.
 void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64_t r0, int64_t r1,
                   float* y) {
   const int64_t nb = w.cols / kQK;
   const uint8_t* xq = x.xq ? x.xq + t * nb * static_cast<int64_t>(sizeof(BlockQ8_0)) : nullptr;
   const int32_t* xcorr = x.xcorr ? x.xcorr + t * nb : nullptr;
-  const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
-  switch (w.type) {
-    case GgmlType::Q8_0:
-      return matvec_q8_0(w, xq, xcorr, r0, r1, y);
-    case GgmlType::Q4_0:
-      return matvec_q4_0(w, xq, xcorr, r0, r1, y);
-    case GgmlType::F16:
-      return matvec_float<uint16_t>(w, xf, r0, r1, y, load_f16, load_f16_masked);
-    case GgmlType::BF16:
-      return matvec_float<uint16_t>(w, xf, r0, r1, y, load_bf16, load_bf16_masked);
-    case GgmlType::F32:
-      return matvec_float<float>(w, xf, r0, r1, y, load_f32, load_f32_masked);
-    case GgmlType::Q5_0:
-      break;
-    default:  // other block types go through dot_rows
-      return;
-  }
+  if (w.type == GgmlType::Q8_0) return matvec_q8_0(w, xq, xcorr, r0, r1, y);  // 16 rows a step
+  if (w.type == GgmlType::Q4_0) return matvec_q4_0(w, xq, xcorr, r0, r1, y);
 #if defined(CHANNEL_SIMD_BITALG)
-  matvec_q5_0(w, xq, xcorr, r0, r1, y);
-#else
+  if (w.type == GgmlType::Q5_0) return matvec_q5_0(w, xq, xcorr, r0, r1, y);
+#endif
+  const float* xf = x.xf ? x.xf + t * w.cols : nullptr;
   for (int64_t r = r0; r < r1; r += 4) {
     const uint8_t* rows[4];
     for (int i = 0; i < 4; ++i)
@@ -263,10 +217,32 @@ void matvec_token(const MatmulWeights& w, const MatmulInput& x, int64_t t, int64
     // lands in the rows being read, and 4 interleaved streams defeat the hardware prefetcher.
     const uint8_t* next = r + 4 < r1 ? rows[0] + 4 * w.row_bytes : nullptr;
     alignas(16) float out[4];
-    _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb, next));
+    switch (w.type) {
+      case GgmlType::Q5_0:
+        _mm_store_ps(out, dot4_quant<QuantKind::q5_0>(rows, xq, xcorr, nb, next));
+        break;
+      case GgmlType::F16:
+      case GgmlType::BF16: {
+        const uint16_t* r16[4];
+        for (int i = 0; i < 4; ++i) r16[i] = reinterpret_cast<const uint16_t*>(rows[i]);
+        if (w.type == GgmlType::F16) {
+          dot4_float(r16, xf, w.cols, out, load_f16, load_f16_masked, next);
+        } else {
+          dot4_float(r16, xf, w.cols, out, load_bf16, load_bf16_masked, next);
+        }
+        break;
+      }
+      case GgmlType::F32: {
+        const float* r32[4];
+        for (int i = 0; i < 4; ++i) r32[i] = reinterpret_cast<const float*>(rows[i]);
+        dot4_float(r32, xf, w.cols, out, load_f32, load_f32_masked, next);
+        break;
+      }
+      default:  // other block types go through dot_rows
+        return;
+    }
     for (int i = 0; i < 4 && r + i < r1; ++i) y[r + i] = out[i];
   }
-#endif
 }
 
 void matvec_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
