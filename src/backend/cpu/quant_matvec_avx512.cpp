@@ -35,6 +35,18 @@ int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
+// rows[i] = row min(r + i, r1 - 1) of w (the last rows repeat in the spare lanes); returns
+// each row's byte offset from rows[0], in its lane, for the scale gathers.
+__m512i row_group(const MatmulWeights& w, int64_t r, int64_t r1, const uint8_t* rows[16]) {
+  alignas(64) int32_t offset[16];
+  for (int i = 0; i < 16; ++i) {
+    const int64_t row = std::min(r + i, r1 - 1);
+    rows[i] = w.data + static_cast<size_t>(row) * w.row_bytes;
+    offset[i] = static_cast<int32_t>(static_cast<int64_t>(rows[i] - rows[0]));
+  }
+  return _mm512_load_si512(offset);
+}
+
 // v[g] lane i = dword g of the 16 bytes at rows[i] + at.
 [[gnu::always_inline]] inline void transpose_rows(const uint8_t* const rows[16], int64_t at, __m512i v[4]) {
   // Within a 128-bit lane: dword 4j + g -> 4g + j (a 4 x 4 transpose).
@@ -85,13 +97,7 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
   }
   for (int64_t r = r0; r < r1; r += 16) {
     const uint8_t* rows[16];
-    alignas(64) int32_t offset[16];  // of each row from rows[0], in bytes
-    for (int i = 0; i < 16; ++i) {
-      const int64_t row = std::min(r + i, r1 - 1);
-      rows[i] = w.data + static_cast<size_t>(row) * w.row_bytes;
-      offset[i] = static_cast<int32_t>(static_cast<int64_t>(rows[i] - rows[0]));
-    }
-    const __m512i gather_at = _mm512_load_si512(offset);
+    const __m512i gather_at = row_group(w, r, r1, rows);
     // The next 16 rows (adjacent in memory) are fetched while these are read: one block of
     // each row is 16 * kBlock bytes, so block b prefetches that many bytes of the next group.
     // Within the group, 16 short interleaved streams defeat the hardware prefetcher.
@@ -184,13 +190,7 @@ void matvec_q8_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t r = r0; r < r1; r += 16) {
     const uint8_t* rows[16];
-    alignas(64) int32_t offset[16];  // of each row from rows[0], in bytes
-    for (int i = 0; i < 16; ++i) {
-      const int64_t row = std::min(r + i, r1 - 1);
-      rows[i] = w.data + static_cast<size_t>(row) * w.row_bytes;
-      offset[i] = static_cast<int32_t>(static_cast<int64_t>(rows[i] - rows[0]));
-    }
-    const __m512i gather_at = _mm512_load_si512(offset);
+    const __m512i gather_at = row_group(w, r, r1, rows);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t at = b * kBlock;
