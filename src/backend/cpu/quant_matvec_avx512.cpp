@@ -47,6 +47,19 @@ __m512i row_group(const MatmulWeights& w, int64_t r, int64_t r1, const uint8_t* 
   return _mm512_load_si512(offset);
 }
 
+// acc + f32(sum) * (d_w * d_x), lane by lane: the block's exact integer dots (lane i = row i)
+// times the product of the rows' f16 scales (gathered at block + gather_at[i]) and the
+// token's, fused into the running sums, as the prompt GEMM's quant_tile does.
+[[gnu::always_inline]] inline __m512 add_scaled_block(__m512 acc, __m512i sum, __m512i gather_at,
+                                                      const uint8_t* block, const uint8_t* xb) {
+  const __m512i bits = _mm512_i32gather_epi32(gather_at, block, 1);
+  const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
+  uint16_t dx;
+  std::memcpy(&dx, xb, sizeof(dx));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(dx))),
+                         acc);
+}
+
 // v[g] lane i = dword g of the 16 bytes at rows[i] + at.
 [[gnu::always_inline]] inline void transpose_rows(const uint8_t* const rows[16], int64_t at, __m512i v[4]) {
   // Within a 128-bit lane: dword 4j + g -> 4g + j (a 4 x 4 transpose).
@@ -127,12 +140,7 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
         sum = _mm512_dpbusd_epi32(sum, lo, _mm512_set1_epi32(load_i32(xb + 2 + 4 * g)));
         sum = _mm512_dpbusd_epi32(sum, hi, _mm512_set1_epi32(load_i32(xb + 2 + 16 + 4 * g)));
       }
-      const __m512i bits = _mm512_i32gather_epi32(gather_at, rows[0] + at, 1);
-      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
-      uint16_t dx;
-      std::memcpy(&dx, xb, sizeof(dx));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
-                            _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(dx))), acc);
+      acc = add_scaled_block(acc, sum, gather_at, rows[0] + at, xb);
     }
     const int64_t n = std::min<int64_t>(16, r1 - r);
     _mm512_mask_storeu_ps(y + r, static_cast<__mmask16>((1u << n) - 1), acc);
@@ -211,12 +219,7 @@ void matvec_q8_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
         p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(q, flip), xv);
       }
       const __m512i sum = _mm512_add_epi32(fold_rows(p), _mm512_set1_epi32(xcorr[b]));
-      const __m512i bits = _mm512_i32gather_epi32(gather_at, rows[0] + at, 1);
-      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
-      uint16_t dx;
-      std::memcpy(&dx, xb, sizeof(dx));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
-                            _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(dx))), acc);
+      acc = add_scaled_block(acc, sum, gather_at, rows[0] + at, xb);
     }
     const int64_t n = std::min<int64_t>(16, r1 - r);
     _mm512_mask_storeu_ps(y + r, static_cast<__mmask16>((1u << n) - 1), acc);
