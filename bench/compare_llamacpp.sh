@@ -17,7 +17,8 @@
 #                         against llama.cpp's pp512 at depth 3584 (`llama-bench -d 3584`).
 # ROUNDS rounds (default 3) of REPS repetitions (default 3); in each round every case runs
 # Channel then llama.cpp back to back. BASE_CHANNEL=BIN adds a third engine to every case, an
-# older Channel build (main before a change), run between the two: the summary then also gives
+# older Channel build (main before a change), run just after Channel in odd rounds and just
+# before it in even ones: the summary then also gives
 # the new/base ratios per case, so that "no slowdown" is measured side by side in one run.
 # The read bandwidth of the machine (bench/read_bandwidth_bench, BW_BIN: default beside
 # CHANNEL_BIN in ../bench/) is measured at the start of every round. Prints every raw number
@@ -122,13 +123,15 @@ for round in $(seq 1 "$rounds"); do
   for c in $cases; do
     model=$(model_of "$c")
     olds=null
+    # With a base build, odd rounds run it after this Channel and even rounds before, so
+    # that the minute's drift does not always fall on the same side of the new/base ratio.
+    run_case() { if [[ $c == ring ]]; then channel_ring; else channel_bench "$model"; fi; }
+    if [[ -n $base && $((round % 2)) == 0 ]]; then olds=$(bin=$base run_case); fi
+    ours=$(run_case)
+    if [[ -n $base && $((round % 2)) == 1 ]]; then olds=$(bin=$base run_case); fi
     if [[ $c == ring ]]; then
-      ours=$(channel_ring)
-      [[ -z $base ]] || olds=$(bin=$base channel_ring)
       theirs=$(llama_bench "$model" -p 512 -n 0 -d 3584)
     else
-      ours=$(channel_bench "$model")
-      [[ -z $base ]] || olds=$(bin=$base channel_bench "$model")
       theirs=$(llama_bench "$model" -p 512 -n 128)
     fi
     record "$(python3 - "$round" "$c" "$ours" "$theirs" "$olds" <<'PY'
