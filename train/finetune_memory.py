@@ -79,6 +79,25 @@ class Bank:
         a, off = self.parts[kind]
         return a[off[i]:off[i + 1]].astype(np.int64)
 
+    def value_span(self, i):
+        """(offset in the statement, n): the answer's first n tokens (its final "." left out) as
+        the statement spells them, or None where the statement tokenizes the value otherwise."""
+        if not hasattr(self, "_vspan"):
+            self._vspan = {}
+        if i not in self._vspan:
+            st, ans = self.get("stmt", i), self.get("ans", i)
+            body = ans[:-1] if len(ans) > 1 else ans
+            hit = None
+            for n in range(len(body), 0, -1):      # the longest prefix the statement holds
+                for o in range(len(st) - n + 1):
+                    if np.array_equal(st[o:o + n], body[:n]):
+                        hit = (o, n)
+                        break
+                if hit:
+                    break
+            self._vspan[i] = hit
+        return self._vspan[i]
+
 
 class RetrievalHead(nn.Module):
     def __init__(self, d, dim):
@@ -95,14 +114,17 @@ class RetrievalHead(nn.Module):
         return F.normalize(self.k(x.float()), dim=-1)
 
 
-def fact_episode(bank, i, corpus, rng, nprng):
-    """A 32-64 token chunk of corpus text with fact i's statement inside it."""
+def fact_episode(bank, i, corpus, rng, nprng, where=None):
+    """A 32-64 token chunk of corpus text with fact i's statement inside it (where: a list that
+    receives the statement's offset in the episode)."""
     st = bank.get("stmt", i)
     n = max(rng.randint(EP_MIN, EP_MAX), len(st) + 2)
     s = int(nprng.integers(0, len(corpus) - n - 1))
     ep = corpus[s:s + n].astype(np.int64).copy()
     o = rng.randint(0, n - len(st))
     ep[o:o + len(st)] = st
+    if where is not None:
+        where.append(o)
     return ep
 
 
@@ -129,6 +151,23 @@ class MemoryBatcher:
         self.qa_weight = 3.0
         self.rng = random.Random(seed)
         self.nprng = np.random.default_rng(seed)
+
+    def copy_targets(self, r, p, spans, questions):
+        """(query position, key position) pairs of row r for the copy loss: the input position
+        that predicts answer token j of a trained question, and where token j of the value sits
+        in the recalled episode of its fact (this row's tier 3)."""
+        out = []
+        where = {own: st for (st, _, own) in spans if own is not None and own[0] == r}
+        for i, q in enumerate(questions):
+            if q["mode"] != "qa" or (r, i) not in where:
+                continue
+            vs = self.bank.value_span(p["facts"][i])
+            if vs is None:
+                continue
+            key0 = where[(r, i)] + p["stmt_at"][(r, i)] + vs[0]
+            out += [(q["pa"] - 1 + j, key0 + j) for j in range(min(vs[1], q["la"]))
+                    if q["pa"] - 1 + j < self.T]
+        return out
 
     def hard_distractors(self, anchors, n, avoid):
         """Training: a share `hard` of the distractors come from an anchor fact's cluster (the same
@@ -179,12 +218,13 @@ class MemoryBatcher:
             n_q = rng.randint(1, self.max_q)
             facts = [rng.randrange(self.bank.n) for _ in range(n_q)]
             plan.append(dict(facts=facts, modes=["qa" if rng.random() < self.p_qa else "ret" for _ in facts],
-                             eps=[], own=[]))          # own[i] = (row, question index) or None
+                             eps=[], own=[], stmt_at={}))   # own[i] = (row, question index) or None
         mem_rows = [r for r in range(B) if plan[r] is not None]
         for r in mem_rows:
             p = plan[r]
             for i, (f, m) in enumerate(zip(p["facts"], p["modes"])):
-                ep = fact_episode(self.bank, f, self.corpus, rng, self.nprng)
+                where = []
+                ep = fact_episode(self.bank, f, self.corpus, rng, self.nprng, where)
                 host = r
                 if m == "ret":
                     hosts = [h for h in mem_rows if h != r and len(plan[h]["eps"]) < MAX_EPISODES]
@@ -198,6 +238,7 @@ class MemoryBatcher:
                 at = rng.randint(0, len(plan[host]["eps"]))
                 plan[host]["eps"].insert(at, ep)
                 plan[host]["own"].insert(at, (r, i))
+                plan[host]["stmt_at"][(r, i)] = where[0]
         for r in mem_rows:
             p = plan[r]
             room = MAX_EPISODES - len(p["eps"])
@@ -284,7 +325,8 @@ class MemoryBatcher:
                 elif pa - 1 < T:
                     w[r, pa - 1:min(T, pa - 1 + la)] = 0.0   # the answer is not in this row's context
                 questions.append(dict(mode=m, pq=pq, pa=pa, la=la, cue=pa - 1))
-            meta.append(dict(spans=spans, R=R, questions=questions, src=src, eps=p["eps"]))
+            meta.append(dict(spans=spans, R=R, questions=questions, src=src, eps=p["eps"],
+                             copy=self.copy_targets(r, p, spans, questions)))
         self.last_answer_mask = torch.from_numpy(am)
         return torch.from_numpy(x), torch.from_numpy(w), meta
 
@@ -354,6 +396,42 @@ def retrieval_loss(head, hidden, meta, tau):
     loss = F.cross_entropy(score, tgt)
     acc = (score.argmax(-1) == tgt).float().mean().item()
     return loss, acc
+
+
+def copy_loss(model, cap, meta, T):
+    """The copy objective: at the position that predicts answer token j, some head of a global
+    layer must attend to token j of the value where the recalled episode states it.  Loss: minus
+    the log of the best head's attention weight on that key (every head of every global layer
+    competes, so the model picks its copy heads).  This is the circuit the answers need whatever
+    the statement's word order ("V is listed as the A of E" as well as "the A of E is V"): the
+    next-token loss alone teaches it only through the answer tokens.  Returns (loss, mean best
+    weight) or (None, 0)."""
+    from model import apply_rope
+    cfg = model.cfg
+    H, KV, hd = cfg.n_head, cfg.n_kv, cfg.head_dim
+    rep, scale = H // KV, 1.0 / math.sqrt(hd)
+    rows = [(r, m["copy"]) for r, m in enumerate(meta) if m is not None and m.get("copy")]
+    if not rows:
+        return None, 0.0
+    best_all = []
+    for il in sorted(key for key in cap if isinstance(key, int)):
+        q, k, _ = cap[il]
+        rd, _ = cfg.rope(il)
+        cos, sin = model.rope_for(il, T, q.device)
+        per_layer = []
+        for r, pairs in rows:
+            tq = torch.tensor([a for a, _ in pairs], device=q.device)
+            tk = torch.tensor([b for _, b in pairs], device=q.device)
+            qs = apply_rope(q[r][:, tq][None].float(), cos[tq], sin[tq], rd)[0]   # [H, n, hd]
+            ks = apply_rope(k[r][None].float(), cos[:T], sin[:T], rd)[0]          # [KV, T, hd]
+            lg = torch.einsum("kgnd,ktd->nkgt", qs.view(KV, rep, -1, hd), ks) * scale  # [n, KV, rep, T]
+            causal = torch.arange(T, device=q.device)[None, :] > tq[:, None]       # [n, T]
+            lg = lg.masked_fill(causal[:, None, None, :], float("-inf"))
+            lp = torch.log_softmax(lg, dim=-1)
+            per_layer.append(lp.gather(-1, tk.view(-1, 1, 1, 1).expand(-1, KV, rep, 1))[..., 0].reshape(len(pairs), H))
+        best_all.append(torch.cat(per_layer))                                      # [N, H]
+    lp = torch.cat(best_all, dim=1).max(dim=1).values                             # [N]
+    return -lp.mean(), lp.exp().mean().item()
 
 
 # ------------------------------------------------------------------ evaluation
@@ -512,6 +590,8 @@ def main():
     ap.add_argument("--qa-weight", type=float, default=3.0, help="loss weight of answer tokens")
     ap.add_argument("--ans-loss", type=float, default=0.0,
                     help="weight of a separate term: the mean loss over trained answer tokens")
+    ap.add_argument("--copy-loss", type=float, default=0.0,
+                    help="weight of the copy objective (copy_loss): a global head attends to the value")
     ap.add_argument("--hard", type=float, default=0.0,
                     help="share of tier-3 distractors from a recalled fact's cluster (same entity, look-alikes)")
     ap.add_argument("--p-src", type=float, default=0.0,
@@ -596,8 +676,9 @@ def main():
         mem = None
         if args.p_src > 0:   # always passed, so that torch.compile makes one graph
             mem = batch_mem(model, meta, tr, batcher.nprng, x.shape[0], x.shape[1] - 1, dev)
+        cap = {"grad": True} if args.copy_loss > 0 else None
         with autocast(dev):
-            logits, hidden = fwd(x[:, :-1], masks, return_hidden=True, mem=mem)
+            logits, hidden = fwd(x[:, :-1], masks, return_hidden=True, capture=cap, mem=mem)
         ce = F.cross_entropy(logits.float().reshape(-1, cfg.vocab), x[:, 1:].reshape(-1), reduction="none")
         lm = (ce * w.reshape(-1)).sum() / w.sum()
         rl, racc = retrieval_loss(head, hidden.float(), meta, args.tau)
@@ -605,6 +686,12 @@ def main():
         if args.ans_loss > 0 and am is not None:
             am = am.to(dev, non_blocking=True).reshape(-1)
             loss = loss + args.ans_loss * (ce * am).sum() / am.sum().clamp(min=1.0)
+        copy_w = 0.0
+        if cap is not None:
+            cl, copy_w = copy_loss(model, cap, meta, x.shape[1] - 1)
+            if cl is not None:
+                loss = loss + args.copy_loss * cl
+        step_fn.copy_w = copy_w
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(head.parameters()), 1.0)
@@ -643,8 +730,10 @@ def main():
         lm, rl, racc = step_fn(*batcher.next(), batcher.last_answer_mask)
         step += 1
         if step % 25 == 0 or step == 1:
-            log("step %d %.0fs lm %.4f ret %.4f ret-acc %.2f" % (step, time.time() - t0, lm, rl, racc))
-            hist.append(dict(step=step, sec=round(time.time() - t0, 1), lm=round(lm, 4), ret=round(rl, 4), ret_acc=racc))
+            cw = getattr(step_fn, "copy_w", 0.0)
+            log("step %d %.0fs lm %.4f ret %.4f ret-acc %.2f copy-w %.3f" % (step, time.time() - t0, lm, rl, racc, cw))
+            hist.append(dict(step=step, sec=round(time.time() - t0, 1), lm=round(lm, 4), ret=round(rl, 4), ret_acc=racc,
+                             copy_weight=round(cw, 4)))
     res["steps"], res["train_seconds"], res["history"] = step, round(time.time() - t0, 1), hist
     res["tokens_seen"] = step * args.batch * T
     model.eval()

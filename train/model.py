@@ -193,7 +193,10 @@ class Block(nn.Module):
             k = torch.where(sel, ks.to(k.dtype), k)
             v = torch.where(sel, vs.to(v.dtype), v)
         if capture is not None and self.is_global:
-            capture[self.il] = (q.detach(), k.detach(), v.detach())  # pre-RoPE: the position-free frame
+            if capture.get("grad"):   # a loss reads them (finetune_memory.py's copy loss)
+                capture[self.il] = (q, k, v)
+            else:
+                capture[self.il] = (q.detach(), k.detach(), v.detach())  # pre-RoPE: the position-free frame
         cos, sin = rope
         qr = apply_rope(q, cos[:T], sin[:T], self.rd)
         kr = apply_rope(k, cos[:T], sin[:T], self.rd)
@@ -279,7 +282,8 @@ class Model(nn.Module):
     def forward(self, ids, masks=None, return_hidden=False, capture=None, mem=None):
         """Logits [B, T, vocab]; with return_hidden also the final-norm hidden states (what the
         LM head reads).  capture: a dict that receives {layer: (q, k, v)} of the global layers,
-        after the q/k norms and before RoPE ([B, heads, T, head_dim]).  mem: {"sel": [B,1,T,1]
+        after the q/k norms and before RoPE ([B, heads, T, head_dim]); detached unless
+        capture["grad"] is true.  mem: {"sel": [B,1,T,1]
         bool, "kv": {layer: (k, v) [B, kv_heads, T, head_dim], pre-RoPE}}: at the selected
         positions the global layers use these K/V instead of their own."""
         B, T = ids.shape
