@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/cuda/cuda_bounded_layers.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_forward.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -61,13 +62,7 @@ class CudaRing final : public RingCompute {
   std::vector<LayerKv> layers_;
   std::vector<int> global_index_;  // [n_layer] position among global layers, -1 for others
   int n_global_ = 0;
-  // Bounded layers: the rings [n_bounded][2][n_head_kv][W][head_dim] (f32, mirroring the
-  // session's BoundedState), the sinks [n_bounded][2][n_head_kv][S][head_dim], the rotation
-  // table [2][W][rd/2], and the chunk's keys and values coming back [n_bounded][B][2][kv_dim].
-  std::vector<int> bounded_index_;  // [n_layer] position among bounded layers, -1 for others
-  int n_bounded_ = 0;
-  DeviceBuffer bounded_, sinks_, rope_table_;
-  PinnedBuffer bounded_kv_h_;
+  BoundedLayers bounded_;  // the bounded layers' rings (f32, mirroring the session's states)
   PinnedBuffer recall_pinned_;  // an episode's rows on their way to the recall tier
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_, rows_;
@@ -100,19 +95,9 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   kv_elem_ = kv_f32_ ? 4 : 2;
   global_index_.assign(static_cast<size_t>(h.n_layer), -1);
   size_t kv_bytes = 0;
-  bounded_index_.assign(static_cast<size_t>(h.n_layer), -1);
-  const BoundedAttnCfg& bc = w_->model().weights().bounded_cfg;
+  const size_t bounded_bytes = BoundedLayers::device_bytes(w_->model());  // checks their shape
   for (int il = 0; il < h.n_layer; ++il) {
-    if (h.is_bounded(il)) {
-      if (!bounded_shape_supported(bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads)) ||
-          bc.head_dim != h.head_dim || bc.n_kv_heads != h.n_head_kv || bc.n_heads != h.n_head)
-        throw_error(
-            "cuda: bounded layers of head_dim {} with {} query heads per KV head are not "
-            "supported by the CUDA bounded attention (head_dim <= 256, at most 8 heads)",
-            bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads));
-      bounded_index_[static_cast<size_t>(il)] = n_bounded_++;
-      continue;
-    }
+    if (h.is_bounded(il)) continue;
     if (!h.is_sliding(il)) global_index_[static_cast<size_t>(il)] = n_global_++;
     kv_bytes +=
         2 * static_cast<size_t>(kv_dim_) * shape_.layer_slots[static_cast<size_t>(il)] * kv_elem_;
@@ -130,10 +115,6 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   pos_offset_ = (kIntRows * B * 4 + 7) / 8 * 8;
   seen_offset_ = pos_offset_ + B * 8;  // the bounded layers' positions before the chunk
   header_bytes_ = seen_offset_ + 8;
-  const size_t ring_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.window : 0;
-  const size_t sink_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.n_sinks : 0;
-  const size_t table_floats =
-      n_bounded_ > 0 ? 2 * static_cast<size_t>(bc.window) * (bc.rope_dims / 2) : 0;
   const size_t recall_rows = shape_.layer_slots.empty() ? 0 : [&] {
     uint32_t most = 0;
     for (int il = 0; il < h.n_layer; ++il)
@@ -144,8 +125,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   const size_t scratch = B * f * (2 * h.n_embd + qkv_w_ + attn_w_ + h.n_embd + 3 * h.n_ff) +
                          B * widest * f + part_floats * f + B * h.n_vocab * f + header_bytes_ +
                          runs_cap_ * sizeof(RingRun) + table_cap_ * 4 +
-                         2 * recall_rows * kv_dim_ * 2 +
-                         n_bounded_ * (ring_floats + sink_floats) * f + table_floats * f;
+                         2 * recall_rows * kv_dim_ * 2 + bounded_bytes;
   require_device_memory(
       info, kv_bytes + scratch,
       fmt::format("a ring session of {} slots (K/V of every layer and activations)",
@@ -198,35 +178,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   rope_sliding_ = {shape_.rope_sliding.style == RopeStyle::neox,
                    static_cast<int>(shape_.rope_sliding.n_rot), inv_freq_.as<double>() + ng};
   segment_end_.resize(B);
-  if (n_bounded_ > 0) {  // empty rings (the session loads its states before the first chunk)
-    bounded_ = DeviceBuffer(n_bounded_ * ring_floats * f, "the bounded layers' rings");
-    cuda::check(cudaMemset(bounded_.get(), 0, bounded_.bytes()), "clearing the bounded rings");
-    sinks_ = DeviceBuffer(std::max<size_t>(n_bounded_ * sink_floats * f, 4),
-                          "the bounded layers' sinks");
-    rope_table_ = DeviceBuffer(std::max<size_t>(table_floats * f, 4), "the bounded rotation table");
-    bounded_kv_h_ = PinnedBuffer(n_bounded_ * B * 2 * kv_dim_ * f, "bounded keys and values");
-    for (int il = 0; il < h.n_layer; ++il) {
-      const int b = bounded_index_[static_cast<size_t>(il)];
-      if (b < 0) continue;
-      const BoundedSinks& s = w_->model().weights().layers[static_cast<size_t>(il)].sinks;
-      const size_t half_bytes = sink_floats / 2 * f;
-      if (s.k.size() * f != half_bytes || s.v.size() * f != half_bytes)
-        throw_error("cuda ring: bounded layer {} has {} sink values, expected {}", il, s.k.size(),
-                    sink_floats / 2);
-      char* dst = sinks_.as<char>() + b * sink_floats * f;
-      cuda::check(cudaMemcpy(dst, s.k.data(), half_bytes, cudaMemcpyHostToDevice),
-                  "uploading sinks");
-      cuda::check(cudaMemcpy(dst + half_bytes, s.v.data(), half_bytes, cudaMemcpyHostToDevice),
-                  "uploading sinks");
-    }
-    const BoundedRope& r = *w_->model().weights().bounded_rope;
-    const size_t table_bytes = static_cast<size_t>(bc.window) * r.half() * f;
-    cuda::check(cudaMemcpy(rope_table_.get(), r.cos(0), table_bytes, cudaMemcpyHostToDevice),
-                "uploading the bounded rotation table");
-    cuda::check(cudaMemcpy(rope_table_.as<char>() + table_bytes, r.sin(0), table_bytes,
-                           cudaMemcpyHostToDevice),
-                "uploading the bounded rotation table");
-  }
+  bounded_ = BoundedLayers(*w_, B_);
 }
 
 uint16_t* CudaRing::recall_staging(size_t n_values) {
@@ -236,15 +188,7 @@ uint16_t* CudaRing::recall_staging(size_t n_values) {
 }
 
 void CudaRing::load_bounded(int il, const BoundedState& state) {
-  const int b = il >= 0 && il < hp().n_layer ? bounded_index_[static_cast<size_t>(il)] : -1;
-  const size_t half = bounded_.bytes() / std::max(1, n_bounded_) / 2;  // one ring's K (or V)
-  if (b < 0 || state.ring_k().size() * 4 != half || state.ring_v().size() * 4 != half)
-    throw_error("cuda ring: layer {} has no bounded ring of that size", il);
-  char* dst = bounded_.as<char>() + 2 * half * b;
-  cuda::check(cudaMemcpy(dst, state.ring_k().data(), half, cudaMemcpyHostToDevice),
-              "loading a bounded ring");
-  cuda::check(cudaMemcpy(dst + half, state.ring_v().data(), half, cudaMemcpyHostToDevice),
-              "loading a bounded ring");
+  bounded_.load(il, state, stream_.get());
 }
 
 void CudaRing::build_step(const RingChunk& c) {
@@ -289,44 +233,9 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
       attn_w_};
   auto attend = [&](int il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
-    const int b = bounded_index_[static_cast<size_t>(il)];
-    if (b >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then the chunk's inserts
-      const BoundedAttnCfg& bc = w_->model().weights().bounded_cfg;
+    if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
       const auto* seen = reinterpret_cast<const int64_t*>(header_.as<char>() + seen_offset_);
-      const size_t ring = static_cast<size_t>(kv_dim_) * bc.window;
-      const size_t sinks = static_cast<size_t>(kv_dim_) * bc.n_sinks;
-      float* ring_k = bounded_.as<float>() + 2 * ring * b;
-      const size_t table = static_cast<size_t>(bc.window) * (bc.rope_dims / 2);
-      qk_head_norm(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, L.q_norm, L.k_norm, h.rms_eps,
-                   cs);
-      BoundedArgs A;
-      A.qkv = qkv;
-      A.ld = qkv_w_;
-      A.n = n;
-      A.n_head = h.n_head;
-      A.n_head_kv = h.n_head_kv;
-      A.head_dim = h.head_dim;
-      A.window = bc.window;
-      A.n_sinks = bc.n_sinks;
-      A.half = bc.rope_dims / 2;
-      A.scale = bc.attn_scale;
-      A.seen = seen;
-      A.ring_k = ring_k;
-      A.ring_v = ring_k + ring;
-      A.sink_k = sinks_.as<float>() + 2 * sinks * b;
-      A.sink_v = A.sink_k + sinks;
-      A.cos = rope_table_.as<float>();
-      A.sin = A.cos + table;
-      A.out = attn_.as<float>();
-      bounded_attention(A, cs);
-      bounded_insert(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, bc.window, seen, ring_k,
-                     ring_k + ring, cs);
-      // The chunk's keys and values back for the session's BoundedState: [b][n][2][kv_dim].
-      cuda::check(
-          cudaMemcpy2DAsync(bounded_kv_h_.as<float>() + static_cast<size_t>(b) * n * 2 * kv_dim_,
-                            2 * kv_dim_ * sizeof(float), qkv + q_dim_, qkv_w_ * sizeof(float),
-                            2 * kv_dim_ * sizeof(float), n, cudaMemcpyDeviceToHost, cs),
-          "the bounded keys and values");
+      bounded_.enqueue(il, L, qkv, qkv_w_, n, seen, attn_.as<float>(), cs);
       return;
     }
     const bool sliding = h.is_sliding(il);
@@ -422,9 +331,9 @@ void CudaRing::forward(const RingChunk& c) {
   }
   stream_.sync("the forward pass");
   if (n_out == 1) std::memcpy(c.logits, logits_h_.as<float>(), n_vocab * 4);
-  if (n_bounded_ > 0 && c.bounded_kv)
-    std::memcpy(c.bounded_kv, bounded_kv_h_.as<float>(),
-                static_cast<size_t>(n_bounded_) * n * 2 * kv_dim_ * sizeof(float));
+  if (bounded_.count() > 0 && c.bounded_kv)
+    std::memcpy(c.bounded_kv, bounded_.chunk_kv(0, n),
+                static_cast<size_t>(bounded_.count()) * n * 2 * kv_dim_ * sizeof(float));
   if (graph_step && c.residual) std::memcpy(c.residual, resid_h_.as<float>(), E * 4);
   const size_t count = static_cast<size_t>(n_out) * n_vocab;
   uint32_t bad = 0;
