@@ -432,7 +432,7 @@ TEST(CudaRingHost, BoundedModelMatchesTheCpuRing) {
 TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
   CHANNEL_REQUIRE_CUDA();
   auto model = ring_model(GetParam().arch, GetParam().type);
-  auto weights = cuda::CudaWeights::upload(model, 0, /*bounded_ok=*/true);
+  auto weights = cuda::CudaWeights::upload(model, 0);
   const RingSessionConfig config = small_ring();
   RingSessionConfig on_gpu = config;
   on_gpu.compute = cuda::ring_compute(weights);

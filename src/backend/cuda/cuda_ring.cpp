@@ -460,7 +460,7 @@ RingComputeFactory ring_compute(int device, bool graphs) {
       const std::lock_guard<std::mutex> lock(shared->mutex);
       if (shared->model == model.get()) weights = shared->weights.lock();
       if (!weights) {
-        weights = CudaWeights::upload(model, device, /*bounded_ok=*/true);
+        weights = CudaWeights::upload(model, device);
         shared->model = model.get();
         shared->weights = weights;
       }
