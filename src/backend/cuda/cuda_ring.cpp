@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "backend/cuda/cuda_bounded_layers.h"
@@ -29,7 +30,9 @@ class CudaRing final : public RingCompute {
   void forward(const RingChunk& c) override;
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const override;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override;
-  void kv_slot(int il, uint32_t slot, float* k, float* v) const override;
+  void kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const override;
+  void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                    const float* v) override;
   void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                       const uint16_t* v, double rotate_by) override;
   void load_bounded(int il, const BoundedState& state) override;
@@ -48,6 +51,13 @@ class CudaRing final : public RingCompute {
   void upload_step();
   void enqueue(const RingChunk& c, int n, int n_out);
   size_t row_offset(int il, uint32_t slot, int h) const;
+  size_t pitch_of(int il) const {  // bytes from one KV head's rows to the next in layer il
+    return static_cast<size_t>(layers_.at(static_cast<size_t>(il)).cap) * hp().head_dim * kv_elem_;
+  }
+  template <typename Fn>
+  void each_run(int il, std::span<const uint32_t> slots, Fn&& fn) const;
+  void unpack(size_t run, float* out) const;
+  void pack(size_t run, const float* in) const;
 
   std::shared_ptr<const CudaWeights> w_;
   RingComputeShape shape_;
@@ -72,6 +82,7 @@ class CudaRing final : public RingCompute {
   size_t n_runs_ = 0, n_table_ = 0;
   std::vector<int> segment_end_;
   std::vector<RingStepRef> refs_;
+  mutable std::vector<char> buf_;  // kv_slots / set_kv_slots staging of one run
   cudaGraphExec_t graph_ = nullptr;
 };
 
@@ -373,22 +384,83 @@ void CudaRing::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
   }
 }
 
-void CudaRing::kv_slot(int il, uint32_t slot, float* k, float* v) const {
-  const size_t at = row_offset(il, slot, 0), hd = static_cast<size_t>(hp().head_dim);
-  const size_t nkv = static_cast<size_t>(hp().n_head_kv);
+// Each run of consecutive slots of layer il (every slot checked) and each of K (kv 0) and V
+// (kv 1): fn(kv, a, run, rows) with rows the run's rows of head 0 on the device (one head's
+// lie pitch() bytes further) and the staging buffer buf_ sized for n_head_kv * run rows in the
+// storage type, head-major [n_head_kv][run][head_dim]: one 2-D copy moves a run's K (or V).
+template <typename Fn>
+void CudaRing::each_run(int il, std::span<const uint32_t> slots, Fn&& fn) const {
+  for (const uint32_t slot : slots) row_offset(il, slot, 0);
   const LayerKv& L = layers_[static_cast<size_t>(il)];
-  const size_t pitch = static_cast<size_t>(L.cap) * hd * kv_elem_;  // from one head to the next
-  std::vector<uint16_t> half(kv_f32_ ? 0 : nkv * hd);
-  for (int kv = 0; kv < 2; ++kv) {
-    float* out = kv == 0 ? k : v;
-    const char* src = (kv == 0 ? L.k : L.v) + at;
-    void* dst = kv_f32_ ? static_cast<void*>(out) : static_cast<void*>(half.data());
-    cuda::check(
-        cudaMemcpy2D(dst, hd * kv_elem_, src, pitch, hd * kv_elem_, nkv, cudaMemcpyDeviceToHost),
-        "reading a slot's K/V");
-    if (!kv_f32_)
-      for (size_t i = 0; i < nkv * hd; ++i) out[i] = fp16_to_fp32(half[i]);
+  for (size_t a = 0; a < slots.size();) {
+    size_t e = a + 1;
+    while (e < slots.size() && slots[e] == slots[e - 1] + 1) ++e;
+    buf_.resize((e - a) * static_cast<size_t>(kv_dim_) * kv_elem_);
+    const size_t at = row_offset(il, slots[a], 0);
+    for (int kv = 0; kv < 2; ++kv) fn(kv, a, e - a, (kv == 0 ? L.k : L.v) + at);
+    a = e;
   }
+}
+
+// Staging [n_head_kv][run][head_dim] (storage type) <-> rows [run][n_head_kv][head_dim] (f32);
+// f16 widened exactly, or rounded as set_kv_row.
+void CudaRing::unpack(size_t run, float* out) const {
+  const size_t hd = static_cast<size_t>(hp().head_dim), nkv = static_cast<size_t>(hp().n_head_kv);
+  for (size_t h = 0; h < nkv; ++h)
+    for (size_t t = 0; t < run; ++t) {
+      const char* from = buf_.data() + (h * run + t) * hd * kv_elem_;
+      float* to = out + (t * nkv + h) * hd;
+      if (kv_f32_) {
+        std::memcpy(to, from, hd * sizeof(float));
+        continue;
+      }
+      for (size_t i = 0; i < hd; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, from + 2 * i, 2);
+        to[i] = fp16_to_fp32(bits);
+      }
+    }
+}
+
+void CudaRing::pack(size_t run, const float* in) const {
+  const size_t hd = static_cast<size_t>(hp().head_dim), nkv = static_cast<size_t>(hp().n_head_kv);
+  for (size_t h = 0; h < nkv; ++h)
+    for (size_t t = 0; t < run; ++t) {
+      char* to = buf_.data() + (h * run + t) * hd * kv_elem_;
+      const float* from = in + (t * nkv + h) * hd;
+      if (kv_f32_) {
+        std::memcpy(to, from, hd * sizeof(float));
+        continue;
+      }
+      for (size_t i = 0; i < hd; ++i) {
+        const uint16_t bits = fp32_to_fp16(from[i]);
+        std::memcpy(to + 2 * i, &bits, 2);
+      }
+    }
+}
+
+void CudaRing::kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const {
+  const size_t pitch = pitch_of(il);
+  each_run(il, slots, [&](int kv, size_t a, size_t run, const char* rows) {
+    const size_t width = run * hp().head_dim * kv_elem_;
+    cuda::check(cudaMemcpy2D(buf_.data(), width, rows, pitch, width, hp().n_head_kv,
+                             cudaMemcpyDeviceToHost),
+                "reading slots' K/V");
+    unpack(run, (kv == 0 ? k : v) + a * kv_dim_);
+  });
+}
+
+void CudaRing::set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                            const float* v) {
+  const size_t pitch = pitch_of(il);
+  each_run(il, slots, [&](int kv, size_t a, size_t run, char* rows) {
+    const size_t width = run * hp().head_dim * kv_elem_;
+    pack(run, (kv == 0 ? k : v) + a * kv_dim_);
+    cuda::check(cudaMemcpy2DAsync(rows, pitch, buf_.data(), width, width, hp().n_head_kv,
+                                  cudaMemcpyHostToDevice, stream_.get()),
+                "writing slots' K/V");
+    stream_.sync("writing slots' K/V");  // buf_ is refilled next
+  });
 }
 
 void CudaRing::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {
