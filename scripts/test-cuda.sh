@@ -27,10 +27,18 @@ echo "== CLI: channel logits on cuda vs cpu =="
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ch="$build"/channel
-for arch in llama gemma3; do
-  "$ch" mkmodel --arch "$arch" --type q8_0 --hidden 256 --layers 4 --heads 4 --kv-heads 2 \
-    --head-dim 64 --ffn 512 --vocab 2000 -o "$tmp/$arch.gguf" 2>/dev/null
+# bounded_f32: an f32 bounded (swa_sink_v1) model on a contiguous context, 200 ids (three
+# windows of 64).
+for arch in llama gemma3 bounded_f32; do
   ids=2,17,300,45,999,12,7,1500,33
+  if [[ $arch == bounded_f32 ]]; then
+    "$ch" mkmodel --arch bounded --type f32 --hidden 256 --layers 6 --heads 4 --kv-heads 2 \
+      --head-dim 64 --ffn 512 --vocab 2000 --window 64 --rope-dims 32 -o "$tmp/$arch.gguf" 2>/dev/null
+    ids=$(seq -s, 3 7 1400)
+  else
+    "$ch" mkmodel --arch "$arch" --type q8_0 --hidden 256 --layers 4 --heads 4 --kv-heads 2 \
+      --head-dim 64 --ffn 512 --vocab 2000 -o "$tmp/$arch.gguf" 2>/dev/null
+  fi
   cpu=$("$ch" logits -m "$tmp/$arch.gguf" --ids $ids --top 5 2>/dev/null)
   if gpu=$("$ch" logits -m "$tmp/$arch.gguf" --ids $ids --top 5 --device cuda 2>"$tmp/err"); then
     echo "$arch cpu:  $cpu"
@@ -70,22 +78,27 @@ if "$ch" stream -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 --tokens 600 
 else
   echo "test-cuda: stream --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
-# The bounded architecture (swa_sink_v1) on the device ring: a random one, and the trained
-# models/channel-bounded.gguf where BOUNDED_MODEL names it (greedy text on both devices).
+# The bounded architecture (swa_sink_v1) on the device, on the slot ring and on a contiguous
+# context (--ctx N, CudaSession): a random one, and the trained models/channel-bounded.gguf
+# where BOUNDED_MODEL names it (greedy text past the window of 64 on both devices).
 "$ch" mkmodel --arch bounded --type q8_0 --hidden 256 --layers 6 --heads 4 --kv-heads 2 \
   --head-dim 64 --ffn 512 --vocab 2000 --window 64 --rope-dims 32 -o "$tmp/bounded.gguf" 2>/dev/null
-for m in "$tmp/bounded.gguf" ${BOUNDED_MODEL:+"$BOUNDED_MODEL"}; do
-  if gpu=$("$ch" run -m "$m" --slots 256 --recall-slots 8 -p "Once upon a time" -n 48 --temp 0 \
-      --no-echo --device cuda 2>"$tmp/err"); then
-    cpu=$("$ch" run -m "$m" --slots 256 --recall-slots 8 -p "Once upon a time" -n 48 --temp 0 \
-      --no-echo 2>/dev/null)
-    echo "bounded $(basename "$m") cuda: $(printf '%s' "$gpu" | head -c 160 | tr '\n' ' ')"
-    echo "bounded $(basename "$m") cpu:  $(printf '%s' "$cpu" | head -c 160 | tr '\n' ' ')"
-    echo "bounded $(basename "$m"): greedy text $([[ "$gpu" == "$cpu" ]] && echo same || echo differs)"
-    grep -qE "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: bounded run did not say its device"; rc=1; }
-  else
-    echo "test-cuda: bounded run --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
-  fi
+for where in "--slots 256 --recall-slots 8" "--ctx 512"; do
+  for m in "$tmp/bounded.gguf" ${BOUNDED_MODEL:+"$BOUNDED_MODEL"}; do
+    name="bounded $(basename "$m") ${where%% *}"
+    # shellcheck disable=SC2086  # $where is two or four words
+    if gpu=$("$ch" run -m "$m" $where -p "Once upon a time" -n 96 --temp 0 --no-echo \
+        --device cuda 2>"$tmp/err"); then
+      # shellcheck disable=SC2086
+      cpu=$("$ch" run -m "$m" $where -p "Once upon a time" -n 96 --temp 0 --no-echo 2>/dev/null)
+      echo "$name cuda: $(printf '%s' "$gpu" | head -c 160 | tr '\n' ' ')"
+      echo "$name cpu:  $(printf '%s' "$cpu" | head -c 160 | tr '\n' ' ')"
+      echo "$name: greedy text $([[ "$gpu" == "$cpu" ]] && echo same || echo differs)"
+      grep -qE "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: $name did not say its device"; rc=1; }
+    else
+      echo "test-cuda: $name --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+    fi
+  done
 done
 # A device that does not exist: one line, exit 1.
 if "$ch" logits -m "$tmp/llama.gguf" --ids 1,2 --device cuda:99 2>"$tmp/err"; then

@@ -197,12 +197,20 @@ void MemoryAttachment::on_evict(const EvictionEvent& ev) {
   const SpanType type = ev.span.span_type;
   const bool tool = type == SpanType::tool_call || type == SpanType::tool_result;
   const uint64_t now = now_ms();
-  for (size_t i = 0; i < ev.slots.size(); ++i) {
+  const size_t n = ev.slots.size();
+  if (session_.on_device()) {  // the K/V lives on the device: the span's rows in one read each
+    span_kv_.resize(globals.size() * 2 * n * kv_dim_);
+    for (size_t g = 0; g < globals.size(); ++g)
+      session_.kv_slots(globals[g], ev.slots, span_kv_.data() + (2 * g) * n * kv_dim_,
+                        span_kv_.data() + (2 * g + 1) * n * kv_dim_);
+  }
+  for (size_t i = 0; i < n; ++i) {
     const uint32_t slot = ev.slots[i];
     for (size_t g = 0; g < globals.size(); ++g) {
-      if (session_.on_device()) {  // the K/V lives on the device: one copy each
-        session_.kv_slot(globals[g], slot, kv_rows_.data() + (2 * g) * kv_dim_,
-                         kv_rows_.data() + (2 * g + 1) * kv_dim_);
+      if (session_.on_device()) {  // token i's rows of the span read above
+        for (size_t kv = 0; kv < 2; ++kv)
+          std::memcpy(kv_rows_.data() + (2 * g + kv) * kv_dim_,
+                      span_kv_.data() + ((2 * g + kv) * n + i) * kv_dim_, kv_dim_ * sizeof(float));
         continue;
       }
       const auto k = session_.layer_k(globals[g]);

@@ -187,6 +187,7 @@ class MemoryAttachment {
   std::vector<int32_t> slot_token_;            // [n_slots]
   std::vector<float> slot_hidden_;             // [n_slots][n_embd]
   std::vector<float> kv_rows_;                 // [n_global][2][kv_dim] one token's rows, gathered
+  std::vector<float> span_kv_;  // on a device: an evicted span's rows, [n_global][2][n][kv_dim]
   std::vector<const float*> k_ptrs_, v_ptrs_;  // [n_global] into kv_rows_
   std::vector<float> last_hidden_;             // [n_embd] x of the last token run
   std::vector<float> last_queries_;            // [n_global][qd] its queries, when captured

@@ -74,8 +74,12 @@ class RingCompute {
   // converse (rounded to the device's storage type). kv_row skips a null k or v.
   virtual void kv_row(int il, uint32_t slot, int h, float* k, float* v) const = 0;
   virtual void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) = 0;
-  // Every KV head's rows of `slot`, k and v: [n_head_kv][head_dim] (one copy each).
-  virtual void kv_slot(int il, uint32_t slot, float* k, float* v) const = 0;
+  // Every KV head's rows of each of `slots`, k and v: [slots.size()][n_head_kv][head_dim]
+  // (a device reads each run of consecutive slots with one copy each).
+  virtual void kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const = 0;
+  // The converse of kv_slots (rounded to the device's storage type).
+  virtual void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                            const float* v) = 0;
   // n_tokens consecutive slots from `slot` of global layer il: k, v as f16 bits, token-major
   // [n_tokens][n_head_kv * head_dim] (the recall tier's rows, RingSession::recall_k). With
   // rotate_by != 0 the keys are first turned by rotate_by positions on the device (the rope

@@ -208,14 +208,31 @@ void RingSession::kv_row(int il, uint32_t slot, int h, float* k, float* v) const
   for (size_t i = 0; v && i < hd; ++i) v[i] = fp16_to_fp32(L.rv[at + i]);
 }
 
-void RingSession::kv_slot(int il, uint32_t slot, float* k, float* v) const {
+void RingSession::kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const {
   if (compute_) {
-    check_device_row(il, slot, 0);
-    compute_->kv_slot(il, slot, k, v);
+    for (const uint32_t slot : slots) check_device_row(il, slot, 0);
+    compute_->kv_slots(il, slots, k, v);
     return;
   }
   const size_t hd = static_cast<size_t>(model_->hparams().head_dim);
-  for (int h = 0; h < model_->hparams().n_head_kv; ++h) kv_row(il, slot, h, k + h * hd, v + h * hd);
+  const size_t row = static_cast<size_t>(model_->hparams().n_head_kv) * hd;
+  for (size_t i = 0; i < slots.size(); ++i)
+    for (int h = 0; h < model_->hparams().n_head_kv; ++h)
+      kv_row(il, slots[i], h, k + i * row + h * hd, v + i * row + h * hd);
+}
+
+void RingSession::set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                               const float* v) {
+  if (compute_) {
+    for (const uint32_t slot : slots) check_device_row(il, slot, 0);
+    compute_->set_kv_slots(il, slots, k, v);
+    return;
+  }
+  const size_t hd = static_cast<size_t>(model_->hparams().head_dim);
+  const size_t row = static_cast<size_t>(model_->hparams().n_head_kv) * hd;
+  for (size_t i = 0; i < slots.size(); ++i)
+    for (int h = 0; h < model_->hparams().n_head_kv; ++h)
+      set_kv_row(il, slots[i], h, k + i * row + h * hd, v + i * row + h * hd);
 }
 
 void RingSession::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {

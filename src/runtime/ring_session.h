@@ -150,7 +150,12 @@ class RingSession final : public SessionBase {
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v);
   // kv_row of every KV head: k, v [n_head_kv][head_dim] (on a device: one copy each).
-  void kv_slot(int il, uint32_t slot, float* k, float* v) const;
+  void kv_slot(int il, uint32_t slot, float* k, float* v) const { kv_slots(il, {&slot, 1}, k, v); }
+  // kv_slot of each of `slots`: k, v [slots.size()][n_head_kv][head_dim] (on a device: one copy
+  // each per run of consecutive slots).
+  void kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const;
+  // set_kv_row of every KV head of each of `slots`: k, v [slots.size()][n_head_kv][head_dim].
+  void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k, const float* v);
 
   // --- recall (episodic memory) -------------------------------------------------------
   // The layers that go through the slot geometry (neither sliding nor bounded): the only

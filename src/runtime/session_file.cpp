@@ -81,14 +81,16 @@ struct RingSessionFile {
       }
       saved_slots(s, s.ring_, il, slots);
       w.put(static_cast<uint32_t>(slots.size())), w.put<uint32_t>(kSlotLayer);
-      // Rows as f32 wherever they live (recall slots are f16 in the session: widened exactly).
-      std::vector<float> row(hd);
+      // Rows as f32 wherever they live (recall slots are f16 in the session: widened exactly),
+      // read in one go (on a device: one copy per run of consecutive slots), written
+      // [2][n_head_kv][slots][hd].
+      const size_t row = static_cast<size_t>(hp.n_head_kv) * hd;
+      std::vector<float> k(slots.size() * row), v(slots.size() * row);
+      s.kv_slots(il, slots, k.data(), v.data());
       for (int kv = 0; kv < 2; ++kv)
         for (int h = 0; h < hp.n_head_kv; ++h)
-          for (uint32_t slot : slots) {
-            s.kv_row(il, slot, h, kv == 0 ? row.data() : nullptr, kv == 1 ? row.data() : nullptr);
-            w.bytes(row.data(), hd * sizeof(float));
-          }
+          for (size_t i = 0; i < slots.size(); ++i)
+            w.bytes((kv == 0 ? k : v).data() + i * row + h * hd, hd * sizeof(float));
     }
   }
 
@@ -137,14 +139,18 @@ struct RingSessionFile {
         std::vector<std::span<const uint8_t>> rows;
         for (int i = 0; i < 2 * hp.n_head_kv; ++i) rows.push_back(r.take(bytes, "K/V rows"));
         if (pass == 0) continue;
-        std::vector<float> k(hd), v(hd);
+        // Into [slots][n_head_kv][hd], written in one go (on a device: one copy per run of
+        // consecutive slots).
+        const size_t row = static_cast<size_t>(hp.n_head_kv) * hd;
+        std::vector<float> k(slots.size() * row), v(slots.size() * row);
         for (int h = 0; h < hp.n_head_kv; ++h)
           for (size_t i = 0; i < slots.size(); ++i) {
-            std::memcpy(k.data(), rows[h].data() + i * hd * sizeof(float), hd * sizeof(float));
-            std::memcpy(v.data(), rows[hp.n_head_kv + h].data() + i * hd * sizeof(float),
+            std::memcpy(k.data() + i * row + h * hd, rows[h].data() + i * hd * sizeof(float),
                         hd * sizeof(float));
-            s.set_kv_row(il, slots[i], h, k.data(), v.data());
+            std::memcpy(v.data() + i * row + h * hd,
+                        rows[hp.n_head_kv + h].data() + i * hd * sizeof(float), hd * sizeof(float));
           }
+        s.set_kv_slots(il, slots, k.data(), v.data());
       }
       r.expect_end("KVAR");
     }

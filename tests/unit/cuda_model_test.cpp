@@ -107,8 +107,9 @@ TEST(CudaDevice, UnsupportedModelsAndMissingDevicesGiveOneLine) {
   write_random_model(b, w, pool);
   const std::vector<uint8_t> bytes = w.to_bytes();
   auto bounded = Model::load_from_memory(bytes, "b.gguf");
-  const std::string e1 = one_line_error([&] { cuda::CudaWeights::upload(bounded, 0); });
-  EXPECT_NE(e1.find("bounded architecture"), std::string::npos) << e1;
+  const std::string e1 = one_line_error([&] { cuda::CudaWeights::upload(bounded, 99); });
+  ASSERT_FALSE(e1.empty());
+  EXPECT_EQ(e1.rfind("cuda: ", 0), 0u) << e1;
   EXPECT_EQ(e1.find('\n'), std::string::npos);
 
   auto llama = random_model(Arch::llama, GgmlType::Q8_0);
@@ -181,11 +182,76 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{Arch::gemma3, GgmlType::Q4_0}, ModelCase{Arch::qwen3, GgmlType::Q8_0},
                       ModelCase{Arch::llama, GgmlType::Q4_K}, ModelCase{Arch::gemma3, GgmlType::Q6_K},
                       ModelCase{Arch::qwen3, GgmlType::Q5_K}, ModelCase{Arch::llama, GgmlType::Q3_K},
-                      ModelCase{Arch::gemma3, GgmlType::Q2_K}),
+                      ModelCase{Arch::gemma3, GgmlType::Q2_K}, ModelCase{Arch::bounded, GgmlType::F32},
+                      ModelCase{Arch::bounded, GgmlType::Q8_0}),
     [](const auto& info) {
-      const char* arch = info.param.arch == Arch::llama ? "llama" : info.param.arch == Arch::gemma3 ? "gemma3" : "qwen3";
+      const Arch a = info.param.arch;
+      const char* arch = a == Arch::llama    ? "llama"
+                         : a == Arch::gemma3 ? "gemma3"
+                         : a == Arch::qwen3  ? "qwen3"
+                                             : "bounded";
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
     });
+
+// The bounded architecture on the contiguous session: its swa_sink_v1 layers (a window of 16
+// and 4 sinks) keep their rings on the device and their undo history on the host. A prompt of
+// six windows in chunks wider than the window, decode on the graph past truncations (the host
+// rings loaded back into the device), a truncation deeper than the undo history refused with
+// the state kept, and reset, all against the CPU session.
+TEST(CudaModelBounded, MatchesCpuAcrossWindowsAndTruncations) {
+  CHANNEL_REQUIRE_CUDA();
+  for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
+    auto model = random_model(Arch::bounded, type);
+    const ModelHparams& hp = model->hparams();
+    ASSERT_TRUE(hp.is_bounded(0));
+    ASSERT_FALSE(hp.is_bounded(2));
+    const int window = hp.bounded.window;
+    const int n_vocab = hp.n_vocab;
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    Session cpu(model, SessionConfig{.n_ctx = 160, .n_threads = 2, .n_batch = 24});
+    cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 160, .n_batch = 24});
+    EXPECT_TRUE(gpu.has_bounded_layers());
+    EXPECT_EQ(gpu.verify_capacity(), UNDO_DEPTH + 1);
+    auto as_vec = [](std::span<const float> s) { return std::vector<float>(s.begin(), s.end()); };
+    const double bound = 2e-3;
+    double worst = 0;
+    auto expect_close = [&](std::span<const float> g, std::span<const float> c, const char* what) {
+      const double e = nmse(as_vec(g), as_vec(c));
+      worst = std::max(worst, e);
+      EXPECT_LE(e, bound) << ggml_type_name(static_cast<uint32_t>(type)) << " " << what
+                          << " at n_past " << gpu.n_past();
+    };
+    std::vector<int32_t> prompt(static_cast<size_t>(6 * window));
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % n_vocab);
+    expect_close(gpu.decode(prompt), cpu.decode(prompt), "prefill");
+    auto step = [&](int i) {
+      const int32_t tok = static_cast<int32_t>((i * 11 + 3) % n_vocab);
+      expect_close(gpu.decode(std::span(&tok, 1)), cpu.decode(std::span(&tok, 1)), "decode");
+    };
+    for (int i = 0; i < 20; ++i) step(i);
+    gpu.truncate_last(5);
+    cpu.truncate_last(5);
+    for (int i = 20; i < 26; ++i) step(i);
+    const int held = gpu.n_past();
+    EXPECT_THROW(gpu.truncate_last(UNDO_DEPTH + 1), Error);  // beyond the undo history
+    EXPECT_EQ(gpu.n_past(), held);
+    step(26);
+    const std::vector<int32_t> burst = {7, 8, 9, 10, 11, 12, 13};  // a chunk, then taken back
+    expect_close(gpu.decode(burst), cpu.decode(burst), "burst");
+    gpu.truncate_last(7);
+    cpu.truncate_last(7);
+    for (int i = 27; i < 30; ++i) step(i);
+    gpu.reset();
+    cpu.reset();
+    const std::vector<float> all_g = gpu.decode_all(std::span(prompt).first(40));
+    const std::vector<float> all_c = as_vec(cpu.decode_all(std::span(prompt).first(40)));
+    const double e = nmse(all_g, all_c);
+    worst = std::max(worst, e);
+    EXPECT_LE(e, bound) << "decode_all after reset";
+    std::printf("[ cuda ] bounded %s on the contiguous session: worst nmse %.3g\n",
+                ggml_type_name(static_cast<uint32_t>(type)).c_str(), worst);
+  }
+}
 
 // Every matvec variant, with and without decode's fused activation stages and programmatic
 // dependent launch (cuda_kernels.h), gives the decode of v0 unfused up to summation order.

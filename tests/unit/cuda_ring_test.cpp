@@ -9,6 +9,7 @@
 // on the CPU, and the one-line error.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "backend/cpu/thread_pool.h"
@@ -29,6 +30,8 @@
 #include "memory/memory_attachment.h"
 #include "memory_test_util.h"
 #include "ops/fp16.h"
+#include "runtime/session_file.h"
+#include "runtime/stream_session.h"
 
 namespace channel {
 namespace {
@@ -160,10 +163,18 @@ class HostRing final : public RingCompute {
     if (k) std::copy_n(k_[il].begin() + at, hd, k);
     if (v) std::copy_n(v_[il].begin() + at, hd, v);
   }
-  void kv_slot(int il, uint32_t slot, float* k, float* v) const override {
-    const size_t hd = size_t(model_->hparams().head_dim);
-    for (int h = 0; h < model_->hparams().n_head_kv; ++h)
-      kv_row(il, slot, h, k + h * hd, v + h * hd);
+  void kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const override {
+    const size_t hd = size_t(model_->hparams().head_dim), nkv = size_t(model_->hparams().n_head_kv);
+    for (size_t i = 0; i < slots.size(); ++i)
+      for (size_t h = 0; h < nkv; ++h)
+        kv_row(il, slots[i], int(h), k + (i * nkv + h) * hd, v + (i * nkv + h) * hd);
+  }
+  void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                    const float* v) override {
+    const size_t hd = size_t(model_->hparams().head_dim), nkv = size_t(model_->hparams().n_head_kv);
+    for (size_t i = 0; i < slots.size(); ++i)
+      for (size_t h = 0; h < nkv; ++h)
+        set_kv_row(il, slots[i], int(h), k + (i * nkv + h) * hd, v + (i * nkv + h) * hd);
   }
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override {
     const size_t at = row(il, slot, h), hd = size_t(model_->hparams().head_dim);
@@ -432,7 +443,7 @@ TEST(CudaRingHost, BoundedModelMatchesTheCpuRing) {
 TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
   CHANNEL_REQUIRE_CUDA();
   auto model = ring_model(GetParam().arch, GetParam().type);
-  auto weights = cuda::CudaWeights::upload(model, 0, /*bounded_ok=*/true);
+  auto weights = cuda::CudaWeights::upload(model, 0);
   const RingSessionConfig config = small_ring();
   RingSessionConfig on_gpu = config;
   on_gpu.compute = cuda::ring_compute(weights);
@@ -622,6 +633,48 @@ TEST(CudaRingRecall, EpisodicMemoryRoundTrip) {
 // No device needed: the memory's device path (rows through kv_row, keys turned by the device).
 TEST(CudaRingHost, EpisodicMemoryRoundTrip) {
   memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(), 1e-9, 1e-9);
+}
+
+// A session file of a device session (its K/V read with kv_slots: on a device one copy per
+// run of consecutive slots) loads into another device session (set_kv_slots, the bounded
+// rings loaded from the host's), which saves the same bytes and continues bit-identically
+// through more evictions.
+void session_file_round_trip(std::shared_ptr<const Model> model, RingComputeFactory device) {
+  RingSessionConfig config = small_ring();
+  config.compute = std::move(device);
+  SamplerConfig sampling;
+  sampling.temperature = 0.9f;
+  sampling.seed = 1234;
+  StreamSession a(model, config, sampling);
+  ASSERT_TRUE(a.ring_session().on_device());
+  const std::vector<int32_t> sys = {2, 40, 41, 42, 43};
+  a.append(SpanType::system, sys);
+  a.seal();
+  for (int i = 0; i < 90; ++i) a.next(EogPolicy::turn_end);
+  EXPECT_GT(a.ring_session().ring().evicted_spans(), 5u);
+  const std::vector<uint8_t> bytes = session_to_bytes(a);
+  auto b = session_from_bytes(bytes, "test", model, config);
+  ASSERT_TRUE(b->ring_session().on_device());
+  EXPECT_EQ(session_to_bytes(*b), bytes);
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_EQ(a.next(EogPolicy::turn_end).token, b->next(EogPolicy::turn_end).token) << i;
+    ASSERT_EQ(std::memcmp(a.logits().data(), b->logits().data(), a.logits().size_bytes()), 0)
+        << "step " << i;
+  }
+}
+
+TEST(CudaRingRecall, SessionFilesRoundTripOnTheDevice) {
+  CHANNEL_REQUIRE_CUDA();
+  for (const Arch arch : {Arch::gemma3, Arch::bounded}) {
+    auto model = ring_model(arch, GgmlType::Q8_0);
+    session_file_round_trip(model, cuda::ring_compute(cuda::CudaWeights::upload(model, 0)));
+  }
+}
+
+// No device needed: the same through RingSession's device path.
+TEST(CudaRingHost, SessionFilesRoundTrip) {
+  for (const Arch arch : {Arch::gemma3, Arch::bounded})
+    session_file_round_trip(ring_model(arch, GgmlType::Q8_0), host_ring());
 }
 
 TEST(CudaRingRecall, InjectedEpisodesTapAndGraphsMatch) {

@@ -21,9 +21,12 @@ class CudaContextSession final : public SessionBase {
   CudaContextSession(std::shared_ptr<const Model> model, int device, int n_ctx, int n_threads);
 
   int64_t room() const override { return gpu_.n_ctx() - gpu_.n_past(); }
-  // decode_all's tokens can all be forgotten again: the device cache is plain slots.
-  int verify_capacity() const override { return gpu_.n_ctx(); }
-  const char* verify_capacity_hint() const override { return "--ctx"; }
+  // decode_all's tokens can all be forgotten again (the device cache is plain slots), but for
+  // the bounded layers' undo history.
+  int verify_capacity() const override { return gpu_.verify_capacity(); }
+  const char* verify_capacity_hint() const override {
+    return gpu_.has_bounded_layers() ? "UNDO_DEPTH + 1" : "--ctx";
+  }
   std::string device_name() const { return weights_->device_name(); }
 
  private:

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <vector>
 
+#include "backend/cuda/cuda_bounded_layers.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_forward.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -28,7 +30,9 @@ class CudaRing final : public RingCompute {
   void forward(const RingChunk& c) override;
   void kv_row(int il, uint32_t slot, int h, float* k, float* v) const override;
   void set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) override;
-  void kv_slot(int il, uint32_t slot, float* k, float* v) const override;
+  void kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const override;
+  void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                    const float* v) override;
   void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                       const uint16_t* v, double rotate_by) override;
   void load_bounded(int il, const BoundedState& state) override;
@@ -47,6 +51,13 @@ class CudaRing final : public RingCompute {
   void upload_step();
   void enqueue(const RingChunk& c, int n, int n_out);
   size_t row_offset(int il, uint32_t slot, int h) const;
+  size_t pitch_of(int il) const {  // bytes from one KV head's rows to the next in layer il
+    return static_cast<size_t>(layers_.at(static_cast<size_t>(il)).cap) * hp().head_dim * kv_elem_;
+  }
+  template <typename Fn>
+  void each_run(int il, std::span<const uint32_t> slots, Fn&& fn) const;
+  void unpack(size_t run, float* out) const;
+  void pack(size_t run, const float* in) const;
 
   std::shared_ptr<const CudaWeights> w_;
   RingComputeShape shape_;
@@ -61,13 +72,7 @@ class CudaRing final : public RingCompute {
   std::vector<LayerKv> layers_;
   std::vector<int> global_index_;  // [n_layer] position among global layers, -1 for others
   int n_global_ = 0;
-  // Bounded layers: the rings [n_bounded][2][n_head_kv][W][head_dim] (f32, mirroring the
-  // session's BoundedState), the sinks [n_bounded][2][n_head_kv][S][head_dim], the rotation
-  // table [2][W][rd/2], and the chunk's keys and values coming back [n_bounded][B][2][kv_dim].
-  std::vector<int> bounded_index_;  // [n_layer] position among bounded layers, -1 for others
-  int n_bounded_ = 0;
-  DeviceBuffer bounded_, sinks_, rope_table_;
-  PinnedBuffer bounded_kv_h_;
+  BoundedLayers bounded_;  // the bounded layers' rings (f32, mirroring the session's states)
   PinnedBuffer recall_pinned_;  // an episode's rows on their way to the recall tier
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_, rows_;
@@ -77,6 +82,7 @@ class CudaRing final : public RingCompute {
   size_t n_runs_ = 0, n_table_ = 0;
   std::vector<int> segment_end_;
   std::vector<RingStepRef> refs_;
+  mutable std::vector<char> buf_;  // kv_slots / set_kv_slots staging of one run
   cudaGraphExec_t graph_ = nullptr;
 };
 
@@ -100,19 +106,9 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   kv_elem_ = kv_f32_ ? 4 : 2;
   global_index_.assign(static_cast<size_t>(h.n_layer), -1);
   size_t kv_bytes = 0;
-  bounded_index_.assign(static_cast<size_t>(h.n_layer), -1);
-  const BoundedAttnCfg& bc = w_->model().weights().bounded_cfg;
+  const size_t bounded_bytes = BoundedLayers::device_bytes(w_->model());  // checks their shape
   for (int il = 0; il < h.n_layer; ++il) {
-    if (h.is_bounded(il)) {
-      if (!bounded_shape_supported(bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads)) ||
-          bc.head_dim != h.head_dim || bc.n_kv_heads != h.n_head_kv || bc.n_heads != h.n_head)
-        throw_error(
-            "cuda: bounded layers of head_dim {} with {} query heads per KV head are not "
-            "supported by the CUDA bounded attention (head_dim <= 256, at most 8 heads)",
-            bc.head_dim, bc.n_heads / std::max(1, bc.n_kv_heads));
-      bounded_index_[static_cast<size_t>(il)] = n_bounded_++;
-      continue;
-    }
+    if (h.is_bounded(il)) continue;
     if (!h.is_sliding(il)) global_index_[static_cast<size_t>(il)] = n_global_++;
     kv_bytes +=
         2 * static_cast<size_t>(kv_dim_) * shape_.layer_slots[static_cast<size_t>(il)] * kv_elem_;
@@ -130,10 +126,6 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   pos_offset_ = (kIntRows * B * 4 + 7) / 8 * 8;
   seen_offset_ = pos_offset_ + B * 8;  // the bounded layers' positions before the chunk
   header_bytes_ = seen_offset_ + 8;
-  const size_t ring_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.window : 0;
-  const size_t sink_floats = n_bounded_ > 0 ? 2 * static_cast<size_t>(kv_dim_) * bc.n_sinks : 0;
-  const size_t table_floats =
-      n_bounded_ > 0 ? 2 * static_cast<size_t>(bc.window) * (bc.rope_dims / 2) : 0;
   const size_t recall_rows = shape_.layer_slots.empty() ? 0 : [&] {
     uint32_t most = 0;
     for (int il = 0; il < h.n_layer; ++il)
@@ -144,8 +136,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   const size_t scratch = B * f * (2 * h.n_embd + qkv_w_ + attn_w_ + h.n_embd + 3 * h.n_ff) +
                          B * widest * f + part_floats * f + B * h.n_vocab * f + header_bytes_ +
                          runs_cap_ * sizeof(RingRun) + table_cap_ * 4 +
-                         2 * recall_rows * kv_dim_ * 2 +
-                         n_bounded_ * (ring_floats + sink_floats) * f + table_floats * f;
+                         2 * recall_rows * kv_dim_ * 2 + bounded_bytes;
   require_device_memory(
       info, kv_bytes + scratch,
       fmt::format("a ring session of {} slots (K/V of every layer and activations)",
@@ -198,35 +189,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   rope_sliding_ = {shape_.rope_sliding.style == RopeStyle::neox,
                    static_cast<int>(shape_.rope_sliding.n_rot), inv_freq_.as<double>() + ng};
   segment_end_.resize(B);
-  if (n_bounded_ > 0) {  // empty rings (the session loads its states before the first chunk)
-    bounded_ = DeviceBuffer(n_bounded_ * ring_floats * f, "the bounded layers' rings");
-    cuda::check(cudaMemset(bounded_.get(), 0, bounded_.bytes()), "clearing the bounded rings");
-    sinks_ = DeviceBuffer(std::max<size_t>(n_bounded_ * sink_floats * f, 4),
-                          "the bounded layers' sinks");
-    rope_table_ = DeviceBuffer(std::max<size_t>(table_floats * f, 4), "the bounded rotation table");
-    bounded_kv_h_ = PinnedBuffer(n_bounded_ * B * 2 * kv_dim_ * f, "bounded keys and values");
-    for (int il = 0; il < h.n_layer; ++il) {
-      const int b = bounded_index_[static_cast<size_t>(il)];
-      if (b < 0) continue;
-      const BoundedSinks& s = w_->model().weights().layers[static_cast<size_t>(il)].sinks;
-      const size_t half_bytes = sink_floats / 2 * f;
-      if (s.k.size() * f != half_bytes || s.v.size() * f != half_bytes)
-        throw_error("cuda ring: bounded layer {} has {} sink values, expected {}", il, s.k.size(),
-                    sink_floats / 2);
-      char* dst = sinks_.as<char>() + b * sink_floats * f;
-      cuda::check(cudaMemcpy(dst, s.k.data(), half_bytes, cudaMemcpyHostToDevice),
-                  "uploading sinks");
-      cuda::check(cudaMemcpy(dst + half_bytes, s.v.data(), half_bytes, cudaMemcpyHostToDevice),
-                  "uploading sinks");
-    }
-    const BoundedRope& r = *w_->model().weights().bounded_rope;
-    const size_t table_bytes = static_cast<size_t>(bc.window) * r.half() * f;
-    cuda::check(cudaMemcpy(rope_table_.get(), r.cos(0), table_bytes, cudaMemcpyHostToDevice),
-                "uploading the bounded rotation table");
-    cuda::check(cudaMemcpy(rope_table_.as<char>() + table_bytes, r.sin(0), table_bytes,
-                           cudaMemcpyHostToDevice),
-                "uploading the bounded rotation table");
-  }
+  bounded_ = BoundedLayers(*w_, B_);
 }
 
 uint16_t* CudaRing::recall_staging(size_t n_values) {
@@ -236,15 +199,7 @@ uint16_t* CudaRing::recall_staging(size_t n_values) {
 }
 
 void CudaRing::load_bounded(int il, const BoundedState& state) {
-  const int b = il >= 0 && il < hp().n_layer ? bounded_index_[static_cast<size_t>(il)] : -1;
-  const size_t half = bounded_.bytes() / std::max(1, n_bounded_) / 2;  // one ring's K (or V)
-  if (b < 0 || state.ring_k().size() * 4 != half || state.ring_v().size() * 4 != half)
-    throw_error("cuda ring: layer {} has no bounded ring of that size", il);
-  char* dst = bounded_.as<char>() + 2 * half * b;
-  cuda::check(cudaMemcpy(dst, state.ring_k().data(), half, cudaMemcpyHostToDevice),
-              "loading a bounded ring");
-  cuda::check(cudaMemcpy(dst + half, state.ring_v().data(), half, cudaMemcpyHostToDevice),
-              "loading a bounded ring");
+  bounded_.load(il, state, stream_.get());
 }
 
 void CudaRing::build_step(const RingChunk& c) {
@@ -289,44 +244,9 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
       attn_w_};
   auto attend = [&](int il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
-    const int b = bounded_index_[static_cast<size_t>(il)];
-    if (b >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then the chunk's inserts
-      const BoundedAttnCfg& bc = w_->model().weights().bounded_cfg;
+    if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
       const auto* seen = reinterpret_cast<const int64_t*>(header_.as<char>() + seen_offset_);
-      const size_t ring = static_cast<size_t>(kv_dim_) * bc.window;
-      const size_t sinks = static_cast<size_t>(kv_dim_) * bc.n_sinks;
-      float* ring_k = bounded_.as<float>() + 2 * ring * b;
-      const size_t table = static_cast<size_t>(bc.window) * (bc.rope_dims / 2);
-      qk_head_norm(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, L.q_norm, L.k_norm, h.rms_eps,
-                   cs);
-      BoundedArgs A;
-      A.qkv = qkv;
-      A.ld = qkv_w_;
-      A.n = n;
-      A.n_head = h.n_head;
-      A.n_head_kv = h.n_head_kv;
-      A.head_dim = h.head_dim;
-      A.window = bc.window;
-      A.n_sinks = bc.n_sinks;
-      A.half = bc.rope_dims / 2;
-      A.scale = bc.attn_scale;
-      A.seen = seen;
-      A.ring_k = ring_k;
-      A.ring_v = ring_k + ring;
-      A.sink_k = sinks_.as<float>() + 2 * sinks * b;
-      A.sink_v = A.sink_k + sinks;
-      A.cos = rope_table_.as<float>();
-      A.sin = A.cos + table;
-      A.out = attn_.as<float>();
-      bounded_attention(A, cs);
-      bounded_insert(qkv, qkv_w_, n, h.n_head, h.n_head_kv, h.head_dim, bc.window, seen, ring_k,
-                     ring_k + ring, cs);
-      // The chunk's keys and values back for the session's BoundedState: [b][n][2][kv_dim].
-      cuda::check(
-          cudaMemcpy2DAsync(bounded_kv_h_.as<float>() + static_cast<size_t>(b) * n * 2 * kv_dim_,
-                            2 * kv_dim_ * sizeof(float), qkv + q_dim_, qkv_w_ * sizeof(float),
-                            2 * kv_dim_ * sizeof(float), n, cudaMemcpyDeviceToHost, cs),
-          "the bounded keys and values");
+      bounded_.enqueue(il, L, qkv, qkv_w_, n, seen, attn_.as<float>(), cs);
       return;
     }
     const bool sliding = h.is_sliding(il);
@@ -422,9 +342,9 @@ void CudaRing::forward(const RingChunk& c) {
   }
   stream_.sync("the forward pass");
   if (n_out == 1) std::memcpy(c.logits, logits_h_.as<float>(), n_vocab * 4);
-  if (n_bounded_ > 0 && c.bounded_kv)
-    std::memcpy(c.bounded_kv, bounded_kv_h_.as<float>(),
-                static_cast<size_t>(n_bounded_) * n * 2 * kv_dim_ * sizeof(float));
+  if (bounded_.count() > 0 && c.bounded_kv)
+    std::memcpy(c.bounded_kv, bounded_.chunk_kv(0, n),
+                static_cast<size_t>(bounded_.count()) * n * 2 * kv_dim_ * sizeof(float));
   if (graph_step && c.residual) std::memcpy(c.residual, resid_h_.as<float>(), E * 4);
   const size_t count = static_cast<size_t>(n_out) * n_vocab;
   uint32_t bad = 0;
@@ -464,22 +384,83 @@ void CudaRing::kv_row(int il, uint32_t slot, int h, float* k, float* v) const {
   }
 }
 
-void CudaRing::kv_slot(int il, uint32_t slot, float* k, float* v) const {
-  const size_t at = row_offset(il, slot, 0), hd = static_cast<size_t>(hp().head_dim);
-  const size_t nkv = static_cast<size_t>(hp().n_head_kv);
+// Each run of consecutive slots of layer il (every slot checked) and each of K (kv 0) and V
+// (kv 1): fn(kv, a, run, rows) with rows the run's rows of head 0 on the device (one head's
+// lie pitch() bytes further) and the staging buffer buf_ sized for n_head_kv * run rows in the
+// storage type, head-major [n_head_kv][run][head_dim]: one 2-D copy moves a run's K (or V).
+template <typename Fn>
+void CudaRing::each_run(int il, std::span<const uint32_t> slots, Fn&& fn) const {
+  for (const uint32_t slot : slots) row_offset(il, slot, 0);
   const LayerKv& L = layers_[static_cast<size_t>(il)];
-  const size_t pitch = static_cast<size_t>(L.cap) * hd * kv_elem_;  // from one head to the next
-  std::vector<uint16_t> half(kv_f32_ ? 0 : nkv * hd);
-  for (int kv = 0; kv < 2; ++kv) {
-    float* out = kv == 0 ? k : v;
-    const char* src = (kv == 0 ? L.k : L.v) + at;
-    void* dst = kv_f32_ ? static_cast<void*>(out) : static_cast<void*>(half.data());
-    cuda::check(
-        cudaMemcpy2D(dst, hd * kv_elem_, src, pitch, hd * kv_elem_, nkv, cudaMemcpyDeviceToHost),
-        "reading a slot's K/V");
-    if (!kv_f32_)
-      for (size_t i = 0; i < nkv * hd; ++i) out[i] = fp16_to_fp32(half[i]);
+  for (size_t a = 0; a < slots.size();) {
+    size_t e = a + 1;
+    while (e < slots.size() && slots[e] == slots[e - 1] + 1) ++e;
+    buf_.resize((e - a) * static_cast<size_t>(kv_dim_) * kv_elem_);
+    const size_t at = row_offset(il, slots[a], 0);
+    for (int kv = 0; kv < 2; ++kv) fn(kv, a, e - a, (kv == 0 ? L.k : L.v) + at);
+    a = e;
   }
+}
+
+// Staging [n_head_kv][run][head_dim] (storage type) <-> rows [run][n_head_kv][head_dim] (f32);
+// f16 widened exactly, or rounded as set_kv_row.
+void CudaRing::unpack(size_t run, float* out) const {
+  const size_t hd = static_cast<size_t>(hp().head_dim), nkv = static_cast<size_t>(hp().n_head_kv);
+  for (size_t h = 0; h < nkv; ++h)
+    for (size_t t = 0; t < run; ++t) {
+      const char* from = buf_.data() + (h * run + t) * hd * kv_elem_;
+      float* to = out + (t * nkv + h) * hd;
+      if (kv_f32_) {
+        std::memcpy(to, from, hd * sizeof(float));
+        continue;
+      }
+      for (size_t i = 0; i < hd; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, from + 2 * i, 2);
+        to[i] = fp16_to_fp32(bits);
+      }
+    }
+}
+
+void CudaRing::pack(size_t run, const float* in) const {
+  const size_t hd = static_cast<size_t>(hp().head_dim), nkv = static_cast<size_t>(hp().n_head_kv);
+  for (size_t h = 0; h < nkv; ++h)
+    for (size_t t = 0; t < run; ++t) {
+      char* to = buf_.data() + (h * run + t) * hd * kv_elem_;
+      const float* from = in + (t * nkv + h) * hd;
+      if (kv_f32_) {
+        std::memcpy(to, from, hd * sizeof(float));
+        continue;
+      }
+      for (size_t i = 0; i < hd; ++i) {
+        const uint16_t bits = fp32_to_fp16(from[i]);
+        std::memcpy(to + 2 * i, &bits, 2);
+      }
+    }
+}
+
+void CudaRing::kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const {
+  const size_t pitch = pitch_of(il);
+  each_run(il, slots, [&](int kv, size_t a, size_t run, const char* rows) {
+    const size_t width = run * hp().head_dim * kv_elem_;
+    cuda::check(cudaMemcpy2D(buf_.data(), width, rows, pitch, width, hp().n_head_kv,
+                             cudaMemcpyDeviceToHost),
+                "reading slots' K/V");
+    unpack(run, (kv == 0 ? k : v) + a * kv_dim_);
+  });
+}
+
+void CudaRing::set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
+                            const float* v) {
+  const size_t pitch = pitch_of(il);
+  each_run(il, slots, [&](int kv, size_t a, size_t run, char* rows) {
+    const size_t width = run * hp().head_dim * kv_elem_;
+    pack(run, (kv == 0 ? k : v) + a * kv_dim_);
+    cuda::check(cudaMemcpy2DAsync(rows, pitch, buf_.data(), width, width, hp().n_head_kv,
+                                  cudaMemcpyHostToDevice, stream_.get()),
+                "writing slots' K/V");
+    stream_.sync("writing slots' K/V");  // buf_ is refilled next
+  });
 }
 
 void CudaRing::set_kv_row(int il, uint32_t slot, int h, const float* k, const float* v) {
@@ -551,7 +532,7 @@ RingComputeFactory ring_compute(int device, bool graphs) {
       const std::lock_guard<std::mutex> lock(shared->mutex);
       if (shared->model == model.get()) weights = shared->weights.lock();
       if (!weights) {
-        weights = CudaWeights::upload(model, device, /*bounded_ok=*/true);
+        weights = CudaWeights::upload(model, device);
         shared->model = model.get();
         shared->weights = weights;
       }

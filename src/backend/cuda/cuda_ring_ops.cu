@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_online_softmax.cuh"
 
 namespace channel::cuda {
 
@@ -169,60 +170,10 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
       float kv[D], vv[D];
       load_row<D>(kb + slot * HD + lane * D, kv);
       load_row<D>(vb + slot * HD + lane * D, vv);
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g >= group) break;
-        float s = 0.0f;
-#pragma unroll
-        for (int d = 0; d < D; ++d) s = fmaf(q[g][d], kv[d], s);
-        s = warp_sum(s) * a.scale;
-        const float mn = fmaxf(m[g], s);
-        const float c = expf(m[g] - mn), p = expf(s - mn);
-        l[g] = l[g] * c + p;
-#pragma unroll
-        for (int d = 0; d < D; ++d) o[g][d] = fmaf(o[g][d], c, p * vv[d]);
-        m[g] = mn;
-      }
+      online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
     }
   }
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g >= group) break;
-#pragma unroll
-    for (int d = 0; d < D; ++d) sm_o[warp][g][lane * D + d] = o[g][d];
-    if (lane == 0) {
-      sm_m[warp][g] = m[g];
-      sm_l[warp][g] = l[g];
-    }
-  }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < group * HD; idx += blockDim.x) {
-    const int g = idx / HD, d = idx % HD;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w][g]);
-    float L = 0.0f, O = 0.0f;
-    if (mx != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float e = sm_m[w][g] == -INFINITY ? 0.0f : expf(sm_m[w][g] - mx);
-        L += sm_l[w][g] * e;
-        O += sm_o[w][g][d] * e;
-      }
-    }
-    const int h = hk * group + g;
-    if (a.splits == 1) {
-      a.out[(static_cast<int64_t>(t) * a.n_head + h) * HD + d] = L > 0.0f ? O / L : 0.0f;
-    } else {
-      float* part =
-          a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
-      part[d] = O;
-      if (d == 0) {
-        part[HD] = mx;
-        part[HD + 1] = L;
-      }
-    }
-  }
+  online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
 template <typename T>

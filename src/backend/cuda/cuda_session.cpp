@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "backend/cuda/cuda_bounded_layers.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_forward.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -17,7 +18,8 @@ namespace channel::cuda {
 namespace {
 
 // The step's inputs, [6][max_batch] int32: token ids, positions (== slots), then the first
-// slot-table index and slot count of each query on global and on sliding layers.
+// slot-table index and slot count of each query on global and on sliding layers; after them
+// (8-byte aligned) one int64, the positions the bounded layers held before the step.
 enum StepRow { kTokens = 0, kPositions, kFirstGlobal, kCountGlobal, kFirstSliding, kCountSliding, kRows };
 
 }  // namespace
@@ -29,9 +31,17 @@ struct CudaSession::State {
   int max_splits = 0;
   bool kv_f32 = false;  // F32 models keep f32 keys and values, the others f16
   size_t kv_elem = 2;
-  DeviceBuffer kv;  // K then V, [n_layer][n_head_kv][cap][head_dim]
+  DeviceBuffer kv;  // K then V, [kv layer][n_head_kv][cap][head_dim]
   void* k_cache = nullptr;
   void* v_cache = nullptr;
+  std::vector<int> kv_index;  // [n_layer] position in the arena, -1 for bounded layers
+  // The bounded (swa_sink_v1) layers: their rings on the device, mirrored by the host's
+  // states [n_layer] (empty on other layers), which keep the undo history; loaded into the
+  // device before the next forward when they changed there (truncate, reset, a failed chunk).
+  BoundedLayers bounded;
+  std::vector<BoundedState> host;
+  bool bounded_dirty = false;
+  size_t seen_offset = 0, step_bytes = 0;
   DeviceBuffer x, xn, qkv, attn, proj, gu, ff, act, part, logits, step, table;
   PinnedBuffer step_host, logits_host;
   cudaGraphExec_t graph = nullptr;
@@ -64,18 +74,28 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   const auto cap = static_cast<size_t>(config_.n_ctx);
   s.kv_f32 = weights_->impl().w.layers.front().wq.type == GgmlType::F32;
   s.kv_elem = s.kv_f32 ? 4 : 2;
-  const size_t kv_bytes = static_cast<size_t>(hp.n_layer) * (s.kv_dim + s.v_dim) * cap * s.kv_elem;
+  s.kv_index.assign(static_cast<size_t>(hp.n_layer), -1);
+  size_t kv_layers = 0;
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (!hp.is_bounded(il)) s.kv_index[static_cast<size_t>(il)] = static_cast<int>(kv_layers++);
+  const size_t bounded_bytes = BoundedLayers::device_bytes(weights_->model());
+  if (bounded_bytes > 0 && hp.head_dim != hp.head_dim_v)
+    throw_error("cuda: bounded layers need equal K and V head dims, got {} and {}", hp.head_dim,
+                hp.head_dim_v);
+  s.seen_offset = (static_cast<size_t>(kRows) * B * 4 + 7) / 8 * 8;
+  s.step_bytes = s.seen_offset + 8;
+  const size_t kv_bytes = kv_layers * (s.kv_dim + s.v_dim) * cap * s.kv_elem;
   const size_t widest = static_cast<size_t>(std::max({s.q_dim, s.attn_w, static_cast<int64_t>(hp.n_embd),
                                                       static_cast<int64_t>(hp.n_ff)}));
   const size_t f = sizeof(float);
   const size_t scratch = B * f * (2 * hp.n_embd + s.qkv_w + s.attn_w + hp.n_embd + 3 * hp.n_ff) +
                          B * widest * f + attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f +
-                         B * hp.n_vocab * f + kRows * B * 4 + cap * 4;
+                         B * hp.n_vocab * f + s.step_bytes + cap * 4 + bounded_bytes;
   require_device_memory(info, kv_bytes + scratch,
                         fmt::format("a session of {} slots (KV arena and activations)", cap));
-  s.kv = DeviceBuffer(kv_bytes, "the KV arena");
+  s.kv = DeviceBuffer(std::max<size_t>(kv_bytes, 1), "the KV arena");
   s.k_cache = s.kv.get();
-  s.v_cache = s.kv.as<char>() + static_cast<size_t>(hp.n_layer) * s.kv_dim * cap * s.kv_elem;
+  s.v_cache = s.kv.as<char>() + kv_layers * s.kv_dim * cap * s.kv_elem;
   s.x = DeviceBuffer(B * hp.n_embd * f, "activations");
   s.xn = DeviceBuffer(B * hp.n_embd * f, "activations");
   s.qkv = DeviceBuffer(B * s.qkv_w * f, "activations");
@@ -87,15 +107,22 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   s.part = DeviceBuffer(attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f,
                         "attention partials");
   s.logits = DeviceBuffer(B * hp.n_vocab * f, "logits");
-  s.step = DeviceBuffer(kRows * B * 4, "step inputs");
+  s.step = DeviceBuffer(s.step_bytes, "step inputs");
   s.table = DeviceBuffer(cap * 4, "the slot table");
-  s.step_host = PinnedBuffer(kRows * B * 4, "step inputs");
+  s.step_host = PinnedBuffer(s.step_bytes, "step inputs");
+  std::memset(s.step_host.as<char>(), 0, s.step_bytes);
   s.logits_host = PinnedBuffer(static_cast<size_t>(hp.n_vocab) * f, "logits");
   s.bytes = kv_bytes + scratch;
   // Slot i holds position i: the contiguous session's table is the identity.
   std::vector<int32_t> ids(cap);
   std::iota(ids.begin(), ids.end(), 0);
   cuda::check(cudaMemcpy(s.table.get(), ids.data(), cap * 4, cudaMemcpyHostToDevice), "uploading the slot table");
+  s.bounded = BoundedLayers(*weights_, s.max_batch);
+  s.host.resize(static_cast<size_t>(hp.n_layer));
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (hp.is_bounded(il))
+      s.host[static_cast<size_t>(il)] = BoundedState(hp.n_head_kv, hp.bounded.window, hp.head_dim);
+  s.bounded_dirty = s.bounded.count() > 0;
 }
 
 CudaSession::~CudaSession() = default;
@@ -111,7 +138,32 @@ void CudaSession::check(std::span<const int32_t> tokens) const {
 
 void CudaSession::truncate_last(int k) {
   if (k < 0 || k > n_past_) throw_error("truncate: cannot drop {} tokens of the {} held", k, n_past_);
+  const ModelHparams& hp = model().hparams();
+  State& s = *st_;
+  for (int il = 0; il < hp.n_layer; ++il)  // check every layer before changing any
+    if (hp.is_bounded(il) && s.host[static_cast<size_t>(il)].undo_available() < k)
+      throw_error(
+          "truncate: cannot drop {} tokens: bounded layer {} keeps undo history for {} "
+          "(UNDO_DEPTH {})",
+          k, il, s.host[static_cast<size_t>(il)].undo_available(), UNDO_DEPTH);
+  for (int il = 0; il < hp.n_layer; ++il)
+    if (hp.is_bounded(il)) s.host[static_cast<size_t>(il)].truncate_last(k);
+  if (k > 0 && s.bounded.count() > 0) s.bounded_dirty = true;
   n_past_ -= k;
+}
+
+void CudaSession::reset() {
+  State& s = *st_;
+  for (BoundedState& b : s.host)
+    if (b.window() > 0) b.clear();
+  s.bounded_dirty = s.bounded.count() > 0;
+  n_past_ = 0;
+}
+
+bool CudaSession::has_bounded_layers() const { return st_->bounded.count() > 0; }
+
+int CudaSession::verify_capacity() const {
+  return has_bounded_layers() ? UNDO_DEPTH + 1 : config_.n_ctx;
 }
 
 // Enqueues the forward of the n tokens whose inputs are in st_->step, logits into
@@ -137,9 +189,15 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   // The contiguous context: slot == position, each query sees the slots its range names.
   auto attend = [&](int il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
+    if (s.bounded.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
+      const auto* seen = reinterpret_cast<const int64_t*>(s.step.as<char>() + s.seen_offset);
+      s.bounded.enqueue(il, L, s.qkv.as<float>(), s.qkv_w, n, seen, s.attn.as<float>(), cs);
+      return;
+    }
     const bool sliding = hp.is_sliding(il);
-    const size_t layer_k = static_cast<size_t>(il) * s.kv_dim * cap;
-    const size_t layer_v = static_cast<size_t>(il) * s.v_dim * cap;
+    const auto kv_layer = static_cast<size_t>(s.kv_index[static_cast<size_t>(il)]);
+    const size_t layer_k = kv_layer * s.kv_dim * cap;
+    const size_t layer_v = kv_layer * s.v_dim * cap;
     void* kc = static_cast<char*>(s.k_cache) + layer_k * s.kv_elem;
     void* vc = static_cast<char*>(s.v_cache) + layer_v * s.kv_elem;
     qkv_finish(ql, s.qkv.as<float>(), n, L.q_norm, L.k_norm, hp.rms_eps,
@@ -185,10 +243,45 @@ void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     h[kFirstSliding * B + t] = first;
     h[kCountSliding * B + t] = p - first + 1;
   }
-  const cudaStream_t cs = s.stream.get();
-  const size_t step_bytes = static_cast<size_t>(kRows) * B * 4;
-  const size_t n_vocab = static_cast<size_t>(hp.n_vocab);
   const bool graph_step = n == 1 && !all_logits && config_.graphs;
+  const int n_bounded = s.bounded.count();
+  if (n_bounded > 0) {
+    const int64_t seen = n_past_;  // every token passes every bounded layer
+    std::memcpy(s.step_host.as<char>() + s.seen_offset, &seen, sizeof seen);
+  }
+  try {
+    if (s.bounded_dirty) {  // the host rings changed: the device's follow before the chunk
+      for (int il = 0; il < hp.n_layer; ++il)
+        if (hp.is_bounded(il)) s.bounded.load(il, s.host[static_cast<size_t>(il)], s.stream.get());
+      s.bounded_dirty = false;
+    }
+    run_step(n, all_logits, graph_step, logits_out);
+    if (n_bounded > 0) {  // the host's rings follow: the device returned each layer's rows
+      const size_t kvd = static_cast<size_t>(s.kv_dim);
+      for (int il = 0; il < hp.n_layer; ++il) {
+        const int b = s.bounded.index(il);
+        if (b < 0) continue;
+        const float* kv = s.bounded.chunk_kv(b, n);
+        for (int t = 0; t < n; ++t)
+          s.host[static_cast<size_t>(il)].insert(kv + t * 2 * kvd, kv + t * 2 * kvd + kvd);
+      }
+    }
+  } catch (...) {
+    s.bounded_dirty = n_bounded > 0;  // the device may hold part of the chunk
+    throw;
+  }
+  n_past_ += n;
+}
+
+// Uploads the step (in st_->step_host), runs the forward of its n tokens (the decode graph
+// when graph_step) and copies the logits back; throws on non-finite logits.
+void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logits_out) {
+  const ModelHparams& hp = model().hparams();
+  State& s = *st_;
+  const int32_t* h = s.step_host.as<int32_t>();
+  const cudaStream_t cs = s.stream.get();
+  const size_t step_bytes = s.step_bytes;
+  const size_t n_vocab = static_cast<size_t>(hp.n_vocab);
   if (graph_step) {
     if (!s.graph) {
       cudaGraph_t g = nullptr;
@@ -230,7 +323,6 @@ void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, fl
   if (bad)
     throw_error("forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
                 "weights or its input are damaged");
-  n_past_ += n;
 }
 
 std::span<const float> CudaSession::decode(std::span<const int32_t> tokens) {

@@ -1,5 +1,5 @@
-// The whole forward of a llama / gemma3 / qwen3 model on one CUDA device, for the contiguous
-// session (slot i holds position i, as runtime/session.h): CudaWeights uploads a model's
+// The whole forward of a llama / gemma3 / qwen3 / bounded model on one CUDA device, for the
+// contiguous session (slot i holds position i, as runtime/session.h): CudaWeights uploads a model's
 // weights once (repacked, q/k/v and gate/up fused where their types agree); a CudaSession
 // owns the device KV arena (f16; f32 for F32 models), the activations and the step buffers, all allocated once,
 // and runs decode (one token: a captured CUDA graph) and batched prefill. Per step only the
@@ -25,10 +25,8 @@ class CudaWeights {
   // Selects the device and uploads. One-line channel::Error, before any upload, when there is
   // no driver or device, the architecture, a weight type or a head size is not supported, or
   // the weights do not fit in free device memory.
-  // bounded_ok: the caller runs the bounded (swa_sink_v1) layers (the slot ring does,
-  // cuda_ring.h; the contiguous CudaSession does not and refuses the architecture).
   static std::shared_ptr<const CudaWeights> upload(std::shared_ptr<const Model> model,
-                                                   int device, bool bounded_ok = false);
+                                                   int device);
   ~CudaWeights();
   CudaWeights(const CudaWeights&) = delete;
   CudaWeights& operator=(const CudaWeights&) = delete;
@@ -42,7 +40,7 @@ class CudaWeights {
   const Impl& impl() const { return *impl_; }
 
  private:
-  CudaWeights(std::shared_ptr<const Model> model, int device, bool bounded_ok);
+  CudaWeights(std::shared_ptr<const Model> model, int device);
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Impl> impl_;
 };
@@ -67,12 +65,18 @@ class CudaSession {
   CudaSession(const CudaSession&) = delete;
   CudaSession& operator=(const CudaSession&) = delete;
 
-  // As Session::decode / decode_all / truncate_last (runtime/session.h).
+  // As Session::decode / decode_all / truncate_last / reset (runtime/session.h). The bounded
+  // layers' rings live on the device, mirrored by host BoundedStates (their undo history):
+  // truncate_last(k) fails, state unchanged, when k exceeds it (UNDO_DEPTH).
   std::span<const float> decode(std::span<const int32_t> tokens);
   std::vector<float> decode_all(std::span<const int32_t> tokens);
   void truncate_last(int k);
-  void reset() { n_past_ = 0; }
+  void reset();
   int n_past() const { return n_past_; }
+  // As Session::verify_capacity: a call of at most this many tokens can be cut back by
+  // truncate_last (n_ctx; UNDO_DEPTH + 1 with bounded layers, as their undo history allows).
+  int verify_capacity() const;
+  bool has_bounded_layers() const;
   int n_ctx() const { return config_.n_ctx; }
   const Model& model() const { return weights_->model(); }
   size_t device_bytes() const;  // KV arena, activations and step buffers
@@ -81,6 +85,7 @@ class CudaSession {
   struct State;
   void check(std::span<const int32_t> tokens) const;
   void run_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
+  void run_step(int n, bool all_logits, bool graph_step, float* logits_out);
   void enqueue_forward(int n, bool all_logits);
 
   std::shared_ptr<const CudaWeights> weights_;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cuda/cuda_bounded_layers.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_session.h"
@@ -140,10 +141,7 @@ size_t largest_raw(const Model& model) {
 
 }  // namespace
 
-void check_model_supported(const ModelHparams& hp, bool bounded_ok) {
-  if (hp.arch_id == Arch::bounded && !bounded_ok)
-    throw_error("cuda: the bounded architecture (swa_sink_v1 layers) runs on the CUDA backend "
-                "on the slot ring only (no --ctx); use --device cpu");
+void check_model_supported(const ModelHparams& hp) {
   const int group = hp.n_head / hp.n_head_kv;
   if (!attention_shape_supported(hp.head_dim, hp.head_dim_v, group))
     throw_error("cuda: head_dim {} / {} with {} query heads per KV head is not supported by the "
@@ -153,9 +151,10 @@ void check_model_supported(const ModelHparams& hp, bool bounded_ok) {
     throw_error("cuda: rope dimension count {} does not fit head_dim {}", hp.n_rot, hp.head_dim);
 }
 
-CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device, bool bounded_ok)
+CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device)
     : model_(std::move(model)), impl_(std::make_unique<Impl>()) {
-  check_model_supported(model_->hparams(), bounded_ok);
+  check_model_supported(model_->hparams());
+  BoundedLayers::device_bytes(*model_);  // the bounded layers' shapes (none: 0)
   impl_->info = select_device(device);
   Carver sizing;
   Uploader dry{sizing, nullptr, nullptr};
@@ -176,8 +175,8 @@ CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device, bool bo
 CudaWeights::~CudaWeights() = default;
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::shared_ptr<const Model> model,
-                                                       int device, bool bounded_ok) {
-  return std::shared_ptr<const CudaWeights>(new CudaWeights(std::move(model), device, bounded_ok));
+                                                       int device) {
+  return std::shared_ptr<const CudaWeights>(new CudaWeights(std::move(model), device));
 }
 
 const DeviceInfo& CudaWeights::device() const { return impl_->info; }

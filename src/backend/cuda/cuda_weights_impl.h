@@ -37,7 +37,7 @@ struct CudaWeights::Impl {
 };
 
 // Throws a one-line channel::Error for what the CUDA forward cannot run.
-// bounded_ok: the bounded architecture is run by the caller (the slot ring).
-void check_model_supported(const ModelHparams& hp, bool bounded_ok = false);
+// (The bounded layers' shapes: BoundedLayers::device_bytes, cuda_bounded_layers.h.)
+void check_model_supported(const ModelHparams& hp);
 
 }  // namespace channel::cuda
