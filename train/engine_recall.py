@@ -22,12 +22,18 @@ import torch
 BOS = 2
 
 
-@torch.no_grad()
 def encode_in_context(model, episodes, corpus, nprng, device, src_len=2048, per_row=4, batch=16,
-                      autocast=None):
+                      autocast=None, grad=False):
     """Each episode (1-D int array, <= src_len / per_row tokens) encoded after a random stretch
     of corpus text.  Returns, per episode, ({layer: (k, v) [kv_heads, n, head_dim]}, hidden
-    [n, d]) on `device`, in float32."""
+    [n, d]) on `device`, in float32.  grad=True keeps the graph: a loss on the row that reads
+    these K/V then also trains how the model writes an episode inside a stream."""
+    with torch.set_grad_enabled(grad):
+        return _encode_in_context(model, episodes, corpus, nprng, device, src_len, per_row, batch,
+                                  autocast, grad)
+
+
+def _encode_in_context(model, episodes, corpus, nprng, device, src_len, per_row, batch, autocast, grad):
     globals_ = [il for il in range(model.cfg.n_layer) if model.cfg.is_global(il)]
     seg = (src_len - 1) // per_row
     out = [None] * len(episodes)
@@ -47,7 +53,7 @@ def encode_in_context(model, episodes, corpus, nprng, device, src_len=2048, per_
                 where.append((len(rows), at, n, e))
             rows.append(row)
         x = torch.from_numpy(np.stack(rows)).to(device)
-        cap = {}
+        cap = {"grad": True} if grad else {}
         if autocast is not None:
             with autocast(device):
                 _, h = model(x, return_hidden=True, capture=cap)
@@ -57,6 +63,7 @@ def encode_in_context(model, episodes, corpus, nprng, device, src_len=2048, per_
             kv = {il: (cap[il][1][r, :, at:at + n].float(), cap[il][2][r, :, at:at + n].float())
                   for il in globals_}
             out[e] = (kv, h[r, at:at + n].float())
+        cap.clear()
     return out
 
 

@@ -331,9 +331,9 @@ class MemoryBatcher:
         return torch.from_numpy(x), torch.from_numpy(w), meta
 
 
-def batch_mem(model, meta, corpus, nprng, B, T, device):
+def batch_mem(model, meta, corpus, nprng, B, T, device, grad=False):
     """model.Model's `mem` for the rows of a batch laid out for the engine (meta["src"]): their
-    episodes encoded in context."""
+    episodes encoded in context (grad: through the graph, see encode_in_context)."""
     eps, rows_spans = [], []
     for r in range(B):
         spans = []
@@ -343,7 +343,7 @@ def batch_mem(model, meta, corpus, nprng, B, T, device):
                 spans.append((st, n, len(eps)))
                 eps.append(ep)
         rows_spans.append(spans)
-    enc = encode_in_context(model, eps, corpus, nprng, device, autocast=autocast) if eps else []
+    enc = encode_in_context(model, eps, corpus, nprng, device, autocast=autocast, grad=grad) if eps else []
     return place(model, rows_spans, enc, B, T, device)
 
 
@@ -597,6 +597,9 @@ def main():
     ap.add_argument("--p-src", type=float, default=0.0,
                     help="share of memory rows whose tier 3 is laid out as the engine does: episodes "
                          "encoded in their own context, their K/V placed into the global layers")
+    ap.add_argument("--src-grad", type=int, default=0,
+                    help="with --p-src: train through the encoding of the episodes too (the model learns "
+                         "to write an episode that reads well after a stream, not only to read it)")
     ap.add_argument("--p-win", type=float, default=0.0,
                     help="share of memory rows with 1-3 other facts stated in the window")
     ap.add_argument("--copy-to", default="",
@@ -675,7 +678,7 @@ def main():
         x, w = x.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
         mem = None
         if args.p_src > 0:   # always passed, so that torch.compile makes one graph
-            mem = batch_mem(model, meta, tr, batcher.nprng, x.shape[0], x.shape[1] - 1, dev)
+            mem = batch_mem(model, meta, tr, batcher.nprng, x.shape[0], x.shape[1] - 1, dev, args.src_grad)
         cap = {"grad": True} if args.copy_loss > 0 else None
         with autocast(dev):
             logits, hidden = fwd(x[:, :-1], masks, return_hidden=True, capture=cap, mem=mem)
