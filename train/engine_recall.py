@@ -28,7 +28,7 @@ def encode_in_context(model, episodes, corpus, nprng, device, src_len=2048, per_
     of corpus text.  Returns, per episode, ({layer: (k, v) [kv_heads, n, head_dim]}, hidden
     [n, d]) on `device`, in float32.  grad=True keeps the graph: a loss on the row that reads
     these K/V then also trains how the model writes an episode inside a stream."""
-    with torch.set_grad_enabled(grad):
+    with torch.set_grad_enabled(bool(grad)):
         return _encode_in_context(model, episodes, corpus, nprng, device, src_len, per_row, batch,
                                   autocast, grad)
 
