@@ -19,7 +19,7 @@ python3 -c 'import torch,sys; print("torch", torch.__version__, "cuda", torch.cu
 if [ ! -s train/data/tokens/train.bin ]; then
   python3 -c 'import lzma,shutil; shutil.copyfileobj(lzma.open("train/data/pack/train.bin.xz"), open("train/data/tokens/train.bin","wb"), 1<<24)'
 fi
-for f in valid.bin valid_ppl.bin memory_train.npz memory_eval.npz; do cp "$pack/$f" train/data/tokens/; done
+cp "$pack"/valid.bin "$pack"/valid_ppl.bin "$pack"/memory_*.npz train/data/tokens/
 pids=()
 RUNS=${RUNS:-"bounded-a:models/channel-bounded.gguf:--lr=6e-4 bounded-b:models/channel-bounded.gguf:--lr=3e-4"}
 names=()

@@ -602,6 +602,8 @@ def main():
                          "to write an episode that reads well after a stream, not only to read it)")
     ap.add_argument("--p-win", type=float, default=0.0,
                     help="share of memory rows with 1-3 other facts stated in the window")
+    ap.add_argument("--bank", default="memory_train.npz",
+                    help="training fact bank in DATA (make_memory_bank.py --train-name)")
     ap.add_argument("--copy-to", default="",
                     help="also write NAME.gguf.part-* (16 MB pieces) and NAME.results.json here as soon as "
                          "they exist, so that a call cut short still returns the model")
@@ -625,7 +627,7 @@ def main():
     tr = np.fromfile(os.path.join(args.data, "train.bin"), dtype=np.uint16)
     vt = np.fromfile(os.path.join(args.data, "valid.bin"), dtype=np.uint16)
     vppl = np.fromfile(os.path.join(args.data, "valid_ppl.bin"), dtype=np.uint16)
-    btrain = Bank(os.path.join(args.data, "memory_train.npz"))
+    btrain = Bank(os.path.join(args.data, args.bank))
     beval = Bank(os.path.join(args.data, "memory_eval.npz"))
 
     cfg, sd = export_gguf.load(args.init)

@@ -71,13 +71,15 @@ def main():
     ap.add_argument("--value-first", type=float, default=0.35,
                     help="share of composed training statements that state the value before the entity "
                          "(or the entity far from it): the forms a small model reads worst")
+    ap.add_argument("--train-name", default="memory_train.npz",
+                    help="file name of the training bank (finetune_memory.py --bank)")
     ap.add_argument("--out", default="", help="folder for the .npz files (default DATA/tokens)")
     args = ap.parse_args()
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=os.path.join(HERE, "tokenizer", "spm.model"))
     out = args.out or os.path.join(args.data, "tokens")
     os.makedirs(out, exist_ok=True)
-    np.savez_compressed(os.path.join(out, "memory_train.npz"), **make_bank(sp, "train", args.n_train, 1234, args.value_first))
+    np.savez_compressed(os.path.join(out, args.train_name), **make_bank(sp, "train", args.n_train, 1234, args.value_first))
     np.savez_compressed(os.path.join(out, "memory_eval.npz"), **make_bank(sp, "eval", args.n_eval, 987654))
     print("wrote", out)
 
