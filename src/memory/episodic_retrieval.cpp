@@ -88,35 +88,22 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
     m.unmap_pages(L.ext_offset, 64 + uint64_t{L.max_episodes} * L.ext_entry_bytes);
     m.unmap_index();
   }};
+  // Every live slot whose entry is not known to be damaged is scored; the checksum of an entry
+  // is verified only when it ranks among the top k (rank_verified below), so a query costs one
+  // pass over the section, not two. Until then an entry is read only through bounds that do
+  // not depend on its bytes (at most max_tokens projected rows).
   std::vector<std::pair<uint32_t, uint64_t>> live;  // (slot, id), ascending
   live.reserve(m.slot_of_id.size());
   for (const auto& [id, slot] : m.slot_of_id) live.emplace_back(slot, id);
   std::sort(live.begin(), live.end());
-  std::vector<uint32_t> slots;  // live, entry verified
+  std::vector<uint32_t> slots;  // live, not known to be damaged
   std::vector<uint64_t> ids;    // their episodes
   {
     std::lock_guard ext_lock(m.ext_mu);
-    for (size_t i = 0; i < live.size(); ++i) {
-      const auto [slot, id] = live[i];
-      uint8_t& st = m.ext_state[slot];
-      if (st == 0) {
-        if (auto p = retrieval_entry_problem(L, m.map, slot)) {
-          std::fprintf(stderr, "channel: warning: episodic: %s: %s; recall skips it\n",
-                       m.path.c_str(), p->c_str());
-          st = 2;
-        } else {
-          st = 1;
-        }
-      }
-      if (st == 1) {
-        slots.push_back(slot);
-        ids.push_back(id);
-      }
-      if ((i + 1) % Impl::kScanChunk == 0 || i + 1 == live.size()) {  // checked: unmap
-        const uint32_t first = live[i - i % Impl::kScanChunk].first;
-        m.unmap_ext_run(first, slot);
-        m.unmap_entry_run(first, slot);
-      }
+    for (const auto& [slot, id] : live) {
+      if (m.ext_state[slot] == 2) continue;
+      slots.push_back(slot);
+      ids.push_back(id);
     }
   }
   const size_t n = slots.size();
@@ -136,7 +123,7 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
                                                reinterpret_cast<const uint16_t*>(entry + L.ext_keys),
                                                n_blocks, group, L.keys_per_head, L.head_dim);
       } else {
-        const uint32_t tokens = m.header_at(slot).token_count;
+        const uint32_t tokens = std::min(m.header_at(slot).token_count, L.max_tokens);
         score[i] = proj_max_score(cue.proj.data(),
                                   reinterpret_cast<const uint16_t*>(entry + L.ext_proj), tokens,
                                   L.proj_dim);
@@ -164,29 +151,85 @@ std::vector<RecallHit> EpisodicStore::query_retrieval(const RetrievalCue& cue, s
   } else {
     work(0, static_cast<int64_t>(n), 0);
   }
-  if (use_centroid) {
-    standardize(score);
-    standardize(cos);
-    for (size_t i = 0; i < n; ++i) score[i] += cos[i];
-  }
-  if (cue.lexical > 0.0f && !cue.tokens.empty() && n > 0) {
-    const std::vector<float> lex = m.lexical_scores(cue.tokens, slots, ids);
-    if (!use_centroid) standardize(score);
-    for (size_t i = 0; i < n; ++i) score[i] += cue.lexical * lex[i];
-  }
-  std::vector<RecallHit> hits(n);
-  for (size_t i = 0; i < n; ++i) {
-    const float s = std::isnan(score[i]) ? -std::numeric_limits<float>::infinity() : score[i];
-    hits[i] = RecallHit{ids[i], slots[i], s};
-  }
+  std::vector<float> lex;
+  if (cue.lexical > 0.0f && !cue.tokens.empty() && n > 0) lex = m.lexical_scores(cue.tokens, slots, ids);
+  return rank_verified(score, cos, lex, cue.lexical, slots, ids, k);
+}
+
+std::vector<RecallHit> EpisodicStore::rank_verified(std::span<const float> raw,
+                                                    std::span<const float> cos,
+                                                    std::span<const float> lex, float lexical,
+                                                    std::span<const uint32_t> slots,
+                                                    std::span<const uint64_t> ids,
+                                                    size_t k) const {
+  const Impl& m = *impl_;
+  const size_t n = raw.size();
+  // A non-finite score (only a damaged entry or cue makes one) takes no part: it would turn
+  // every z-score into NaN.
+  std::vector<uint8_t> usable(n);
+  for (size_t i = 0; i < n; ++i)
+    usable[i] = std::isfinite(raw[i]) && (cos.empty() || std::isfinite(cos[i]));
   auto better = [](const RecallHit& a, const RecallHit& b) {
     return a.score != b.score ? a.score > b.score : a.episode_id < b.episode_id;
   };
-  k = std::min(k, n);
-  std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(),
-                    better);
-  hits.resize(k);
-  return hits;
+  // Rank, verify the top k, and rank again without what failed: the z-scores of the mixed
+  // methods are taken over usable entries only, so one damaged entry with an absurd score
+  // cannot flatten the others. Each pass drops at least one entry or ends.
+  for (;;) {
+    std::vector<size_t> at;  // indices of usable entries
+    at.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+      if (usable[i]) at.push_back(i);
+    std::vector<float> score(at.size()), c(cos.empty() ? 0 : at.size());
+    for (size_t j = 0; j < at.size(); ++j) {
+      score[j] = raw[at[j]];
+      if (!c.empty()) c[j] = cos[at[j]];
+    }
+    if (!c.empty()) {
+      standardize(score);
+      standardize(c);
+      for (size_t j = 0; j < at.size(); ++j) score[j] += c[j];
+    }
+    if (!lex.empty()) {
+      if (c.empty()) standardize(score);
+      for (size_t j = 0; j < at.size(); ++j) score[j] += lexical * lex[at[j]];
+    }
+    std::vector<RecallHit> hits(at.size());
+    for (size_t j = 0; j < at.size(); ++j) {
+      const float s = std::isfinite(score[j]) ? score[j] : -std::numeric_limits<float>::infinity();
+      hits[j] = RecallHit{ids[at[j]], slots[at[j]], s};
+    }
+    const size_t top = std::min(k, hits.size());
+    std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(top), hits.end(),
+                      better);
+    hits.resize(top);
+    bool dropped = false;
+    {
+      std::lock_guard ext_lock(m.ext_mu);
+      for (const RecallHit& h : hits) {
+        uint8_t& st = m.ext_state[h.slot];
+        if (st == 0) {
+          const auto p = retrieval_entry_problem(m.L, m.map, h.slot);
+          m.unmap_pages(m.L.ext_entry_offset(h.slot), m.L.ext_entry_bytes);
+          m.unmap_pages(m.L.entry_offset(h.slot), m.L.entry_bytes);
+          if (p) {
+            std::fprintf(stderr, "channel: warning: episodic: %s: %s; recall skips it\n",
+                         m.path.c_str(), p->c_str());
+            st = 2;
+          } else {
+            st = 1;
+          }
+        }
+        if (st == 2) {
+          const size_t i = static_cast<size_t>(
+              std::lower_bound(slots.begin(), slots.end(), h.slot) - slots.begin());
+          usable[i] = 0;
+          dropped = true;
+        }
+      }
+    }
+    if (!dropped) return hits;
+  }
 }
 
 }  // namespace channel

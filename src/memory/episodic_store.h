@@ -172,9 +172,9 @@ class EpisodicStore {
 
   // Top-k of the live episodes under cue.method, best first (ties: lower id first). centroid is
   // query(). keys, proj and hybrid scan the retrieval section (a version 2 store with that
-  // kind; otherwise channel::Error): the first such query verifies every live entry's
-  // checksum once, and a damaged entry is skipped from then on with one warning line on
-  // stderr. hybrid = z(centroid cosine) + z(keys score), each standardised over the episodes
+  // kind; otherwise channel::Error): every entry is scored, and an entry's checksum is verified
+  // (once per open) when it ranks among the top k; a damaged one is dropped from the ranking,
+  // skipped from then on, and reported once on stderr. hybrid = z(centroid cosine) + z(keys score), each standardised over the episodes
   // scored. Split over `pool` when given.
   std::vector<RecallHit> query_retrieval(const RetrievalCue& cue, size_t k,
                                          ThreadPool* pool = nullptr) const;
@@ -198,6 +198,12 @@ class EpisodicStore {
  private:
   struct Impl;
   explicit EpisodicStore(std::unique_ptr<Impl> impl);
+  // query_retrieval's last stage: the top k of the raw scores (with the centroid cosines and
+  // lexical scores where given), each of them verified, ranked again without the damaged.
+  std::vector<RecallHit> rank_verified(std::span<const float> raw, std::span<const float> cos,
+                                       std::span<const float> lex, float lexical,
+                                       std::span<const uint32_t> slots,
+                                       std::span<const uint64_t> ids, size_t k) const;
   std::unique_ptr<Impl> impl_;
   friend void read_consistent_index(Impl& m, size_t size);
 };

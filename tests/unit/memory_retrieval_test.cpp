@@ -5,6 +5,7 @@
 // micro model is random, with its global layer's key projection equal to the query projection
 // of one head per group and a retrieval head whose key matrix is its query matrix, so that the
 // same content scores high by construction (a random model has no trained notion of it).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -287,6 +288,71 @@ TEST(RetrievalStore, DamagedEntryIsSkippedAndVerifyReportsIt) {
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems[0].find("checksum mismatch"), std::string::npos) << r.problems[0];
   EXPECT_EQ(s.read(3).tokens.size(), 4u);
+}
+
+// Checksums are verified when an entry ranks, not for every entry a query scores: a damaged
+// entry far from the cue costs nothing and is not reported, and one that ranks first (with an
+// absurd score) is reported, dropped, and the next best takes its place.
+TEST(RetrievalStore, ADamagedEntryIsCheckedWhenItRanksAndTheNextTakesItsPlace) {
+  ScratchDir dir;
+  StoreOptions o = test::not_durable();
+  const std::string path = dir.file("v2.mem");
+  StoreLayout L;
+  std::vector<Planted> ps;
+  std::vector<uint64_t> ids;
+  uint32_t slot2 = 0;
+  {
+    EpisodicStore s = EpisodicStore::create(path, v2_geometry(kRetrievalProj), 7, o);
+    L = s.layout();
+    for (uint32_t i = 0; i < 6; ++i) {
+      ps.push_back(planted(L, 300 + i, 4));
+      ids.push_back(append(s, ps.back()));
+    }
+    RetrievalCue own;
+    own.method = RecallMethod::proj;
+    own.proj = std::span<const float>(ps[2].proj.data(), L.proj_dim);
+    const RecallHit h = s.query_retrieval(own, 1).at(0);
+    ASSERT_EQ(h.episode_id, ids[2]);
+    slot2 = h.slot;
+  }
+  {  // the third episode's projected rows become the largest f16 (65504)
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(L.ext_entry_offset(slot2) + L.ext_proj));
+    const std::vector<uint16_t> big(size_t{4} * L.proj_dim, 0x7bff);
+    f.write(reinterpret_cast<const char*>(big.data()),
+            static_cast<std::streamsize>(big.size() * 2));
+  }
+  StoreOptions ro;
+  ro.read_only = true;
+  EpisodicStore s = EpisodicStore::open(path, ro);
+  RetrievalCue cue;
+  cue.method = RecallMethod::proj;
+  cue.proj = std::span<const float>(ps[4].proj.data(), L.proj_dim);
+  testing::internal::CaptureStderr();
+  std::vector<RecallHit> hits = s.query_retrieval(cue, 1);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");  // the damaged one did not rank: not checked
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].episode_id, ids[4]);
+  EXPECT_EQ(s.damaged_retrieval_entries(), 0u);
+  // A cue that its rows answer with a huge score: it ranks first until checked.
+  std::vector<float> up(L.proj_dim, 1.0f / std::sqrt(static_cast<float>(L.proj_dim)));
+  cue.proj = up;
+  testing::internal::CaptureStderr();
+  hits = s.query_retrieval(cue, 3);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(fmt::format("retrieval entry of episode {}", ids[2])), std::string::npos)
+      << err;
+  ASSERT_EQ(hits.size(), 3u);
+  for (const RecallHit& h : hits) {
+    EXPECT_NE(h.episode_id, ids[2]);
+    EXPECT_TRUE(std::isfinite(h.score));
+  }
+  EXPECT_EQ(s.damaged_retrieval_entries(), 1u);
+  cue.proj = std::span<const float>(ps[2].proj.data(), L.proj_dim);
+  hits = s.query_retrieval(cue, 5);  // every other episode, in order, and the damaged one never again
+  ASSERT_EQ(hits.size(), 5u);
+  for (size_t i = 1; i < hits.size(); ++i) EXPECT_GE(hits[i - 1].score, hits[i].score);
+  for (const RecallHit& h : hits) EXPECT_NE(h.episode_id, ids[2]);
 }
 
 TEST(RetrievalStore, Version1StoresStillOpenAndRefuseAttentionQueries) {
