@@ -25,7 +25,9 @@ expect_ok "stream again, the store full" "$CHANNEL" stream "${sflags[@]}" \
 python3 - "$TMP/out" <<'PY' || fail "recall events: $(head -c 1500 "$TMP/out")"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if '"event":"recall"' in l]
-assert len(ev) >= 5, len(ev)
+# A turn's recall is skipped while the previous one still runs (the stream never waits), so
+# how many of the 30 turns recall depends on the machine's load: at least one, at most 30.
+assert 1 <= len(ev) <= 30, len(ev)
 for e in ev:
     assert set(e) >= {"event", "reason", "method", "clock", "hits", "recalled", "kept",
                       "released", "neighbours", "skipped", "query_ms", "recall_ms"}, e
