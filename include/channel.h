@@ -334,9 +334,9 @@ typedef struct channel_auto_recall_params {
   channel_recall_callback callback; /* every recall event; may be NULL */
   void* user_data;
   float lexical;                /* weight of the lexical half of hybrid recall: names and rare
-                                   words the cue shares with an episode (8); 0 off */
+                                   words the cue shares with an episode (64); 0 off */
   float min_score_ratio;        /* a hit after the best is placed in tier 3 only when it scores
-                                   at least this share of the best (0.75); 0 places the whole
+                                   at least this share of the best (0.9); 0 places the whole
                                    top-k */
 } channel_auto_recall_params;
 
