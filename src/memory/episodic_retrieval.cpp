@@ -209,9 +209,8 @@ std::vector<RecallHit> EpisodicStore::rank_verified(std::span<const float> raw,
       for (const RecallHit& h : hits) {
         uint8_t& st = m.ext_state[h.slot];
         if (st == 0) {
+          // read through the mapping: query_retrieval's UnmapAfter takes it out again
           const auto p = retrieval_entry_problem(m.L, m.map, h.slot);
-          m.unmap_pages(m.L.ext_entry_offset(h.slot), m.L.ext_entry_bytes);
-          m.unmap_pages(m.L.entry_offset(h.slot), m.L.entry_bytes);
           if (p) {
             std::fprintf(stderr, "channel: warning: episodic: %s: %s; recall skips it\n",
                          m.path.c_str(), p->c_str());
