@@ -129,6 +129,21 @@ uint64_t append(EpisodicStore& s, const Planted& p) {
   return s.append(r);
 }
 
+// A version 2 store at `path` with projected vectors and six planted 4-token episodes (seeds
+// seed..seed+5, kept in `ps`), closed again; returns their ids.
+std::vector<uint64_t> six_planted(const std::string& path, uint32_t seed, StoreLayout& L,
+                                  std::vector<Planted>& ps) {
+  EpisodicStore s = EpisodicStore::create(path, v2_geometry(kRetrievalProj), 7,
+                                          test::not_durable());
+  L = s.layout();
+  std::vector<uint64_t> ids;
+  for (uint32_t i = 0; i < 6; ++i) {
+    ps.push_back(planted(L, seed + i, 4));
+    ids.push_back(append(s, ps.back()));
+  }
+  return ids;
+}
+
 TEST(RetrievalStore, LayoutAndRoundTrip) {
   ScratchDir dir;
   StoreOptions o = test::not_durable();
@@ -246,14 +261,10 @@ TEST(RetrievalStore, DamagedEntryIsSkippedAndVerifyReportsIt) {
   const std::string path = dir.file("v2.mem");
   StoreLayout L;
   std::vector<Planted> ps;
+  six_planted(path, 200, L, ps);
   uint32_t slot3 = 0;
   {
-    EpisodicStore s = EpisodicStore::create(path, v2_geometry(kRetrievalProj), 7, o);
-    L = s.layout();
-    for (uint32_t i = 0; i < 6; ++i) {
-      ps.push_back(planted(L, 200 + i, 4));
-      append(s, ps.back());
-    }
+    EpisodicStore s = EpisodicStore::open(path, o);
     slot3 = static_cast<uint32_t>(s.find(3) ? 3 : 0);
   }
   {  // flip one byte of episode 3's projected vectors
@@ -299,15 +310,10 @@ TEST(RetrievalStore, ADamagedEntryIsCheckedWhenItRanksAndTheNextTakesItsPlace) {
   const std::string path = dir.file("v2.mem");
   StoreLayout L;
   std::vector<Planted> ps;
-  std::vector<uint64_t> ids;
+  const std::vector<uint64_t> ids = six_planted(path, 300, L, ps);
   uint32_t slot2 = 0;
   {
-    EpisodicStore s = EpisodicStore::create(path, v2_geometry(kRetrievalProj), 7, o);
-    L = s.layout();
-    for (uint32_t i = 0; i < 6; ++i) {
-      ps.push_back(planted(L, 300 + i, 4));
-      ids.push_back(append(s, ps.back()));
-    }
+    EpisodicStore s = EpisodicStore::open(path, o);
     RetrievalCue own;
     own.method = RecallMethod::proj;
     own.proj = std::span<const float>(ps[2].proj.data(), L.proj_dim);
