@@ -167,21 +167,21 @@ TEST(Matmul, FloatOutputsDoNotDependOnBatchOrThreads) {
   }
 }
 
-// The float GEMM cuts each output's FMA chain into column chunks (256) and works on groups of
-// 32 rows x blocks of 24 tokens: shapes that cross every one of those edges, off by a few,
+// The float GEMM cuts each output's FMA chain into column chunks (768) and works on groups of
+// 32 rows x blocks of 48 tokens: shapes that cross every one of those edges, off by a few,
 // still give each token the bits of its lone decode.
 TEST(Matmul, FloatGemmBlocksKeepTheDecodeArithmetic) {
   ThreadPool one(1), three(3);
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     for (const auto& [rows, cols] :
-         {std::pair<int64_t, int64_t>{33, 257}, {70, 529}, {31, 768}, {65, 1063}}) {
+         {std::pair<int64_t, int64_t>{33, 257}, {70, 769}, {31, 768}, {65, 1063}, {9, 1537}}) {
       const auto o = make_random_weight(type, rows, cols, static_cast<uint32_t>(rows + cols));
-      constexpr int64_t kTokens = 53;
+      constexpr int64_t kTokens = 101;
       const auto x = random_activations(kTokens * cols, 43);
       std::vector<float> alone(static_cast<size_t>(kTokens * rows));  // [kTokens][rows]
       for (int64_t t = 0; t < kTokens; ++t)
         matmul(o.w, x.data() + t * cols, 1, alone.data() + t * rows, one);
-      for (int64_t n : {2, 23, 24, 25, 49, 53}) {
+      for (int64_t n : {2, 25, 47, 48, 49, 97, 101}) {
         std::vector<float> batched(static_cast<size_t>(n * rows));
         matmul(o.w, x.data(), n, batched.data(), n % 2 ? one : three);
         ASSERT_EQ(std::memcmp(alone.data(), batched.data(), batched.size() * sizeof(float)), 0)
