@@ -613,7 +613,7 @@ def main():
     args = ap.parse_args()
     if not args.minutes and not args.steps:
         sys.exit("finetune_memory: give --minutes or --steps")
-    for f in ("train.bin", "valid.bin", "valid_ppl.bin", "memory_train.npz", "memory_eval.npz"):
+    for f in ("train.bin", "valid.bin", "valid_ppl.bin", args.bank, "memory_eval.npz"):
         p = os.path.join(args.data, f)
         if not os.path.isfile(p) or os.path.getsize(p) == 0:
             sys.exit("finetune_memory: missing or empty %s (tokenize_corpus.py, make_memory_bank.py)" % p)
