@@ -218,6 +218,7 @@ Sampler Sampler::reconfigured(const SamplerConfig& config) const {
       std::min(recent.size(), static_cast<size_t>(std::max(0, config.repeat_last_n)));
   recent.erase(recent.begin(), recent.end() - static_cast<std::ptrdiff_t>(keep));
   out.restore(config.seed == config_.seed ? rng_.state() : out.rng_.state(), recent);
+  out.bias_ = bias_;
   return out;
 }
 
@@ -254,6 +255,11 @@ int32_t Sampler::sample_greedy(std::span<const float> logits) {
 
 int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) throw_error("sampler: empty logits");
+  if (bias_) {
+    biased_.assign(logits.begin(), logits.end());
+    bias_(biased_);
+    logits = biased_;
+  }
   if (config_.temperature <= 0.0f) return sample_greedy(logits);
   candidates_.assign(logits);
   apply_repeat_penalty(candidates_, history_, config_.repeat_penalty);

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -79,6 +80,14 @@ class Sampler {
   // (prompt tokens too, as llama.cpp does) so the repetition penalty sees it.
   int32_t sample(std::span<const float> logits);
   void accept(int32_t token);
+
+  // A logit bias applied before the chain on every sample() (e.g. an attached store's recall
+  // copy, MemoryAttachment::bias_toward_recalled); it edits a copy, never the caller's logits.
+  // What it captures must outlive its use: clear it (an empty function) before that goes.
+  // reconfigured() keeps it; session files do not hold it.
+  using LogitBias = std::function<void(std::span<float> logits)>;
+  void set_logit_bias(LogitBias bias) { bias_ = std::move(bias); }
+  const LogitBias& logit_bias() const { return bias_; }
   // Forgets the history and restarts the RNG from the seed.
   void reset();
 
@@ -107,6 +116,8 @@ class Sampler {
   size_t history_next_ = 0;       // where the next accepted token goes once the ring is full
   CandidateList candidates_;      // scratch, reused between calls
   std::vector<float> scratch_;    // [n_vocab] penalised logits for the greedy path
+  LogitBias bias_;                // optional, see set_logit_bias
+  std::vector<float> biased_;     // [n_vocab] the logits after bias_
 };
 
 }  // namespace channel

@@ -70,8 +70,13 @@ class StreamSession {
   GeneratedToken next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
                       SpanType type = SpanType::response_sentence);
 
-  // Replaces the sampler (its RNG restarts from the new seed and the history empties).
-  void set_sampler(const SamplerConfig& sampling) { sampler_ = Sampler(sampling); }
+  // Replaces the sampler (its RNG restarts from the new seed and the history empties); the
+  // logit bias (Sampler::set_logit_bias) stays.
+  void set_sampler(const SamplerConfig& sampling) {
+    Sampler fresh(sampling);
+    fresh.set_logit_bias(sampler_.logit_bias());
+    sampler_ = std::move(fresh);
+  }
 
   RingSession& ring_session() { return *ring_; }
   const RingSession& ring_session() const { return *ring_; }

@@ -332,5 +332,22 @@ TEST(Sampler, RejectsOutOfRangeConfig) {
   EXPECT_THROW(ok.sample({}), Error);
 }
 
+TEST(SamplerBias, TheLogitBiasEditsACopyAndSurvivesReconfiguration) {
+  Sampler s(plain(0.0f));
+  const std::vector<float> logits = {0.0f, 2.0f, 1.0f};
+  EXPECT_EQ(s.sample(logits), 1);
+  s.set_logit_bias([](std::span<float> l) { l[2] += 5.0f; });
+  EXPECT_EQ(s.sample(logits), 2);
+  EXPECT_EQ(logits[2], 1.0f);  // the caller's logits are untouched
+  Sampler r = s.reconfigured(plain(0.0f, 7));
+  EXPECT_EQ(r.sample(logits), 2);
+  SamplerConfig sampled = plain(1.0f, 3);
+  Sampler t = s.reconfigured(sampled);
+  t.set_logit_bias([](std::span<float> l) { l[0] += 100.0f; });
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(t.sample(logits), 0);  // the chain sees the bias
+  s.set_logit_bias({});
+  EXPECT_EQ(s.sample(logits), 1);
+}
+
 }  // namespace
 }  // namespace channel
