@@ -29,6 +29,10 @@ channel_status channel_session_attach_memory(channel_session* session, const cha
     mc.query_threads = session->stream->ring_session().n_threads();
     session->memory =
         std::make_unique<MemoryAttachment>(session->stream->ring_session(), *store, mc);
+    // Recall copy (channel_session_set_recall_copy): the sampler reads what tier 3 holds. The
+    // attachment is destroyed before the stream and its sampler (capi_internal.h).
+    session->stream->sampler().set_logit_bias(
+        [m = session->memory.get()](std::span<float> l) { m->bias_toward_recalled(l); });
     session->store = std::move(store);
   });
 }
@@ -62,6 +66,18 @@ channel_status channel_session_memory_flush(channel_session* session, int includ
     if (st.failed > 0)
       fail(CHANNEL_ERR_IO, "{}: {} episodes could not be written: {}", session->store->path(),
            st.failed, st.last_error);
+  });
+}
+
+channel_status channel_session_set_recall_copy(channel_session* session, float bias) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require_session(session);
+    if (!session->memory) fail(CHANNEL_ERR_STATE, "no memory store is attached");
+    if (!(bias >= 0.0f) || bias > 20.0f)
+      fail(CHANNEL_ERR_ARGUMENT, "recall copy bias {} out of range (0..20)", bias);
+    RecallCopyConfig c = session->memory->copy();
+    c.bias = bias;
+    session->memory->set_copy(c);
   });
 }
 

@@ -50,6 +50,7 @@ std::unique_ptr<ChatSession> ChatSession::load(std::shared_ptr<const Model> mode
 
 ChatSession::~ChatSession() {
   recall_.reset();  // stops its background thread before the attachment goes
+  stream_->sampler().set_logit_bias({});  // it points into the attachment
   memory_.reset();  // flushes staged episodes while the ring still exists
 }
 
@@ -59,7 +60,10 @@ void ChatSession::attach_memory() {
   const Tokenizer* tok = &model_->tokenizer();
   mc.summarize = [tok](std::span<const int32_t> t) { return tok->decode(t); };
   mc.query_threads = std::max(1, config_.ring.n_threads);
+  mc.copy.bias = config_.recall_copy;
   memory_ = std::make_unique<MemoryAttachment>(stream_->ring_session(), *store_, mc);
+  stream_->sampler().set_logit_bias(
+      [m = memory_.get()](std::span<float> l) { m->bias_toward_recalled(l); });
   if (!config_.auto_recall || config_.recall_k == 0 || stream_->ring_session().ring().config().n_recall == 0)
     return;
   AutoRecallConfig rc;

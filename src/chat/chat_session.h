@@ -40,6 +40,8 @@ struct ChatConfig {
   bool auto_recall = true;
   RecallMethod recall_method = RecallMethod::automatic;
   float recall_velocity = 0.0f;
+  // Recall copy's logit bonus (memory/recall_copy.h); 0: off.
+  float recall_copy = kDefaultRecallCopyBias;
 };
 
 struct ChatReply {

@@ -120,9 +120,43 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
     else
       placed.push_back(h);
   }
+  // The halves of a sentence cut in two: an episode as long as the store allows was cut
+  // inside a span (the staging cuts at a span boundary in its second half whenever one ends
+  // there), so a fact it holds may end in its child or begin in its parent. That half comes
+  // with the hit, just before or after it in tier 3 (so the sentence reads in order), whatever
+  // config_.neighbours says, when every hit and half fit in the tier together.
+  const uint32_t tier = session.ring().config().n_recall;
+  const uint32_t full = store.layout().max_tokens;
+  std::vector<uint64_t> head_half(placed.size(), kNoEpisode), tail_half(placed.size(), kNoEpisode);
+  uint64_t need = 0;
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const auto e = store.find(placed[i].episode_id);
+    if (!e) continue;
+    need += e->token_count;
+    if (auto c = store.find(e->episode_id + 1);
+        e->token_count >= full && c && c->parent_episode_id == e->episode_id &&
+        c->start_clock == e->start_clock + e->token_count) {
+      tail_half[i] = c->episode_id;
+      need += c->token_count;
+    }
+    if (e->parent_episode_id == kNoEpisode) continue;
+    if (auto p = store.find(e->parent_episode_id);
+        p && p->token_count >= full && p->start_clock + p->token_count == e->start_clock) {
+      head_half[i] = p->episode_id;
+      need += p->token_count;
+    }
+  }
+  if (need > tier) {
+    std::fill(head_half.begin(), head_half.end(), kNoEpisode);
+    std::fill(tail_half.begin(), tail_half.end(), kNoEpisode);
+  }
   // Temporal neighbours of each hit: parents up the lineage, children down it (a child's
   // parent is the episode written just before it, so its id is the next one).
   std::vector<uint64_t> near;
+  for (size_t i = 0; i < placed.size(); ++i) {
+    if (head_half[i] != kNoEpisode) near.push_back(head_half[i]);
+    if (tail_half[i] != kNoEpisode) near.push_back(tail_half[i]);
+  }
   for (const RecallHit& h : placed) {
     uint64_t up = h.episode_id, down = h.episode_id;
     for (uint32_t i = 0; i < config_.neighbours; ++i) {
@@ -150,20 +184,27 @@ RecallEvent AutoRecall::apply(RecallReason reason, uint64_t clock, std::vector<R
     const bool pinned = h && (h->flags & kEpisodePinned);
     if (!in(wanted, id) && !in(near, id) && !pinned) memory_.release(id);
   }
-  // Best last, so that the best is the most recent when the tier must make room.
-  const uint32_t tier = session.ring().config().n_recall;
-  for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
-    const auto h = store.find(it->episode_id);
-    if (!h || h->token_count > tier) continue;  // gone meanwhile, or longer than the tier
+  // Best last, so that the best is the most recent when the tier must make room; a hit's
+  // halves just before and after it.
+  std::vector<uint64_t> placed_near;
+  auto place = [&](uint64_t id, float score, bool half) {
+    if (id == kNoEpisode || (half && in(active_ids(), id))) return;
+    const auto h = store.find(id);
+    if (!h || h->token_count > tier) return;  // gone meanwhile, or longer than the tier
     try {
-      memory_.recall(it->episode_id, it->score);
+      memory_.recall(id, score);
+      if (half) placed_near.push_back(id);
     } catch (const Error& e) {  // a damaged record: skip it, the conversation goes on
-      warn_damaged(store, it->episode_id, e.what());
-      ev.skipped.push_back(it->episode_id);
+      warn_damaged(store, id, e.what());
+      ev.skipped.push_back(id);
     }
+  };
+  for (size_t i = placed.size(); i-- > 0;) {
+    place(head_half[i], 0.0f, true);
+    place(placed[i].episode_id, placed[i].score, false);
+    place(tail_half[i], 0.0f, true);
   }
   // Neighbours only where tier 3 has room: they never push out a hit.
-  std::vector<uint64_t> placed_near;
   for (uint64_t id : near) {
     if (in(active_ids(), id)) continue;
     const auto h = store.find(id);

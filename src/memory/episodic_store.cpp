@@ -433,6 +433,21 @@ Episode EpisodicStore::read(uint64_t id) const {
   return e;
 }
 
+std::vector<int32_t> EpisodicStore::read_tokens(uint64_t id) const {
+  const Impl& m = *impl_;
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  const size_t n = m.header_of(slot).token_count;
+  if (n > m.L.max_tokens)
+    throw_error("episodic: {}: episode {} claims {} tokens (at most {})", m.path, id, n,
+                m.L.max_tokens);
+  Impl::UnmapAfter unmap{[&] { m.unmap_record(slot); }};  // no page stays resident
+  std::vector<int32_t> tokens(n);
+  if (n > 0) std::memcpy(tokens.data(), m.block(slot) + m.L.block_tokens, 4 * n);
+  m.check_unchanged(slot);
+  return tokens;
+}
+
 void EpisodicStore::evict_pages(uint64_t id) const {
   const Impl& m = *impl_;
   const StoreLayout& L = m.L;

@@ -130,6 +130,10 @@ class EpisodicStore {
 
   // Every field; checks the record checksum first (throws channel::Error on a mismatch).
   Episode read(uint64_t episode_id) const;
+  // The episode's token ids alone, without reading its K/V or checking the record checksum
+  // (recall's text evidence, memory/recall_copy.h, after rehydrate() verified the record).
+  // Throws channel::Error for an unknown id or a record replaced while it was read.
+  std::vector<int32_t> read_tokens(uint64_t episode_id) const;
 
   // Recall: the episode's K and V as f32, keys re-rotated by `delta` positions, written to
   // `out` (kv/kv_rows.h: any strided layout, e.g. a session's recall slots) in one pass per

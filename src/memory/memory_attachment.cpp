@@ -450,6 +450,32 @@ void MemoryAttachment::release(uint64_t id) {
     }
 }
 
+size_t MemoryAttachment::bias_toward_recalled(std::span<float> logits) {
+  if (config_.copy.bias == 0.0f) return 0;
+  const auto& eps = session_.ring().recall_episodes();
+  if (eps.empty()) return 0;
+  // The token ids of what tier 3 holds, read once per episode while it stays there.
+  std::erase_if(tier3_tokens_, [&](const auto& kv) {
+    return std::none_of(eps.begin(), eps.end(), [&](const RecallEpisode& e) { return e.id == kv.first; });
+  });
+  std::vector<std::span<const int32_t>> sources;
+  for (const RecallEpisode& e : eps) {
+    auto it = tier3_tokens_.find(e.id);
+    if (it == tier3_tokens_.end()) {
+      std::vector<int32_t> tokens;
+      try {
+        tokens = store_.read_tokens(e.id);
+      } catch (const Error&) {
+        // unreadable (removed, replaced): no evidence from it; the recall itself reported it
+      }
+      it = tier3_tokens_.emplace(e.id, std::move(tokens)).first;
+    }
+    sources.emplace_back(it->second);
+  }
+  copy_context_ = recent_tokens();
+  return apply_recall_copy(logits, copy_context_, sources, config_.copy);
+}
+
 MemoryStats MemoryAttachment::stats() const {
   MemoryStats s;
   s.tokens_staged = tokens_staged_;

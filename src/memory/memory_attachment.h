@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "memory/consolidation.h"
+#include "memory/recall_copy.h"
 #include "memory/episodic_store.h"
 #include "memory/recall_method.h"
 #include "memory/rerotate.h"
@@ -41,6 +42,8 @@ struct MemoryConfig {
   std::function<std::string(std::span<const int32_t>)> summarize;
   // Sees each episode as it is cut, before it is queued (tests, statistics); optional.
   std::function<void(const StagedEpisode&)> on_episode;
+  // Recall copy (memory/recall_copy.h): bias_toward_recalled()'s bonus; bias 0: off.
+  RecallCopyConfig copy;
 };
 
 // The layers that keep per-token K/V in the slot geometry and hold recall slots: every
@@ -165,6 +168,14 @@ class MemoryAttachment {
   void release_all();
   void release(uint64_t id);
 
+  // Recall copy (memory/recall_copy.h): adds config.copy's bonus to the logits of the tokens
+  // that continue, in an episode now in tier 3, the run the newest tokens repeat. The sampler's
+  // logit bias of every front end with an attached store (Sampler::set_logit_bias). Returns the
+  // length of the match (0: nothing changed). A record that cannot be read is left out.
+  size_t bias_toward_recalled(std::span<float> logits);
+  void set_copy(const RecallCopyConfig& copy) { config_.copy = copy; }
+  const RecallCopyConfig& copy() const { return config_.copy; }
+
   MemoryStats stats() const;
   const EpisodicStore& store() const { return store_; }
   RingSession& session() { return session_; }
@@ -203,6 +214,8 @@ class MemoryAttachment {
   std::vector<float> captured_;  // [n][n_embd]
   std::vector<float> captured_q_;  // probe_cue(): the probe's last queries
   std::unordered_map<uint64_t, uint64_t> recalled_at_;  // active episode -> recall tick
+  std::unordered_map<uint64_t, std::vector<int32_t>> tier3_tokens_;  // recall copy's sources
+  std::vector<int32_t> copy_context_;  // scratch: recent_tokens() of bias_toward_recalled
   uint64_t tick_ = 0;
   uint64_t tokens_staged_ = 0, recalls_ = 0, recall_evictions_ = 0;
 };

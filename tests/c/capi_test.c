@@ -97,7 +97,11 @@ static void test_auto_recall(channel_model* m, const char* dir) {
   CHECK_OK(channel_session_append(s, CHANNEL_SPAN_SYSTEM, &bos, 1));
   CHECK_OK(channel_session_seal(s));
   CHECK_ERR(CHANNEL_ERR_STATE, "no memory", channel_session_set_auto_recall(s, &ap));
+  CHECK_ERR(CHANNEL_ERR_STATE, "no memory", channel_session_set_recall_copy(s, 3.0f));
   CHECK_OK(channel_session_attach_memory(s, path, 64));
+  CHECK_ERR(CHANNEL_ERR_ARGUMENT, "out of range", channel_session_set_recall_copy(s, -1.0f));
+  CHECK_ERR(CHANNEL_ERR_ARGUMENT, "out of range", channel_session_set_recall_copy(s, NAN));
+  CHECK_OK(channel_session_set_recall_copy(s, 5.0f));
   CHECK_ERR(CHANNEL_ERR_STATE, "not on", channel_session_recall_turn(s, 0));
   ap.method = (channel_recall_method)99;
   CHECK_ERR(CHANNEL_ERR_ARGUMENT, "out of range", channel_session_set_auto_recall(s, &ap));

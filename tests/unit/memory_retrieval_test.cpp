@@ -645,5 +645,74 @@ TEST(RetrievalRecall, NeighboursComeWhereTier3HasRoom) {
   EXPECT_EQ(again.kept.size(), active.size());
 }
 
+// A turn longer than an episode holds is cut at capacity inside its span: the two halves of
+// its text are two episodes, and a recall of either brings the other, in order.
+TEST(RetrievalRecall, AnEpisodeCutInsideASpanComesWithItsOtherHalf) {
+  const auto model = matched_model();
+  ScratchDir dir;
+  EpisodicStore store = session_store(*model, dir, 64);  // episodes of at most 16 tokens
+  MemorySession session(model, store, staging16());      // tier 3: 24 slots
+  StreamSession& ss = session.ss;
+  MemoryAttachment& mem = session.mem;
+  std::vector<int32_t> turn(20);
+  for (int j = 0; j < 20; ++j) turn[j] = 50 + j;
+  const int32_t turn_end = 1;
+  ss.append(SpanType::user, turn);  // one span of 20 tokens: cut at 16, the rest with the turn end
+  ss.append(SpanType::turn_end, {&turn_end, 1});
+  mem.consolidate_window();
+  const std::vector<EpisodeHeader> eps = store.list();
+  ASSERT_EQ(eps.size(), 2u);
+  ASSERT_EQ(eps[0].token_count, 16u);
+  ASSERT_EQ(eps[1].token_count, 5u);
+  AutoRecallConfig ac;
+  ac.k = 1;
+  AutoRecall ar(mem, ac);
+  const RecallEvent e = ar.recall_now();
+  ASSERT_EQ(e.hits.size(), 1u);
+  const uint64_t hit = e.hits[0].episode_id;
+  const uint64_t other = hit == eps[0].episode_id ? eps[1].episode_id : eps[0].episode_id;
+  EXPECT_EQ(e.neighbours, std::vector<uint64_t>{other});
+  // Tier 3 reads the sentence in order: the first half at the lower virtual positions.
+  const auto active = ss.ring_session().ring().recall_episodes();
+  ASSERT_EQ(active.size(), 2u);
+  const auto& first = active[0].stored_pos < active[1].stored_pos ? active[0] : active[1];
+  EXPECT_EQ(first.id, eps[0].episode_id);
+}
+
+// Recall copy through a live session: once an episode is in tier 3, a context that repeats two
+// of its tokens lends the token after them the bias; released, it lends nothing.
+TEST(RetrievalRecall, TheRecalledEpisodesTokensBiasTheirContinuation) {
+  const auto model = matched_model();
+  ScratchDir dir;
+  EpisodicStore store = session_store(*model, dir, 64);
+  MemorySession session(model, store, staging16());
+  StreamSession& ss = session.ss;
+  MemoryAttachment& mem = session.mem;
+  feed_twelve_turns(ss, mem);
+  const std::vector<EpisodeHeader> eps = store.list();
+  ASSERT_FALSE(eps.empty());
+  const Episode ep = store.read(eps[0].episode_id);
+  ASSERT_GE(ep.tokens.size(), 3u);
+  EXPECT_EQ(store.read_tokens(ep.header.episode_id), ep.tokens);
+  std::vector<float> logits(ss.logits().size(), 0.0f);
+  EXPECT_EQ(mem.bias_toward_recalled(logits), 0u);  // nothing recalled yet
+  mem.recall(ep.header.episode_id);
+  ss.feed(SpanType::user, std::span<const int32_t>(ep.tokens).first(2));
+  EXPECT_EQ(mem.bias_toward_recalled(logits), 2u);
+  for (size_t t = 0; t < logits.size(); ++t)
+    EXPECT_EQ(logits[t], int32_t(t) == ep.tokens[2] ? kDefaultRecallCopyBias : 0.0f) << t;
+  // The sampler of a front end sees it through its logit bias.
+  ss.sampler().set_logit_bias([&mem](std::span<float> l) { mem.bias_toward_recalled(l); });
+  SamplerConfig greedy;
+  greedy.temperature = 0.0f;
+  ss.sampler() = ss.sampler().reconfigured(greedy);
+  std::vector<float> flat(ss.logits().size(), 0.0f);
+  EXPECT_EQ(ss.sampler().sample(flat), ep.tokens[2]);
+  ss.sampler().set_logit_bias({});
+  mem.release_all();
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  EXPECT_EQ(mem.bias_toward_recalled(logits), 0u);
+}
+
 }  // namespace
 }  // namespace channel

@@ -43,6 +43,11 @@ void add_chat_options(CLI::App& sub, ChatFlags& f) {
                  "With --memory: also recall when the hidden state moves by more than this "
                  "factor of its running mean (0: off)")
       ->capture_default_str();
+  sub.add_option("--recall-copy", f.recall_copy,
+                 "With --memory: logit bonus of the token that continues, in a recalled episode, "
+                 "the run the newest tokens repeat (a name copied whole); 0: off")
+      ->check(CLI::Range(0.0, 20.0))
+      ->capture_default_str();
   sub.add_option("-n,--max-tokens", f.max_tokens, "Most tokens per reply")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
@@ -80,6 +85,7 @@ ChatConfig make_chat_config(const ChatFlags& f, const Model& model) {
   c.auto_recall = !f.no_auto_recall;
   c.recall_method = *parse_recall_method(f.recall_method);
   c.recall_velocity = f.recall_velocity;
+  c.recall_copy = static_cast<float>(f.recall_copy);
   return c;
 }
 

@@ -31,6 +31,7 @@ struct ChatFlags {
   bool no_auto_recall = false;
   std::string recall_method = "auto";
   float recall_velocity = 0.0f;
+  double recall_copy = kDefaultRecallCopyBias;
   int max_tokens = 512;  // per reply
   SamplingFlags sampling;
 };

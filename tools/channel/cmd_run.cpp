@@ -67,6 +67,7 @@ struct RunArgs {
   int64_t recall_neighbours = 0;
   double recall_lexical = channel::kDefaultLexicalWeight;
   double recall_min_ratio = channel::kDefaultMinScoreRatio;
+  double recall_copy = channel::kDefaultRecallCopyBias;
   float recall_velocity = 0.0f;
   int64_t recall_cooldown = 256;
   std::vector<uint64_t> replay;  // --replay ID: fed before the prompt
@@ -201,7 +202,15 @@ int run_session(const RunArgs& args) {
     mc.summarize = [&tokenizer](std::span<const int32_t> t) { return tokenizer.decode(t); };
     mc.query_threads = args.threads;
     mc.consolidate = !args.recall_only;
+    mc.copy.bias = static_cast<float>(args.recall_copy);
     mem = std::make_unique<MemoryAttachment>(s->ring_session(), *store, mc);
+    s->sampler().set_logit_bias([m = mem.get()](std::span<float> l) { m->bias_toward_recalled(l); });
+  }
+  struct ClearBias {  // before mem goes, the sampler forgets the bias that points into it
+    StreamSession& s;
+    ~ClearBias() { s.sampler().set_logit_bias({}); }
+  } clear_bias{*s};
+  if (store) {
     std::fprintf(stderr, "channel: memory %s: %s, %llu episodes\n", args.memory.c_str(),
                  created ? "created" : "opened",
                  static_cast<unsigned long long>(store->live_count()));
@@ -232,6 +241,7 @@ int run_session(const RunArgs& args) {
       for (uint64_t id : e.skipped) skipped += fmt::format(" {}", id);
       std::string gated;
       for (uint64_t id : e.below_gate) gated += fmt::format(" {}", id);
+      for (uint64_t id : e.neighbours) hits += fmt::format(" {} (neighbour)", id);
       std::fprintf(stderr,
                    "channel: memory %s: %s recall (%s) at clock %llu:%s%s (query %.3f ms, tier 3 "
                    "%.3f ms%s%s%s%s)\n",
@@ -489,6 +499,11 @@ const CommandRegistrar registrar{
                      "the cue shares with an episode), in standard deviations of the method's "
                      "scores; 0: the model's vectors alone")
           ->check(CLI::Range(0.0, 1000.0))
+          ->capture_default_str();
+      sub.add_option("--recall-copy", args->recall_copy,
+                     "With --memory: logit bonus of the token that continues, in a recalled "
+                     "episode, the run the newest tokens repeat (a name copied whole); 0: off")
+          ->check(CLI::Range(0.0, 20.0))
           ->capture_default_str();
       sub.add_option("--recall-min-ratio", args->recall_min_ratio,
                      "With --memory: a hit after the best goes into tier 3 only when it scores at "

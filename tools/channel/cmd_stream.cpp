@@ -49,6 +49,7 @@ struct StreamArgs {
   int64_t recall_neighbours = 0;
   double recall_lexical = channel::kDefaultLexicalWeight;
   double recall_min_ratio = channel::kDefaultMinScoreRatio;
+  double recall_copy = channel::kDefaultRecallCopyBias;
   float recall_velocity = 0.0f;
   int64_t recall_cooldown = 256;
   bool turns = false;  // -f: blank lines end turns
@@ -330,6 +331,7 @@ int run_stream(const StreamArgs& args) {
   if (!args.memory_file.empty()) {
     check(channel_session_attach_memory(h.session, args.memory_file.c_str(),
                                         static_cast<uint32_t>(args.memory_capacity)));
+    check(channel_session_set_recall_copy(h.session, static_cast<float>(args.recall_copy)));
     if (!args.no_auto_recall && args.recall_k > 0 && args.recall > 0) {
       channel_auto_recall_params ap = channel_auto_recall_default_params();
       ap.method = recall_method_of(args.recall_method);
@@ -488,6 +490,11 @@ const CommandRegistrar registrar{
                      "the cue shares with an episode), in standard deviations of the method's "
                      "scores; 0: the model's vectors alone")
           ->check(CLI::Range(0.0, 1000.0))
+          ->capture_default_str();
+      sub.add_option("--recall-copy", args->recall_copy,
+                     "With --memory: logit bonus of the token that continues, in a recalled "
+                     "episode, the run the newest tokens repeat (a name copied whole); 0: off")
+          ->check(CLI::Range(0.0, 20.0))
           ->capture_default_str();
       sub.add_option("--recall-min-ratio", args->recall_min_ratio,
                      "With --memory: a hit after the best goes into tier 3 only when it scores at "

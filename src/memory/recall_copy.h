@@ -1,0 +1,37 @@
+// Recall copy: what was recalled into tier 3 as evidence for the next token.
+//
+// A small model that reads a recalled episode knows which value to give but may lose a long
+// name piece by piece ("Marr" + "ays" + "h" for Marrakesh, whose episode reads "Marr" + "akes"
+// + "h"). When the newest tokens of the context repeat a run of a recalled episode, the token
+// that followed that run in the episode gets a bonus added to its logit, as retrieval LMs mix
+// a datastore's next-token evidence into the model's distribution (kNN-LM, the infini-gram
+// "longest suffix" match). A bonus in logit space keeps the model in charge: a continuation it
+// already finds plausible wins over a near miss, one it rules out stays ruled out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace channel {
+
+struct RecallCopyConfig {
+  // Added to the logit of each continuation of the longest match (a factor e^bias on its
+  // probability before normalisation). 0: off.
+  float bias = 3.0f;
+  // The shortest run of context tokens that counts as a match: one shared token (" the") is
+  // no evidence of recollection; two in a row are.
+  size_t min_match = 2;
+  size_t max_match = 32;  // longer runs are not compared further (the bonus does not grow)
+};
+inline constexpr float kDefaultRecallCopyBias = 3.0f;
+
+// Finds the longest suffix of `context` (at least config.min_match tokens) that occurs in one
+// of `sources` followed by a token, and adds config.bias to the logit of every distinct token
+// that follows one of its occurrences. Tokens outside [0, logits.size()) are ignored. Returns
+// the length of the match (0: none, nothing changed).
+size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> context,
+                         std::span<const std::span<const int32_t>> sources,
+                         const RecallCopyConfig& config);
+
+}  // namespace channel
