@@ -343,7 +343,7 @@ typedef struct channel_auto_recall_params {
 channel_auto_recall_params channel_auto_recall_default_params(void);
 /* Recall copy: while episodes are in tier 3, a token that continues, in one of them, the run of
  * tokens the context ends with (two or more) gets `bias` added to its logit for each doubling
- * of the run's length, before sampling (a recalled name or code is copied whole). On with 3
+ * of the run's length up to four tokens, before sampling (a recalled name or code is copied whole). On with 3
  * when a store is attached; 0 turns it off. CHANNEL_ERR_STATE without a store,
  * CHANNEL_ERR_ARGUMENT outside 0..20. */
 channel_status channel_session_set_recall_copy(channel_session* session, float bias);

@@ -30,8 +30,9 @@ size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> conte
   std::sort(next.begin(), next.end());
   next.erase(std::unique(next.begin(), next.end()), next.end());
   // A longer run is stronger evidence of a verbatim recollection: each doubling of the run
-  // adds `bias` once more (2 tokens: bias, 4: 2 bias, 8: 3 bias).
-  const float bonus = config.bias * std::log2(static_cast<float>(best));
+  // adds `bias` once more (2 tokens: bias, 4: 2 bias), up to max_bonus_run.
+  const size_t run = std::max<size_t>(2, std::min(best, config.max_bonus_run));
+  const float bonus = config.bias * std::log2(static_cast<float>(run));
   for (int32_t t : next)
     if (t >= 0 && static_cast<size_t>(t) < logits.size()) logits[static_cast<size_t>(t)] += bonus;
   return best;

@@ -22,13 +22,16 @@ struct RecallCopyConfig {
   // The shortest run of context tokens that counts as a match: one shared token (" the") is
   // no evidence of recollection; two in a row are.
   size_t min_match = 2;
-  size_t max_match = 32;  // longer runs are not compared further (the bonus does not grow)
+  size_t max_match = 32;  // longer runs are not compared further
+  // The bonus grows with the run up to this length and no further (2 bias at 4 tokens): a
+  // long verbatim run still leaves the model free to stop or turn away when it is sure.
+  size_t max_bonus_run = 4;
 };
 inline constexpr float kDefaultRecallCopyBias = 3.0f;
 
 // Finds the longest suffix of `context` (at least config.min_match tokens) that occurs in one
-// of `sources` followed by a token, and adds config.bias to the logit of every distinct token
-// that follows one of its occurrences. Tokens outside [0, logits.size()) are ignored. Returns
+// of `sources` followed by a token, and adds bias * log2(min(run, max_bonus_run)) to the logit
+// of every distinct token that follows one of its occurrences. Tokens outside [0, logits.size()) are ignored. Returns
 // the length of the match (0: none, nothing changed).
 size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> context,
                          std::span<const std::span<const int32_t>> sources,
