@@ -188,6 +188,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="questions asked at once (processes)")
     ap.add_argument("--min-ratio", type=float, default=None,
                     help="--recall-min-ratio for the questions (the score gate; default: the CLI's)")
+    ap.add_argument("--recall-copy", type=float, default=None,
+                    help="--recall-copy for the questions (recall copy's bonus; 0: off; default: "
+                         "the CLI's)")
     args = ap.parse_args()
     ch = os.path.abspath(args.channel)
     model = args.model
@@ -283,6 +286,8 @@ def main():
                 cmd += ["--recall-lexical", lex]
             if args.min_ratio is not None:
                 cmd += ["--recall-min-ratio", str(args.min_ratio)]
+            if args.recall_copy is not None:
+                cmd += ["--recall-copy", str(args.recall_copy)]
         r = run(cmd)
         os.remove(work)
         return r
