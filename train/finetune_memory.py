@@ -149,8 +149,21 @@ class MemoryBatcher:
         self.p_src = p_src   # share of memory rows whose tier 3 is encoded in context (engine_recall.py)
         self.hard, self.p_win = hard, p_win   # share of look-alike distractors; rows with facts in the window
         self.qa_weight = 3.0
+        # Loss weight of the fact statements (in tier 3 and in the window) and of the questions
+        # as targets. 1: the model also learns to write them (and then drifts into them in free
+        # text); 0: they are read, never learnt as text to produce. Answers keep qa_weight.
+        self.prompt_weight = 1.0
+        self.stmt_span = {}   # id(episode array) -> (offset, length) of its statement, per batch
         self.rng = random.Random(seed)
         self.nprng = np.random.default_rng(seed)
+
+    def fact_episode(self, i):
+        """fact_episode() that remembers where the statement sits (for prompt_weight); the same
+        random draws as before."""
+        where = []
+        ep = fact_episode(self.bank, i, self.corpus, self.rng, self.nprng, where)
+        self.stmt_span[id(ep)] = (where[0], len(self.bank.get("stmt", i)))
+        return ep
 
     def copy_targets(self, r, p, spans, questions):
         """(query position, key position) pairs of row r for the copy loss: the input position
@@ -192,7 +205,7 @@ class MemoryBatcher:
             if j in avoid or any(bank.conflicts(f, j) for f in avoid):
                 out.append(filler_episode(self.corpus, self.rng, self.nprng))
                 continue
-            out.append(fact_episode(bank, j, self.corpus, self.rng, self.nprng))
+            out.append(self.fact_episode(j))
         return out
 
     def distractors(self, fact, n):
@@ -201,15 +214,16 @@ class MemoryBatcher:
             r = self.rng.random()
             if r < 0.35:  # same attribute, other entity: the hardest case
                 pool = self.bank.by_attr[int(self.bank.attr[fact])]
-                out.append(fact_episode(self.bank, self.rng.choice(pool), self.corpus, self.rng, self.nprng))
+                out.append(self.fact_episode(self.rng.choice(pool)))
             elif r < 0.7:
-                out.append(fact_episode(self.bank, self.rng.randrange(self.bank.n), self.corpus, self.rng, self.nprng))
+                out.append(self.fact_episode(self.rng.randrange(self.bank.n)))
             else:
                 out.append(filler_episode(self.corpus, self.rng, self.nprng))
         return out
 
     def next(self):
         T, B, rng = self.T, self.B, self.rng
+        self.stmt_span.clear()
         plan = []
         for r in range(B):
             if rng.random() >= self.p_mem:
@@ -225,6 +239,7 @@ class MemoryBatcher:
             for i, (f, m) in enumerate(zip(p["facts"], p["modes"])):
                 where = []
                 ep = fact_episode(self.bank, f, self.corpus, rng, self.nprng, where)
+                self.stmt_span[id(ep)] = (where[0], len(self.bank.get("stmt", f)))
                 host = r
                 if m == "ret":
                     hosts = [h for h in mem_rows if h != r and len(plan[h]["eps"]) < MAX_EPISODES]
@@ -278,6 +293,7 @@ class MemoryBatcher:
             if rng.random() < 0.5:
                 cuts[-1] = max(cuts[-1], room - rng.randint(1, 64))
             fill = self.corpus[s + R - 1:s + R - 1 + room].astype(np.int64)
+            win_sts = []   # (start in fill, length) of the statements put in the window
             if self.p_win > 0 and rng.random() < self.p_win:
                 # other facts stated in the window itself (look-alikes first): the answer must
                 # come from the fact asked about, not from the nearest value
@@ -294,20 +310,24 @@ class MemoryBatcher:
                     at = sorted(rng.randint(0, len(body)) for _ in sts)
                     pieces, prev = [], 0
                     for c, t in zip(at, sts):
+                        win_sts.append((c + sum(len(u) for u in pieces[1::2]), len(t)))
                         pieces += [body[prev:c], t]
                         prev = c
                     fill = np.concatenate(pieces + [body[prev:]])
             head = [self.corpus[s:s + R - 1].astype(np.int64)] if src else p["eps"]
             parts, prev, qs = [np.array([BOS])] + head, 0, []
             pos = R
+            seg = []       # (fill index where a segment starts, its row position)
             for (q, a), c in zip(qas, cuts):
                 c = max(prev, min(c, room))
+                seg.append((prev, pos))
                 parts.append(fill[prev:c])
                 pos += c - prev
                 qs.append((pos, pos + len(q), len(a)))
                 parts += [q, a]
                 pos += len(q) + len(a)
                 prev = c
+            seg.append((prev, pos))
             parts.append(fill[prev:])
             row = np.concatenate(parts)[:T + 1]
             x[r] = row
@@ -315,6 +335,24 @@ class MemoryBatcher:
                 w[r, st - 1] = 0.0
             if src:                     # text whose global layers see recalled K/V: not a target
                 w[r, :R] = 0.0
+            if self.prompt_weight != 1.0:
+                # statements and questions are read, not learnt as text to write: position t's
+                # weight is that of predicting token t + 1
+                def lower(a, b):
+                    a, b = max(a, 0), min(b, T)
+                    if a < b:
+                        w[r, a:b] = np.minimum(w[r, a:b], self.prompt_weight)
+                if not src:
+                    for (st, _, _), ep in zip(spans, p["eps"]):
+                        if id(ep) in self.stmt_span:
+                            o, n = self.stmt_span[id(ep)]
+                            lower(st + o - 1, st + o + n - 1)
+                for f0, n in win_sts:
+                    for f in range(f0, f0 + n):  # a question may be cut into a statement
+                        f_start, row_pos = [sg for sg in seg if sg[0] <= f][-1]
+                        lower(row_pos + f - f_start - 1, row_pos + f - f_start)
+                for pq, pa, _ in qs:
+                    lower(pq - 1, pa - 1)
             questions = []
             for i, ((pq, pa, la), m) in enumerate(zip(qs, p["modes"])):
                 if pa + la > T:
@@ -588,6 +626,9 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-q", type=int, default=4, help="questions per memory row")
     ap.add_argument("--qa-weight", type=float, default=3.0, help="loss weight of answer tokens")
+    ap.add_argument("--prompt-weight", type=float, default=1.0,
+                    help="loss weight of the fact statements and questions as targets (0: read only, "
+                         "never learnt as text to write)")
     ap.add_argument("--ans-loss", type=float, default=0.0,
                     help="weight of a separate term: the mean loss over trained answer tokens")
     ap.add_argument("--copy-loss", type=float, default=0.0,
@@ -673,6 +714,7 @@ def main():
     batcher = MemoryBatcher(tr, btrain, T, args.batch, args.p_mem, args.p_qa, args.seed, args.max_q,
                             args.hard, args.p_win, args.p_src)
     batcher.qa_weight = args.qa_weight
+    batcher.prompt_weight = args.prompt_weight
     import model as model_mod
     fwd, masks = model, {}
 
