@@ -6,12 +6,19 @@
 // takes 8 rows' sums at once). The blocking only cuts that chain at multiples of 16 columns and parks the 16 lanes in memory between the pieces, which
 // changes no rounding, so a token's outputs stay the same bits alone or in any batch.
 //
-// Loops: groups of kGroupRows rows, converted once to f32 (F16/BF16) for all the tokens, x
+// Loops: groups of kGroupRows rows, packed once as f32 panels (below) for all the tokens, x
 // blocks of kBlockTokens tokens; per group and block the columns go in chunks of kChunkCols:
 // a tile's chunk of weights stays in L1 while the block's (8-row x 3-token) register tiles
 // pass over it, and each token's chunk of activations is reused by all the group's rows. Without
 // the chunks (the previous loop), every 8-row tile streamed the whole prompt's activations from L3
 // or memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns).
+//
+// Panels: a tile's 8 rows are interleaved 16 columns at a time ([step][row][16 lanes], the
+// last step padded with +0), so a chunk of a tile is one contiguous run that the inner loop
+// walks with a single pointer. With eight row pointers the loop ran out of general registers
+// and spilled them into vector registers; in panels matmul_bench gemm128/f16 (1 thread, best
+// of 3 alternating rounds) went from 136-142 to 153-162 GFLOP/s. The padding multiplies +0 by the masked (+0) activations, which is
+// the decode loop's masked last step exactly.
 #include "backend/cpu/float_gemm.h"
 
 #if defined(CHANNEL_SIMD_VNNI)
@@ -20,8 +27,6 @@
 
 #include <algorithm>
 #include <memory>
-
-#include "backend/cpu/vec_kernels_isa.h"
 
 namespace channel::cpu::avx512 {
 namespace {
@@ -39,14 +44,14 @@ constexpr int64_t kChunkCols = 768;
 constexpr int kTileAcc = kTileRows * kTileTokens;
 
 
-// Per-thread scratch: the group's rows as f32 [kGroupRows][cols] and the parked accumulators
-// [kGroupTiles][kBlockTiles][kTileAcc] vectors.
+// Per-thread scratch: the group's rows as f32 panels [kGroupTiles][steps][kTileRows][16] and
+// the parked accumulators [kGroupTiles][kBlockTiles][kTileAcc] vectors.
 struct Scratch {
   std::unique_ptr<float[]> w;
   size_t w_floats = 0;
   alignas(64) float acc[kGroupTiles * kBlockTiles * kTileAcc * 16];
-  float* rows(int64_t cols) {  // 64-byte aligned, [kGroupRows][cols]
-    const size_t need = static_cast<size_t>(kGroupRows) * static_cast<size_t>(cols) + 16;
+  float* panels(int64_t steps) {  // 64-byte aligned
+    const size_t need = static_cast<size_t>(kGroupRows) * static_cast<size_t>(steps) * 16 + 16;
     if (w_floats < need) {
       w.reset(new float[need]);
       w_floats = need;
@@ -61,23 +66,23 @@ Scratch& thread_scratch() {
 }
 
 // One chunk of `cols` columns (a multiple of 16 except in the last chunk, whose tail is
-// masked exactly as dot4_float masks it) for rows w[0..7] (stride w_stride floats) and T
-// tokens x[t] (stride x_stride): the parked accumulators `acc` go on from where they stopped
-// (or from zero when `first`).
+// masked exactly as dot4_float masks it) for a tile's panel w ([step][8 rows][16], from the
+// chunk's first step) and T tokens x[t] (stride x_stride): the parked accumulators `acc` go on
+// from where they stopped (or from zero when `first`).
 template <int T>
-void tile_chunk(const float* w, int64_t w_stride, const float* x, int64_t x_stride, int64_t cols,
-                bool first, float* acc) {
+void tile_chunk(const float* w, const float* x, int64_t x_stride, int64_t cols, bool first,
+                float* acc) {
   __m512 a[kTileRows][T];
   for (int r = 0; r < kTileRows; ++r) {
     for (int t = 0; t < T; ++t)
       a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + (r * kTileTokens + t) * 16);
   }
   int64_t i = 0;
-  for (; i + 16 <= cols; i += 16) {
+  for (; i + 16 <= cols; i += 16, w += kTileRows * 16) {
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x + t * x_stride + i);
     for (int r = 0; r < kTileRows; ++r) {
-      __m512 wv = _mm512_loadu_ps(w + r * w_stride + i);
+      __m512 wv = _mm512_load_ps(w + r * 16);
       // Left alone, GCC folds this load into each of the T FMAs as a memory operand: 3 x
       // loads + 24 weight loads per 24 FMAs, which makes the loop bound by the load ports
       // (two 512-bit loads per cycle against two FMAs). In a register: 11 loads.
@@ -85,17 +90,54 @@ void tile_chunk(const float* w, int64_t w_stride, const float* x, int64_t x_stri
       for (int t = 0; t < T; ++t) a[r][t] = _mm512_fmadd_ps(wv, xv[t], a[r][t]);
     }
   }
-  if (i < cols) {
+  if (i < cols) {  // the panel's padded lanes are +0, the activations' are masked to +0
     const __mmask16 m = simd::lane_mask16(cols - i);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + t * x_stride + i);
     for (int r = 0; r < kTileRows; ++r) {
-      const __m512 wv = _mm512_maskz_loadu_ps(m, w + r * w_stride + i);
+      const __m512 wv = _mm512_load_ps(w + r * 16);
       for (int t = 0; t < T; ++t) a[r][t] = _mm512_fmadd_ps(wv, xv[t], a[r][t]);
     }
   }
   for (int r = 0; r < kTileRows; ++r) {
     for (int t = 0; t < T; ++t) _mm512_store_ps(acc + (r * kTileTokens + t) * 16, a[r][t]);
+  }
+}
+
+__m512 load_weights(GgmlType type, const uint8_t* row, int64_t i, __mmask16 m) {
+  if (type == GgmlType::F16)
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i));
+  if (type == GgmlType::BF16) {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
+}
+
+// Rows src[0..7] (cols weights of `type`) into a tile's panel (steps x [8 rows][16]), written
+// in order: step by step, the eight rows' 16 columns side by side.
+template <GgmlType kType>
+void pack_tile(const uint8_t* const src[kTileRows], int64_t cols, float* panel) {
+  int64_t i = 0;
+  for (; i + 16 <= cols; i += 16, panel += kTileRows * 16) {
+    for (int r = 0; r < kTileRows; ++r)
+      _mm512_store_ps(panel + r * 16, load_weights(kType, src[r], i, 0xFFFF));
+  }
+  if (i < cols) {
+    const __mmask16 m = simd::lane_mask16(cols - i);
+    for (int r = 0; r < kTileRows; ++r)
+      _mm512_store_ps(panel + r * 16, load_weights(kType, src[r], i, m));
+  }
+}
+
+void pack_tile(GgmlType type, const uint8_t* const src[kTileRows], int64_t cols, float* panel) {
+  switch (type) {
+    case GgmlType::F16:
+      return pack_tile<GgmlType::F16>(src, cols, panel);
+    case GgmlType::BF16:
+      return pack_tile<GgmlType::BF16>(src, cols, panel);
+    default:
+      return pack_tile<GgmlType::F32>(src, cols, panel);
   }
 }
 
@@ -126,15 +168,15 @@ void reduce8(const float* acc, int64_t stride, float* y, int rows) {
                         _mm512_permutexvar_ps(order, r));
 }
 
-void tile_chunk_n(int nt, const float* w, int64_t w_stride, const float* x, int64_t x_stride,
-                  int64_t cols, bool first, float* acc) {
+void tile_chunk_n(int nt, const float* w, const float* x, int64_t x_stride, int64_t cols,
+                  bool first, float* acc) {
   switch (nt) {
     case 3:
-      return tile_chunk<3>(w, w_stride, x, x_stride, cols, first, acc);
+      return tile_chunk<3>(w, x, x_stride, cols, first, acc);
     case 2:
-      return tile_chunk<2>(w, w_stride, x, x_stride, cols, first, acc);
+      return tile_chunk<2>(w, x, x_stride, cols, first, acc);
     default:
-      return tile_chunk<1>(w, w_stride, x, x_stride, cols, first, acc);
+      return tile_chunk<1>(w, x, x_stride, cols, first, acc);
   }
 }
 
@@ -147,30 +189,16 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   for (int64_t g0 = r0; g0 < r1; g0 += kGroupRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, r1 - g0));
     const int tiles = (valid + kTileRows - 1) / kTileRows;
-    // The group's rows as f32, converted once for every token (F32 full groups are read in
-    // place); rows past `valid` repeat the last one so that every tile computes on real
-    // numbers (their outputs are not written).
-    const float* wf;
-    int64_t w_stride;
-    if (w.type == GgmlType::F32 && valid == kGroupRows) {
-      wf = reinterpret_cast<const float*>(w.data + static_cast<size_t>(g0) * w.row_bytes);
-      w_stride = static_cast<int64_t>(w.row_bytes / 4);
-    } else {
-      float* rows = s.rows(cols);
-      for (int r = 0; r < tiles * kTileRows; ++r) {
-        const uint8_t* src =
-            w.data + static_cast<size_t>(g0 + std::min(r, valid - 1)) * w.row_bytes;
-        float* dst = rows + r * cols;
-        if (w.type == GgmlType::F16) {
-          dequantize_row_f16(reinterpret_cast<const uint16_t*>(src), dst, cols);
-        } else if (w.type == GgmlType::BF16) {
-          dequantize_row_bf16(reinterpret_cast<const uint16_t*>(src), dst, cols);
-        } else {
-          std::copy_n(reinterpret_cast<const float*>(src), cols, dst);
-        }
-      }
-      wf = rows;
-      w_stride = cols;
+    // The group's rows as f32 panels, converted once for every token; rows past `valid`
+    // repeat the last one so that every tile computes on real numbers (their outputs are
+    // not written).
+    const int64_t steps = (cols + 15) / 16;
+    float* panels = s.panels(steps);
+    for (int i = 0; i < tiles; ++i) {
+      const uint8_t* src[kTileRows];
+      for (int r = 0; r < kTileRows; ++r)
+        src[r] = w.data + static_cast<size_t>(g0 + std::min(i * kTileRows + r, valid - 1)) * w.row_bytes;
+      pack_tile(w.type, src, cols, panels + i * steps * kTileRows * 16);
     }
     for (int64_t b0 = 0; b0 < x.n; b0 += kBlockTokens) {
       const int block_tokens = static_cast<int>(std::min<int64_t>(kBlockTokens, x.n - b0));
@@ -178,12 +206,12 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
       for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
         const int64_t kc = std::min<int64_t>(kChunkCols, cols - k0);
         for (int i = 0; i < tiles; ++i) {  // a tile's chunk of weights stays in L1 meanwhile
+          const float* wp = panels + (i * steps + k0 / 16) * kTileRows * 16;
           for (int j = 0; j < token_tiles; ++j) {
             const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
             const float* xs = x.xf + (b0 + j * kTileTokens) * cols + k0;
             float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
-            tile_chunk_n(nt, wf + i * kTileRows * w_stride + k0, w_stride, xs, cols, kc, k0 == 0,
-                         acc);
+            tile_chunk_n(nt, wp, xs, cols, kc, k0 == 0, acc);
           }
         }
       }
