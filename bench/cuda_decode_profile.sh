@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Where a CUDA decode step's time goes (issue 14): every kernel of a few decode steps timed by
+# Nsight Compute (`ncu`, graphs off so that each launch is its own), summed per kernel name and
+# divided by the number of steps, beside the step's time with and without CUDA graphs.
+#
+#   bench/cuda_decode_profile.sh CHANNEL_BIN OUT_DIR [LAYERS] [TYPE] [DEPTH]
+#
+# The model is the Gemma-3-12B shape (hidden 3840, 16 heads, 8 KV heads of 256, FFN 15360,
+# window 1024, vocab 262144) with LAYERS layers (default 8: every layer launches the same
+# kernels, so a few show the mix without writing 13 GB) in TYPE (default q8_0), made in OUT_DIR
+# unless it is there. DEPTH (default 128) tokens are in the context before the timed steps.
+# Writes OUT_DIR/ncu.csv (raw), OUT_DIR/profile.md (the table) and the bench JSON lines.
+set -euo pipefail
+ch=$(realpath "$1")
+out=$2
+layers=${3:-8}
+type=${4:-q8_0}
+depth=${5:-128}
+mkdir -p "$out"
+out=$(realpath "$out")
+model=$out/gemma3-12b-shape-${layers}l-$type.gguf
+[[ -f $model ]] || "$ch" mkmodel --arch gemma3 --hidden 3840 --layers "$layers" --heads 16 \
+  --kv-heads 8 --head-dim 256 --ffn 15360 --window 1024 --vocab 262144 --type "$type" --seed 1 \
+  -t "$(nproc)" -o "$model"
+
+echo "== decode with and without graphs (tg128 at depth $depth) =="
+"$ch" bench -m "$model" --device cuda -p 0 -n 128 -d "$depth" -r 3 | tee "$out/bench-graphs.jsonl"
+"$ch" bench -m "$model" --device cuda -p 0 -n 128 -d "$depth" -r 3 --no-cuda-graphs |
+  tee "$out/bench-no-graphs.jsonl"
+
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+[[ -n $ncu ]] || { echo "cuda_decode_profile: no ncu on this machine" >&2; exit 2; }
+steps=8
+echo "== ncu: every kernel of the run (tg$steps, graphs off) =="
+# --clock-control none: the clocks stay as the benchmark saw them.
+"$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+  "$ch" bench -m "$model" --device cuda -p 0 -n "$steps" -d "$depth" -r 1 --no-cuda-graphs \
+  >"$out/ncu.csv" 2>"$out/ncu.log" || { tail -5 "$out/ncu.log" >&2; exit 1; }
+
+python3 - "$out/ncu.csv" "$layers" "$type" "$depth" >"$out/profile.md" <<'EOF'
+import csv, sys, collections
+path, layers, typ, depth = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"'))]
+total = collections.defaultdict(float)
+count = collections.Counter()
+order = []
+for r in rows:
+    if r.get("Metric Name") != "gpu__time_duration.sum":
+        continue
+    name = r["Kernel Name"].split("(")[0].split("<")[0]
+    unit = r["Metric Unit"]
+    v = float(r["Metric Value"].replace(",", ""))
+    v *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit, 1.0)  # to microseconds
+    if name not in total:
+        order.append(name)
+    total[name] += v
+    count[name] += 1
+# A decode step embeds one token: the embedding kernel's launches count the steps (the
+# warm-up's included), and depth filling shows up as prompt kernels of its own.
+embed = [n for n in order if "embed" in n]
+steps = count[embed[0]] if embed else 1
+all_us = sum(total.values())
+print(f"Gemma-3-12B shape, {layers} layers, {typ}, depth {depth}: {len(rows)} kernel launches, "
+      f"{steps} embeddings; per embedding (= per decode step, prompt fill included once)\n")
+print("| kernel | launches / step | us / step | share |")
+print("|---|---|---|---|")
+for n in sorted(order, key=lambda n: -total[n]):
+    print(f"| {n} | {count[n] / steps:.1f} | {total[n] / steps:.1f} | {100 * total[n] / all_us:.1f} % |")
+print(f"| all | {sum(count.values()) / steps:.1f} | {all_us / steps:.1f} | |")
+EOF
+cat "$out/profile.md"
