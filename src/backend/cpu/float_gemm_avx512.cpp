@@ -15,7 +15,10 @@
 //
 // Panels: a tile's 8 rows are interleaved 16 columns at a time ([step][row][16 lanes], the
 // last step padded with +0), so a chunk of a tile is one contiguous run that the inner loop
-// walks with a single pointer. With eight row pointers the loop ran out of general registers
+// walks with a single pointer. F16 and BF16 panels keep the 2-byte weights and the tile
+// converts them as it loads them (exact, so the same f32 values): the conversion runs beside
+// the FMAs at almost no cost, and the panel is half the bytes to write and to keep in cache,
+// which lets a chunk be twice as long. With eight row pointers the loop ran out of general registers
 // and spilled them into vector registers; in panels matmul_bench gemm128/f16 (1 thread, best
 // of 3 alternating rounds) went from 136-142 to 153-162 GFLOP/s. The padding multiplies +0 by the masked (+0) activations, which is
 // the decode loop's masked last step exactly.
@@ -39,27 +42,47 @@ constexpr int kBlockTiles = 16;  // token tiles per block
 constexpr int kBlockTokens = kTileTokens * kBlockTiles;
 // A multiple of 16: chunks cut the FMA chains between lanes. Each chunk parks and reloads the
 // tile's 24 accumulators; at 256 columns that cost a quarter of the f16 GEMM's time, and
-// 768 x 16 token tiles measured fastest (matmul_bench gemm128/f16, +35 % over 256 x 8).
-constexpr int64_t kChunkCols = 768;
+// 768 x 16 token tiles measured fastest for f32 panels (matmul_bench gemm128/f16, +35 % over
+// 256 x 8). A chunk of a tile's panel is 24 KiB of L1 either way: 768 f32 or 1536 2-byte columns.
+constexpr int64_t kChunkBytes = 768 * 4 * 8;  // per tile (8 rows)
+constexpr int64_t chunk_cols(GgmlType type) {
+  return kChunkBytes / (type == GgmlType::F32 ? 4 : 2) / kTileRows;
+}
 constexpr int kTileAcc = kTileRows * kTileTokens;
 
 
-// Per-thread scratch: the group's rows as f32 panels [kGroupTiles][steps][kTileRows][16] and
-// the parked accumulators [kGroupTiles][kBlockTiles][kTileAcc] vectors.
+// Per-thread scratch: the group's rows as panels [kGroupTiles][steps][kTileRows][16] of the
+// weight's element (f32, or the f16/bf16 bits) and the parked accumulators
+// [kGroupTiles][kBlockTiles][kTileAcc] vectors.
 struct Scratch {
-  std::unique_ptr<float[]> w;
-  size_t w_floats = 0;
+  std::unique_ptr<uint8_t[]> w;
+  size_t w_bytes = 0;
   alignas(64) float acc[kGroupTiles * kBlockTiles * kTileAcc * 16];
-  float* panels(int64_t steps) {  // 64-byte aligned
-    const size_t need = static_cast<size_t>(kGroupRows) * static_cast<size_t>(steps) * 16 + 16;
-    if (w_floats < need) {
-      w.reset(new float[need]);
-      w_floats = need;
+  uint8_t* panels(int64_t steps, size_t elem_bytes) {  // 64-byte aligned
+    const size_t need = kGroupRows * static_cast<size_t>(steps) * 16 * elem_bytes + 64;
+    if (w_bytes < need) {
+      w.reset(new uint8_t[need]);
+      w_bytes = need;
     }
     const uintptr_t p = reinterpret_cast<uintptr_t>(w.get());
-    return w.get() + (64 - p % 64) % 64 / sizeof(float);
+    return w.get() + (64 - p % 64) % 64;
   }
 };
+
+// The panel's 16 weights of a row and step as f32 (exact conversions).
+template <GgmlType kType>
+__m512 panel_load(const void* p) {
+  if constexpr (kType == GgmlType::F16) {
+    return _mm512_cvtph_ps(_mm256_load_si256(static_cast<const __m256i*>(p)));
+  } else if constexpr (kType == GgmlType::BF16) {
+    const __m256i h = _mm256_load_si256(static_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    return _mm512_load_ps(static_cast<const float*>(p));
+  }
+}
+template <GgmlType kType>
+constexpr int64_t kElemBytes = kType == GgmlType::F32 ? 4 : 2;
 Scratch& thread_scratch() {
   thread_local std::unique_ptr<Scratch> s(new Scratch);
   return *s;
@@ -69,20 +92,21 @@ Scratch& thread_scratch() {
 // masked exactly as dot4_float masks it) for a tile's panel w ([step][8 rows][16], from the
 // chunk's first step) and T tokens x[t] (stride x_stride): the parked accumulators `acc` go on
 // from where they stopped (or from zero when `first`).
-template <int T>
-void tile_chunk(const float* w, const float* x, int64_t x_stride, int64_t cols, bool first,
+template <GgmlType kType, int T>
+void tile_chunk(const uint8_t* w, const float* x, int64_t x_stride, int64_t cols, bool first,
                 float* acc) {
+  constexpr int64_t kRowBytes = 16 * kElemBytes<kType>;  // one row's 16 weights of a step
   __m512 a[kTileRows][T];
   for (int r = 0; r < kTileRows; ++r) {
     for (int t = 0; t < T; ++t)
       a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + (r * kTileTokens + t) * 16);
   }
   int64_t i = 0;
-  for (; i + 16 <= cols; i += 16, w += kTileRows * 16) {
+  for (; i + 16 <= cols; i += 16, w += kTileRows * kRowBytes) {
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x + t * x_stride + i);
     for (int r = 0; r < kTileRows; ++r) {
-      __m512 wv = _mm512_load_ps(w + r * 16);
+      __m512 wv = panel_load<kType>(w + r * kRowBytes);
       // Left alone, GCC folds this load into each of the T FMAs as a memory operand: 3 x
       // loads + 24 weight loads per 24 FMAs, which makes the loop bound by the load ports
       // (two 512-bit loads per cycle against two FMAs). In a register: 11 loads.
@@ -95,7 +119,7 @@ void tile_chunk(const float* w, const float* x, int64_t x_stride, int64_t cols, 
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + t * x_stride + i);
     for (int r = 0; r < kTileRows; ++r) {
-      const __m512 wv = _mm512_load_ps(w + r * 16);
+      const __m512 wv = panel_load<kType>(w + r * kRowBytes);
       for (int t = 0; t < T; ++t) a[r][t] = _mm512_fmadd_ps(wv, xv[t], a[r][t]);
     }
   }
@@ -104,40 +128,21 @@ void tile_chunk(const float* w, const float* x, int64_t x_stride, int64_t cols, 
   }
 }
 
-__m512 load_weights(GgmlType type, const uint8_t* row, int64_t i, __mmask16 m) {
-  if (type == GgmlType::F16)
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i));
-  if (type == GgmlType::BF16) {
-    const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-  return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
-}
-
-// Rows src[0..7] (cols weights of `type`) into a tile's panel (steps x [8 rows][16]), written
-// in order: step by step, the eight rows' 16 columns side by side.
+// Rows src[0..7] (cols weights of kType) into a tile's panel (steps x [8 rows][16]), written
+// in order: step by step, the eight rows' 16 columns side by side, the bits unchanged.
 template <GgmlType kType>
-void pack_tile(const uint8_t* const src[kTileRows], int64_t cols, float* panel) {
-  int64_t i = 0;
-  for (; i + 16 <= cols; i += 16, panel += kTileRows * 16) {
-    for (int r = 0; r < kTileRows; ++r)
-      _mm512_store_ps(panel + r * 16, load_weights(kType, src[r], i, 0xFFFF));
-  }
-  if (i < cols) {
-    const __mmask16 m = simd::lane_mask16(cols - i);
-    for (int r = 0; r < kTileRows; ++r)
-      _mm512_store_ps(panel + r * 16, load_weights(kType, src[r], i, m));
-  }
-}
-
-void pack_tile(GgmlType type, const uint8_t* const src[kTileRows], int64_t cols, float* panel) {
-  switch (type) {
-    case GgmlType::F16:
-      return pack_tile<GgmlType::F16>(src, cols, panel);
-    case GgmlType::BF16:
-      return pack_tile<GgmlType::BF16>(src, cols, panel);
-    default:
-      return pack_tile<GgmlType::F32>(src, cols, panel);
+void pack_tile(const uint8_t* const src[kTileRows], int64_t cols, uint8_t* panel) {
+  for (int64_t i = 0; i < cols; i += 16) {
+    const __mmask16 m =
+        i + 16 <= cols ? static_cast<__mmask16>(0xFFFF) : simd::lane_mask16(cols - i);
+    for (int r = 0; r < kTileRows; ++r, panel += 16 * kElemBytes<kType>) {
+      if constexpr (kType == GgmlType::F32) {
+        _mm512_store_ps(panel, _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(src[r]) + i));
+      } else {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(panel),
+                           _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(src[r]) + i));
+      }
+    }
   }
 }
 
@@ -168,24 +173,26 @@ void reduce8(const float* acc, int64_t stride, float* y, int rows) {
                         _mm512_permutexvar_ps(order, r));
 }
 
-void tile_chunk_n(int nt, const float* w, const float* x, int64_t x_stride, int64_t cols,
+template <GgmlType kType>
+void tile_chunk_n(int nt, const uint8_t* w, const float* x, int64_t x_stride, int64_t cols,
                   bool first, float* acc) {
   switch (nt) {
     case 3:
-      return tile_chunk<3>(w, x, x_stride, cols, first, acc);
+      return tile_chunk<kType, 3>(w, x, x_stride, cols, first, acc);
     case 2:
-      return tile_chunk<2>(w, x, x_stride, cols, first, acc);
+      return tile_chunk<kType, 2>(w, x, x_stride, cols, first, acc);
     default:
-      return tile_chunk<1>(w, x, x_stride, cols, first, acc);
+      return tile_chunk<kType, 1>(w, x, x_stride, cols, first, acc);
   }
 }
 
-}  // namespace
-
-void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
-                     int64_t y_stride) {
+template <GgmlType kType>
+void gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+               int64_t y_stride) {
   Scratch& s = thread_scratch();
   const int64_t cols = w.cols;
+  constexpr int64_t kChunkCols = chunk_cols(kType);
+  constexpr int64_t kStepBytes = kTileRows * 16 * kElemBytes<kType>;  // a tile's step
   for (int64_t g0 = r0; g0 < r1; g0 += kGroupRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, r1 - g0));
     const int tiles = (valid + kTileRows - 1) / kTileRows;
@@ -193,12 +200,12 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
     // repeat the last one so that every tile computes on real numbers (their outputs are
     // not written).
     const int64_t steps = (cols + 15) / 16;
-    float* panels = s.panels(steps);
+    uint8_t* panels = s.panels(steps, kElemBytes<kType>);
     for (int i = 0; i < tiles; ++i) {
       const uint8_t* src[kTileRows];
       for (int r = 0; r < kTileRows; ++r)
         src[r] = w.data + static_cast<size_t>(g0 + std::min(i * kTileRows + r, valid - 1)) * w.row_bytes;
-      pack_tile(w.type, src, cols, panels + i * steps * kTileRows * 16);
+      pack_tile<kType>(src, cols, panels + i * steps * kStepBytes);
     }
     for (int64_t b0 = 0; b0 < x.n; b0 += kBlockTokens) {
       const int block_tokens = static_cast<int>(std::min<int64_t>(kBlockTokens, x.n - b0));
@@ -206,12 +213,12 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
       for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
         const int64_t kc = std::min<int64_t>(kChunkCols, cols - k0);
         for (int i = 0; i < tiles; ++i) {  // a tile's chunk of weights stays in L1 meanwhile
-          const float* wp = panels + (i * steps + k0 / 16) * kTileRows * 16;
+          const uint8_t* wp = panels + (i * steps + k0 / 16) * kStepBytes;
           for (int j = 0; j < token_tiles; ++j) {
             const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
             const float* xs = x.xf + (b0 + j * kTileTokens) * cols + k0;
             float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
-            tile_chunk_n(nt, wp, xs, cols, kc, k0 == 0, acc);
+            tile_chunk_n<kType>(nt, wp, xs, cols, kc, k0 == 0, acc);
           }
         }
       }
@@ -227,6 +234,20 @@ void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+void float_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
+                     int64_t y_stride) {
+  switch (w.type) {
+    case GgmlType::F16:
+      return gemm_rows<GgmlType::F16>(w, x, r0, r1, y, y_stride);
+    case GgmlType::BF16:
+      return gemm_rows<GgmlType::BF16>(w, x, r0, r1, y, y_stride);
+    default:
+      return gemm_rows<GgmlType::F32>(w, x, r0, r1, y, y_stride);
   }
 }
 
