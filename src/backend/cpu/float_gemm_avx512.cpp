@@ -88,13 +88,42 @@ Scratch& thread_scratch() {
   return *s;
 }
 
+// The horizontal sums of 8 accumulators a[0..7] into
+// y[0 .. rows), each one the bits of dot4_float's reduce_add_fixed(a[r]) (GCC's
+// _mm512_reduce_add_ps): the upper 256 bits added to the lower, then the upper 128 to the
+// lower, then elements 2-3 to 0-1, then element 1 to 0. Here the 8 reductions go through the same steps side by side, two
+// accumulators per register (the same operand pairs: addition commutes exactly), about 3
+// instructions per sum instead of 9.
+inline void reduce8(const __m512 (&acc)[kTileRows], float* y, int rows) {
+  __m512 s[4], u[2];
+  for (int p = 0; p < 4; ++p) {  // [a.lo256 + a.hi256, b.lo256 + b.hi256]
+    const __m512 a = acc[2 * p];
+    const __m512 b = acc[2 * p + 1];
+    s[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  for (int p = 0; p < 2; ++p)  // 128-bit lane L: a[4p + L]'s 128-bit halves added
+    u[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * p], s[2 * p + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(s[2 * p], s[2 * p + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // Lane L: [a[L] (0 + 2, 1 + 3), a[L + 4] (0 + 2, 1 + 3)].
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Element 0 + element 1: lane L element 0 is a[L]'s sum, element 2 is a[L + 4]'s.
+  const __m512 r = _mm512_add_ps(z, _mm512_shuffle_ps(z, z, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << rows) - 1),
+                        _mm512_permutexvar_ps(order, r));
+}
+
 // One chunk of `cols` columns (a multiple of 16 except in the last chunk, whose tail is
 // masked exactly as dot4_float masks it) for a tile's panel w ([step][8 rows][16], from the
 // chunk's first step) and T tokens x[t] (stride x_stride): the parked accumulators `acc` go on
-// from where they stopped (or from zero when `first`).
+// from where they stopped (or from zero when `first`). When y is set this is the rows' last
+// chunk: every chain is complete, and the tile writes the horizontal sums (dot4_float's bits)
+// of token t to y + t * y_stride, `rows` of them, instead of parking the accumulators.
 template <GgmlType kType, int T>
 void tile_chunk(const uint8_t* w, const float* x, int64_t x_stride, int64_t cols, bool first,
-                float* acc) {
+                float* acc, float* y, int64_t y_stride, int rows) {
   constexpr int64_t kRowBytes = 16 * kElemBytes<kType>;  // one row's 16 weights of a step
   __m512 a[kTileRows][T];
   for (int r = 0; r < kTileRows; ++r) {
@@ -123,6 +152,14 @@ void tile_chunk(const uint8_t* w, const float* x, int64_t x_stride, int64_t cols
       for (int t = 0; t < T; ++t) a[r][t] = _mm512_fmadd_ps(wv, xv[t], a[r][t]);
     }
   }
+  if (y) {
+    for (int t = 0; t < T; ++t) {
+      const __m512 chains[kTileRows] = {a[0][t], a[1][t], a[2][t], a[3][t],
+                                        a[4][t], a[5][t], a[6][t], a[7][t]};
+      reduce8(chains, y + t * y_stride, rows);
+    }
+    return;
+  }
   for (int r = 0; r < kTileRows; ++r) {
     for (int t = 0; t < T; ++t) _mm512_store_ps(acc + (r * kTileTokens + t) * 16, a[r][t]);
   }
@@ -146,43 +183,16 @@ void pack_tile(const uint8_t* const src[kTileRows], int64_t cols, uint8_t* panel
   }
 }
 
-// The horizontal sums of 8 accumulators a[0..7] (a[r] at acc + r * stride floats) into
-// y[0 .. rows), each one the bits of dot4_float's reduce_add_fixed(a[r]) (GCC's
-// _mm512_reduce_add_ps): the upper 256 bits added to the lower, then the upper 128 to the
-// lower, then elements 2-3 to 0-1, then element 1 to 0. Here the 8 reductions go through the same steps side by side, two
-// accumulators per register (the same operand pairs: addition commutes exactly), about 3
-// instructions per sum instead of 9.
-void reduce8(const float* acc, int64_t stride, float* y, int rows) {
-  __m512 s[4], u[2];
-  for (int p = 0; p < 4; ++p) {  // [a.lo256 + a.hi256, b.lo256 + b.hi256]
-    const __m512 a = _mm512_load_ps(acc + (2 * p) * stride);
-    const __m512 b = _mm512_load_ps(acc + (2 * p + 1) * stride);
-    s[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  for (int p = 0; p < 2; ++p)  // 128-bit lane L: a[4p + L]'s 128-bit halves added
-    u[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * p], s[2 * p + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(s[2 * p], s[2 * p + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-  // Lane L: [a[L] (0 + 2, 1 + 3), a[L + 4] (0 + 2, 1 + 3)].
-  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
-  // Element 0 + element 1: lane L element 0 is a[L]'s sum, element 2 is a[L + 4]'s.
-  const __m512 r = _mm512_add_ps(z, _mm512_shuffle_ps(z, z, _MM_SHUFFLE(2, 3, 0, 1)));
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << rows) - 1),
-                        _mm512_permutexvar_ps(order, r));
-}
-
 template <GgmlType kType>
 void tile_chunk_n(int nt, const uint8_t* w, const float* x, int64_t x_stride, int64_t cols,
-                  bool first, float* acc) {
+                  bool first, float* acc, float* y, int64_t y_stride, int rows) {
   switch (nt) {
     case 3:
-      return tile_chunk<kType, 3>(w, x, x_stride, cols, first, acc);
+      return tile_chunk<kType, 3>(w, x, x_stride, cols, first, acc, y, y_stride, rows);
     case 2:
-      return tile_chunk<kType, 2>(w, x, x_stride, cols, first, acc);
+      return tile_chunk<kType, 2>(w, x, x_stride, cols, first, acc, y, y_stride, rows);
     default:
-      return tile_chunk<kType, 1>(w, x, x_stride, cols, first, acc);
+      return tile_chunk<kType, 1>(w, x, x_stride, cols, first, acc, y, y_stride, rows);
   }
 }
 
@@ -196,7 +206,7 @@ void gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t
   for (int64_t g0 = r0; g0 < r1; g0 += kGroupRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, r1 - g0));
     const int tiles = (valid + kTileRows - 1) / kTileRows;
-    // The group's rows as f32 panels, converted once for every token; rows past `valid`
+    // The group's rows as panels, packed once for every token; rows past `valid`
     // repeat the last one so that every tile computes on real numbers (their outputs are
     // not written).
     const int64_t steps = (cols + 15) / 16;
@@ -212,25 +222,17 @@ void gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t
       const int token_tiles = (block_tokens + kTileTokens - 1) / kTileTokens;
       for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
         const int64_t kc = std::min<int64_t>(kChunkCols, cols - k0);
+        const bool last = k0 + kc == cols;
         for (int i = 0; i < tiles; ++i) {  // a tile's chunk of weights stays in L1 meanwhile
           const uint8_t* wp = panels + (i * steps + k0 / 16) * kStepBytes;
+          const int rows_here = std::min(kTileRows, valid - i * kTileRows);
           for (int j = 0; j < token_tiles; ++j) {
             const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
             const float* xs = x.xf + (b0 + j * kTileTokens) * cols + k0;
             float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
-            tile_chunk_n<kType>(nt, wp, xs, cols, kc, k0 == 0, acc);
+            float* ys = last ? y + (b0 + j * kTileTokens) * y_stride + g0 + i * kTileRows : nullptr;
+            tile_chunk_n<kType>(nt, wp, xs, cols, kc, k0 == 0, acc, ys, y_stride, rows_here);
           }
-        }
-      }
-      // Every chain is complete: the horizontal sums, with dot4_float's bits.
-      for (int i = 0; i < tiles; ++i) {
-        const int rows_here = std::min(kTileRows, valid - i * kTileRows);
-        for (int j = 0; j < token_tiles; ++j) {
-          const int nt = std::min(kTileTokens, block_tokens - j * kTileTokens);
-          const float* acc = s.acc + (i * kBlockTiles + j) * kTileAcc * 16;
-          for (int t = 0; t < nt; ++t)
-            reduce8(acc + t * 16, kTileTokens * 16,
-                    y + (b0 + j * kTileTokens + t) * y_stride + g0 + i * kTileRows, rows_here);
         }
       }
     }
