@@ -168,7 +168,7 @@ TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
 
 TEST(CudaOps, RmsNormMatchesReference) {
   CHANNEL_REQUIRE_CUDA();
-  for (int64_t n : {1, 67, 1000, 4097}) {
+  for (int64_t n : {1, 67, 1000, 4097, 8192}) {
     const int64_t rows = 3, ld = n + 2;
     const std::vector<float> x = randn(static_cast<size_t>(rows * ld), 5, 3.0f);
     const std::vector<float> w = randn(static_cast<size_t>(n), 6);

@@ -72,6 +72,9 @@ void set_matvec_variant(int variant);
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
                     cudaStream_t s, int variant);
 
+// The longest row (n) that rms_norm, add_normed and norm_quant take: each thread of a row's
+// block holds its share of the row in registers.
+int64_t row_kernels_max_row();
 // y[r] = x[r] / rms(x[r]) * w, rows of n; ldx/ldy in floats.
 void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
               float* y, int64_t ldy, cudaStream_t s);

@@ -19,35 +19,89 @@ unsigned grid_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }
 
-__global__ void rms_norm_kernel(const float* x, int64_t ldx, const float* w, int64_t n, float eps,
-                                float* y, int64_t ldy) {
-  pdl_wait();
-  __shared__ float red[32];
-  const float* xr = x + blockIdx.x * ldx;
-  float* yr = y + blockIdx.x * ldy;
-  float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
-  ss = block_sum(ss, red);
-  const float scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * scale) * w[i];
+// Row kernels (rms_norm, add_normed, norm_quant): a block of kRowThreads per row, thread k
+// owning elements k, k + kRowThreads, ... (at most kPer of them), which it loads into
+// registers at once. A loop that loaded one element per iteration waited for memory once per
+// element: with one block per row (decode) that made norm_quant 17-25 us of a 12B layer's
+// step on the H200, now one round trip per pass (8 us). Each thread sums its squares in
+// element order, so the bits are those of the loop.
+constexpr int kRowThreads = 256;
+
+template <int kPer>
+__device__ __forceinline__ void load_row(const float* row, int64_t n, float (&v)[kPer]) {
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kRowThreads;
+    v[k] = i < n ? row[i] : 0.0f;
+  }
 }
 
-__global__ void add_normed_kernel(const float* x, const float* w, int64_t n, float eps,
-                                  float* resid) {
+template <int kPer>
+__device__ __forceinline__ float row_scale(const float (&v)[kPer], int64_t n, float eps,
+                                           float* red) {
+  float ss = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k)
+    if (threadIdx.x + static_cast<int64_t>(k) * kRowThreads < n) ss += v[k] * v[k];
+  ss = block_sum(ss, red);
+  return 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+}
+
+template <int kPer>
+__global__ void __launch_bounds__(kRowThreads)
+    rms_norm_kernel(const float* x, int64_t ldx, const float* w, int64_t n, float eps, float* y,
+                    int64_t ldy) {
   pdl_wait();
   __shared__ float red[32];
-  const float* xr = x + blockIdx.x * n;
-  float* rr = resid + blockIdx.x * n;
-  float scale = 1.0f;
-  if (w) {
-    float ss = 0.0f;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
-    ss = block_sum(ss, red);
-    scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  float v[kPer], wv[kPer];
+  load_row(x + blockIdx.x * ldx, n, v);
+  load_row(w, n, wv);
+  const float scale = row_scale(v, n, eps, red);
+  float* yr = y + blockIdx.x * ldy;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kRowThreads;
+    if (i < n) yr[i] = (v[k] * scale) * wv[k];
   }
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    rr[i] += w ? (xr[i] * scale) * w[i] : xr[i];
 }
+
+// resid += w ? rms_norm(x) * w : x, per row.
+template <int kPer>
+__global__ void __launch_bounds__(kRowThreads)
+    add_normed_kernel(const float* x, const float* w, int64_t n, float eps, float* resid) {
+  pdl_wait();
+  __shared__ float red[32];
+  float v[kPer], r[kPer], wv[kPer];
+  load_row(x + blockIdx.x * n, n, v);
+  float* rr = resid + blockIdx.x * n;
+  load_row(rr, n, r);
+  if (w) load_row(w, n, wv);
+  const float scale = w ? row_scale(v, n, eps, red) : 1.0f;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kRowThreads;
+    if (i < n) rr[i] = r[k] + (w ? (v[k] * scale) * wv[k] : v[k]);
+  }
+}
+
+// The largest row the row kernels take: kRowThreads x the largest kPer below.
+constexpr int64_t kMaxRow = 32 * kRowThreads;
+
+// Launches kernel<kPer> for the smallest kPer in {4, 8, 16, 32} that covers n.
+#define CHANNEL_LAUNCH_ROW_KERNEL(kernel, n, grid, s, ...)                                     \
+  do {                                                                                      \
+    if ((n) > kMaxRow) /* check_model_supported refuses such models first */               \
+      fail(cudaErrorInvalidValue, "a row longer than the row kernels take");                \
+    const int64_t per_ = ((n) + kRowThreads - 1) / kRowThreads;                              \
+    if (per_ <= 4)                                                                          \
+      launch_k(kernel<4>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
+    else if (per_ <= 8)                                                                     \
+      launch_k(kernel<8>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
+    else if (per_ <= 16)                                                                    \
+      launch_k(kernel<16>, grid, kRowThreads, 0, s, __VA_ARGS__);                           \
+    else                                                                                    \
+      launch_k(kernel<32>, grid, kRowThreads, 0, s, __VA_ARGS__);                           \
+  } while (0)
 
 // cos, sin of pair i at pos: theta_0 = pos, theta_{i+1} = theta_i * theta_scale in float.
 __device__ __forceinline__ float2 rope_cs(const RopeDev& p, int32_t pos, int i) {
@@ -236,22 +290,45 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-// Block per (query head, token): merges the splits' (O, max, L).
+// Block per (query head, token): merges the splits' (O, max, L). The splits' weights
+// exp(max_s - max) and their L go through shared memory once, computed by one thread per split;
+// each output element then sums over the splits in split order, as the CPU merge does, leaving
+// out splits of weight 0 (empty ones). (A
+// loop that read every split's max and L again for every element was 14 us of a 12B layer on
+// the H200 with 33 splits.)
+constexpr int kMaxSplits = 64;  // attention_splits' bound
+
 __global__ void attention_merge_kernel(AttnArgs a) {
   pdl_wait();
+  __shared__ float weight[kMaxSplits], sum[kMaxSplits], red[32];
   const int h = blockIdx.x, t = blockIdx.y, hd = a.head_dim_v;
   const float* part = a.part + (static_cast<int64_t>(t) * a.n_head + h) * a.splits * (hd + 2);
-  float mx = -INFINITY;
-  for (int s = 0; s < a.splits; ++s) mx = fmaxf(mx, part[s * (hd + 2) + hd]);
+  const int s_own = threadIdx.x;  // the split this thread reads the max and L of
+  const float m_own = s_own < a.splits ? part[s_own * (hd + 2) + hd] : -INFINITY;
+  const float l_own = s_own < a.splits ? part[s_own * (hd + 2) + hd + 1] : 0.0f;
+  // The largest max: exact in any order. block_sum's pattern with fmaxf.
+  float mx = m_own;
+  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+  __syncthreads();
+  mx = -INFINITY;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) mx = fmaxf(mx, red[w]);
+  if (s_own < a.splits) {
+    weight[s_own] = m_own == -INFINITY ? 0.0f : expf(m_own - mx);
+    sum[s_own] = l_own;
+  }
+  __syncthreads();
+  float L = 0.0f;
+  if (mx != -INFINITY)
+    for (int s = 0; s < a.splits; ++s)
+      if (weight[s] != 0.0f) L += sum[s] * weight[s];
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    float L = 0.0f, O = 0.0f;
+    float O = 0.0f;
     if (mx != -INFINITY) {
-      for (int s = 0; s < a.splits; ++s) {
-        const float* ps = part + s * (hd + 2);
-        const float e = ps[hd] == -INFINITY ? 0.0f : expf(ps[hd] - mx);
-        L += ps[hd + 1] * e;
-        O += ps[d] * e;
-      }
+      // An empty split (no slots, or all far below the max) has weight 0: not read.
+#pragma unroll 8
+      for (int s = 0; s < a.splits; ++s)
+        if (weight[s] != 0.0f) O += part[s * (hd + 2) + d] * weight[s];
     }
     a.out[(static_cast<int64_t>(t) * a.n_head + h) * hd + d] = L > 0.0f ? O / L : 0.0f;
   }
@@ -292,31 +369,40 @@ __device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float
   if (threadIdx.x % 32 == 0) d[i / 32] = __half2float(__float2half_rn(amax / 127.0f));
 }
 
-// A block per row of n (a multiple of 32) with 256 threads, as add_normed_kernel and
-// rms_norm_kernel, whose expressions it repeats: thread k owns elements k, k + 256, ...
-__global__ void norm_quant_kernel(const float* proj, const float* post_w, float* resid,
-                                  const float* norm_w, int64_t n, float eps, int8_t* q, float* d) {
+// A block per row of n (a multiple of 32) with kRowThreads threads, as add_normed_kernel and
+// rms_norm_kernel, whose expressions it repeats: thread k owns elements k, k + kRowThreads, ...
+template <int kPer>
+__global__ void __launch_bounds__(kRowThreads)
+    norm_quant_kernel(const float* proj, const float* post_w, float* resid, const float* norm_w,
+                      int64_t n, float eps, int8_t* q, float* d) {
   pdl_wait();
   __shared__ float red[32];
   float* rr = resid + blockIdx.x * n;
+  // Everything the block reads is loaded up front: a load left inside the quantizing loop
+  // waited behind each element's warp shuffles (12-18 us a call on the H200).
+  float r[kPer], nw[kPer];
+  load_row(rr, n, r);
+  load_row(norm_w, n, nw);
   if (proj) {
-    const float* xr = proj + blockIdx.x * n;
-    float scale = 1.0f;
-    if (post_w) {
-      float ss = 0.0f;
-      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
-      ss = block_sum(ss, red);
-      scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+    float p[kPer], pw[kPer];
+    load_row(proj + blockIdx.x * n, n, p);
+    if (post_w) load_row(post_w, n, pw);
+    const float scale = post_w ? row_scale(p, n, eps, red) : 1.0f;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kRowThreads;
+      if (i < n) {
+        r[k] += post_w ? (p[k] * scale) * pw[k] : p[k];
+        rr[i] = r[k];
+      }
     }
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-      rr[i] += post_w ? (xr[i] * scale) * post_w[i] : xr[i];
   }
-  float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += rr[i] * rr[i];
-  ss = block_sum(ss, red);
-  const float scale = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    quant_store((rr[i] * scale) * norm_w[i], blockIdx.x * n + i, q, d);
+  const float scale = row_scale(r, n, eps, red);
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kRowThreads;
+    if (i < n) quant_store((r[k] * scale) * nw[k], blockIdx.x * n + i, q, d);
+  }
 }
 
 __global__ void glu_quant_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, int8_t* q,
@@ -352,13 +438,15 @@ RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
 
 void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
               float* y, int64_t ldy, cudaStream_t s) {
-  launch_k(rms_norm_kernel, static_cast<unsigned>(rows), 256, 0, s, x, ldx, w, n, eps, y, ldy);
+  CHANNEL_LAUNCH_ROW_KERNEL(rms_norm_kernel, n, static_cast<unsigned>(rows), s, x, ldx, w, n, eps,
+                            y, ldy);
   check_launch("rms_norm");
 }
 
 void add_normed(const float* x, const float* norm_w, int64_t rows, int64_t n, float eps,
                 float* resid, cudaStream_t s) {
-  launch_k(add_normed_kernel, static_cast<unsigned>(rows), 256, 0, s, x, norm_w, n, eps, resid);
+  CHANNEL_LAUNCH_ROW_KERNEL(add_normed_kernel, n, static_cast<unsigned>(rows), s, x, norm_w, n, eps,
+                            resid);
   check_launch("add_normed");
 }
 
@@ -384,6 +472,8 @@ void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const fl
                                                    static_cast<__half*>(v_cache), cap);
   check_launch("qkv_finish");
 }
+
+int64_t row_kernels_max_row() { return kMaxRow; }
 
 size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits) {
   return static_cast<size_t>(n) * n_head * splits * (head_dim_v + 2);
@@ -425,9 +515,10 @@ void attention(const AttnArgs& a, cudaStream_t s) {
       break;
   }
   check_launch("attention");
+  if (a.splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
   if (a.splits > 1) {
     launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n)),
-                             128, 0, s, a);
+             128, 0, s, a);
     check_launch("attention_merge");
   }
 }
@@ -441,8 +532,9 @@ void attention_merge(const float* part, int n, int n_head, int head_dim_v, int s
   a.head_dim_v = head_dim_v;
   a.splits = splits;
   a.out = out;
-  launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)), 128,
-           0, s, a);
+  if (splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
+  launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)),
+           128, 0, s, a);
   check_launch("attention_merge");
 }
 
@@ -456,8 +548,8 @@ void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out
 void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
                 int64_t rows, int64_t n, float eps, void* out, cudaStream_t s) {
   int8_t* q = static_cast<int8_t*>(out);
-  launch_k(norm_quant_kernel, static_cast<unsigned>(rows), 256, 0, s,
-      proj, post_w, resid, norm_w, n, eps, q, reinterpret_cast<float*>(q + rows * n));
+  CHANNEL_LAUNCH_ROW_KERNEL(norm_quant_kernel, n, static_cast<unsigned>(rows), s, proj, post_w,
+                            resid, norm_w, n, eps, q, reinterpret_cast<float*>(q + rows * n));
   check_launch("norm_quant");
 }
 

@@ -149,6 +149,9 @@ void check_model_supported(const ModelHparams& hp) {
                 hp.head_dim, hp.head_dim_v, group);
   if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
     throw_error("cuda: rope dimension count {} does not fit head_dim {}", hp.n_rot, hp.head_dim);
+  if (hp.n_embd > row_kernels_max_row())
+    throw_error("cuda: hidden size {} is larger than the CUDA norm kernels take ({})", hp.n_embd,
+                row_kernels_max_row());
 }
 
 CudaWeights::CudaWeights(std::shared_ptr<const Model> model, int device)
