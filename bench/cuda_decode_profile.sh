@@ -41,31 +41,35 @@ python3 - "$out/ncu.csv" "$layers" "$type" "$depth" >"$out/profile.md" <<'EOF'
 import csv, sys, collections
 path, layers, typ, depth = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"'))]
-total = collections.defaultdict(float)
-count = collections.Counter()
-order = []
+seq = []  # (kernel, microseconds, grid) in launch order
 for r in rows:
     if r.get("Metric Name") != "gpu__time_duration.sum":
         continue
-    name = r["Kernel Name"].split("(")[0].split("<")[0]
-    unit = r["Metric Unit"]
+    name = r["Kernel Name"].split("(")[0].replace("void ", "").split("<")[0].split("::")[-1]
     v = float(r["Metric Value"].replace(",", ""))
-    v *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit, 1.0)  # to microseconds
-    if name not in total:
-        order.append(name)
-    total[name] += v
-    count[name] += 1
-# A decode step embeds one token: the embedding kernel's launches count the steps (the
-# warm-up's included), and depth filling shows up as prompt kernels of its own.
-embed = [n for n in order if "embed" in n]
-steps = count[embed[0]] if embed else 1
+    v *= {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(
+        r["Metric Unit"], 1.0)
+    seq.append((name, v, r.get("Grid Size", "")))
+# A decode step starts with the token's embedding; the last 4 steps (past the warm-up and the
+# depth's prompt fill) are averaged.
+starts = [i for i, (n, _, _) in enumerate(seq) if n == "embed_kernel"][-4:]
+total, count = collections.defaultdict(float), collections.Counter()
+for a, b in zip(starts, starts[1:] + [len(seq)]):
+    for n, v, _ in seq[a:b]:
+        total[n] += v
+        count[n] += 1
+steps = max(len(starts), 1)
 all_us = sum(total.values())
-print(f"Gemma-3-12B shape, {layers} layers, {typ}, depth {depth}: {len(rows)} kernel launches, "
-      f"{steps} embeddings; per embedding (= per decode step, prompt fill included once)\n")
+print(f"Gemma-3-12B shape, {layers} layers, {typ}, depth {depth}: the last {steps} decode steps "
+      f"of a tg run under ncu (graphs off, caches flushed between kernels)\n")
 print("| kernel | launches / step | us / step | share |")
 print("|---|---|---|---|")
-for n in sorted(order, key=lambda n: -total[n]):
+for n in sorted(total, key=lambda n: -total[n]):
     print(f"| {n} | {count[n] / steps:.1f} | {total[n] / steps:.1f} | {100 * total[n] / all_us:.1f} % |")
 print(f"| all | {sum(count.values()) / steps:.1f} | {all_us / steps:.1f} | |")
+print("\nOne step in launch order (us, grid):\n")
+if starts:
+    for n, v, g in seq[starts[-1]:starts[-1] + 16]:
+        print(f"    {n:28s} {v:8.2f}  {g}")
 EOF
 cat "$out/profile.md"
