@@ -4,6 +4,7 @@
 // activations and the logit soft-cap, and decode's fused norm/GLU + Q8_0 activation stages.
 // CPU references: ops/norm.h, ops/rope.h,
 // ops/attention.h, ops/activation.h.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -24,7 +25,9 @@ unsigned grid_for(int64_t n, int threads) {
 // registers at once. A loop that loaded one element per iteration waited for memory once per
 // element: with one block per row (decode) that made norm_quant 17-25 us of a 12B layer's
 // step on the H200, now one round trip per pass (8 us). Each thread sums its squares in
-// element order, so the bits are those of the loop.
+// element order, so the bits are those of the loop. (1024 threads a row measured faster,
+// 198 against 185 t/s for 12B q8_0 decode, but sum in another order: the built-in model's
+// greedy text on CUDA then left the CPU's after 40 tokens.)
 constexpr int kRowThreads = 256;
 
 template <int kPer>
@@ -295,8 +298,13 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
 // each output element then sums over the splits in split order, as the CPU merge does, leaving
 // out splits of weight 0 (empty ones). (A
 // loop that read every split's max and L again for every element was 14 us of a 12B layer on
-// the H200 with 33 splits.)
+// the H200 with 33 splits.) One thread per output element, its splits' loads 16 deep.
 constexpr int kMaxSplits = 64;  // attention_splits' bound
+
+// A thread per output element, and at least one per split (and a warp's worth).
+unsigned merge_threads(int head_dim_v) {
+  return static_cast<unsigned>((std::max(head_dim_v, kMaxSplits) + 31) / 32 * 32);
+}
 
 __global__ void attention_merge_kernel(AttnArgs a) {
   pdl_wait();
@@ -326,7 +334,7 @@ __global__ void attention_merge_kernel(AttnArgs a) {
     float O = 0.0f;
     if (mx != -INFINITY) {
       // An empty split (no slots, or all far below the max) has weight 0: not read.
-#pragma unroll 8
+#pragma unroll 16
       for (int s = 0; s < a.splits; ++s)
         if (weight[s] != 0.0f) O += part[s * (hd + 2) + d] * weight[s];
     }
@@ -518,7 +526,7 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   if (a.splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
   if (a.splits > 1) {
     launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n)),
-             128, 0, s, a);
+             merge_threads(a.head_dim_v), 0, s, a);
     check_launch("attention_merge");
   }
 }
@@ -534,7 +542,7 @@ void attention_merge(const float* part, int n, int n_head, int head_dim_v, int s
   a.out = out;
   if (splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
   launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)),
-           128, 0, s, a);
+           merge_threads(head_dim_v), 0, s, a);
   check_launch("attention_merge");
 }
 
