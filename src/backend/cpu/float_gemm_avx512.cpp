@@ -2,26 +2,27 @@
 //
 // Every output (row r, token t) is the decode loop's arithmetic (matmul_kernels_avx512.cpp,
 // dot4_float): a 16-lane FMA chain over the columns, lane l taking columns l, l + 16, ... in
-// order with a masked last step, then the sum of the 16 lanes in one fixed order (reduce8
-// takes 8 rows' sums at once). The blocking only cuts that chain at multiples of 16 columns and parks the 16 lanes in memory between the pieces, which
-// changes no rounding, so a token's outputs stay the same bits alone or in any batch.
+// order with a masked last step, then the sum of the 16 lanes in one fixed order (reduce8 takes
+// 8 rows' sums at once). The blocking only cuts that chain at multiples of 16 columns and parks
+// the 16 lanes in memory between the pieces, which changes no rounding, so a token's outputs stay
+// the same bits alone or in any batch.
 //
-// Loops: groups of kGroupRows rows, packed once as f32 panels (below) for all the tokens, x
-// blocks of kBlockTokens tokens; per group and block the columns go in chunks of kChunkCols:
-// a tile's chunk of weights stays in L1 while the block's (8-row x 3-token) register tiles
-// pass over it, and each token's chunk of activations is reused by all the group's rows. Without
-// the chunks (the previous loop), every 8-row tile streamed the whole prompt's activations from L3
-// or memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns).
+// Loops: groups of kGroupRows rows, packed once as panels (below) for all the tokens, x blocks
+// of kBlockTokens tokens; per group and block the columns go in chunks of kChunkCols: a tile's
+// chunk of weights stays in L1 while the block's (8-row x 3-token) register tiles pass over it,
+// and each token's chunk of activations is reused by all the group's rows. Without the chunks
+// (the previous loop), every 8-row tile streamed the whole prompt's activations from L3 or
+// memory: 14 MB per tile for a 512-token prompt through ffn_down (6912 columns). The last chunk
+// sums its chains from the registers; earlier ones park them.
 //
-// Panels: a tile's 8 rows are interleaved 16 columns at a time ([step][row][16 lanes], the
-// last step padded with +0), so a chunk of a tile is one contiguous run that the inner loop
-// walks with a single pointer. F16 and BF16 panels keep the 2-byte weights and the tile
-// converts them as it loads them (exact, so the same f32 values): the conversion runs beside
-// the FMAs at almost no cost, and the panel is half the bytes to write and to keep in cache,
-// which lets a chunk be twice as long. With eight row pointers the loop ran out of general registers
-// and spilled them into vector registers; in panels matmul_bench gemm128/f16 (1 thread, best
-// of 3 alternating rounds) went from 136-142 to 153-162 GFLOP/s. The padding multiplies +0 by the masked (+0) activations, which is
-// the decode loop's masked last step exactly.
+// Panels: a tile's 8 rows are interleaved 16 columns at a time ([step][row][16 lanes], the last
+// step padded with +0), so a chunk of a tile is one contiguous run that the inner loop walks
+// with a single pointer (with eight row pointers GCC ran out of general registers and parked
+// them in vector registers: matmul_bench gemm128/f16 went from 136-142 to 153-162 GFLOP/s).
+// The padding multiplies +0 by the masked (+0) activations, the decode loop's masked last step
+// exactly. F16 and BF16 panels keep the 2-byte weights and the tile converts them as it loads
+// them (exact, so the same f32 values): the conversion runs beside the FMAs at almost no cost,
+// and the panel is half the bytes to write and to keep in cache, so a chunk can be twice as long.
 #include "backend/cpu/float_gemm.h"
 
 #if defined(CHANNEL_SIMD_VNNI)
@@ -40,16 +41,16 @@ constexpr int kGroupTiles = 4;  // row tiles per group
 constexpr int kGroupRows = kTileRows * kGroupTiles;
 constexpr int kBlockTiles = 16;  // token tiles per block
 constexpr int kBlockTokens = kTileTokens * kBlockTiles;
+constexpr int kTileAcc = kTileRows * kTileTokens;
+template <GgmlType kType>
+constexpr int64_t kElemBytes = kType == GgmlType::F32 ? 4 : 2;  // a panel's weight
 // A multiple of 16: chunks cut the FMA chains between lanes. Each chunk parks and reloads the
 // tile's 24 accumulators; at 256 columns that cost a quarter of the f16 GEMM's time, and
 // 768 x 16 token tiles measured fastest for f32 panels (matmul_bench gemm128/f16, +35 % over
 // 256 x 8). A chunk of a tile's panel is 24 KiB of L1 either way: 768 f32 or 1536 2-byte columns.
-constexpr int64_t kChunkBytes = 768 * 4 * 8;  // per tile (8 rows)
-constexpr int64_t chunk_cols(GgmlType type) {
-  return kChunkBytes / (type == GgmlType::F32 ? 4 : 2) / kTileRows;
-}
-constexpr int kTileAcc = kTileRows * kTileTokens;
-
+constexpr int64_t kChunkBytes = 768 * 4 * kTileRows;
+template <GgmlType kType>
+constexpr int64_t kChunkCols = kChunkBytes / kTileRows / kElemBytes<kType>;
 
 // Per-thread scratch: the group's rows as panels [kGroupTiles][steps][kTileRows][16] of the
 // weight's element (f32, or the f16/bf16 bits) and the parked accumulators
@@ -69,6 +70,11 @@ struct Scratch {
   }
 };
 
+Scratch& thread_scratch() {
+  thread_local std::unique_ptr<Scratch> s(new Scratch);
+  return *s;
+}
+
 // The panel's 16 weights of a row and step as f32 (exact conversions).
 template <GgmlType kType>
 __m512 panel_load(const void* p) {
@@ -81,19 +87,12 @@ __m512 panel_load(const void* p) {
     return _mm512_load_ps(static_cast<const float*>(p));
   }
 }
-template <GgmlType kType>
-constexpr int64_t kElemBytes = kType == GgmlType::F32 ? 4 : 2;
-Scratch& thread_scratch() {
-  thread_local std::unique_ptr<Scratch> s(new Scratch);
-  return *s;
-}
 
-// The horizontal sums of 8 accumulators a[0..7] into
-// y[0 .. rows), each one the bits of dot4_float's reduce_add_fixed(a[r]) (GCC's
-// _mm512_reduce_add_ps): the upper 256 bits added to the lower, then the upper 128 to the
-// lower, then elements 2-3 to 0-1, then element 1 to 0. Here the 8 reductions go through the same steps side by side, two
-// accumulators per register (the same operand pairs: addition commutes exactly), about 3
-// instructions per sum instead of 9.
+// The horizontal sums of 8 accumulators a[0..7] into y[0 .. rows), each one the bits of
+// dot4_float's reduce_add_fixed(a[r]) (GCC's _mm512_reduce_add_ps): the upper 256 bits added to
+// the lower, then the upper 128 to the lower, then elements 2-3 to 0-1, then element 1 to 0.
+// Here the 8 reductions go through the same steps side by side, two accumulators per register
+// (the same operand pairs: addition commutes exactly), about 3 instructions per sum instead of 9.
 inline void reduce8(const __m512 (&acc)[kTileRows], float* y, int rows) {
   __m512 s[4], u[2];
   for (int p = 0; p < 4; ++p) {  // [a.lo256 + a.hi256, b.lo256 + b.hi256]
@@ -174,10 +173,11 @@ void pack_tile(const uint8_t* const src[kTileRows], int64_t cols, uint8_t* panel
         i + 16 <= cols ? static_cast<__mmask16>(0xFFFF) : simd::lane_mask16(cols - i);
     for (int r = 0; r < kTileRows; ++r, panel += 16 * kElemBytes<kType>) {
       if constexpr (kType == GgmlType::F32) {
-        _mm512_store_ps(panel, _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(src[r]) + i));
+        const float* row = reinterpret_cast<const float*>(src[r]);
+        _mm512_store_ps(panel, _mm512_maskz_loadu_ps(m, row + i));
       } else {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(panel),
-                           _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(src[r]) + i));
+        const uint16_t* row = reinterpret_cast<const uint16_t*>(src[r]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(panel), _mm256_maskz_loadu_epi16(m, row + i));
       }
     }
   }
@@ -201,7 +201,6 @@ void gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t
                int64_t y_stride) {
   Scratch& s = thread_scratch();
   const int64_t cols = w.cols;
-  constexpr int64_t kChunkCols = chunk_cols(kType);
   constexpr int64_t kStepBytes = kTileRows * 16 * kElemBytes<kType>;  // a tile's step
   for (int64_t g0 = r0; g0 < r1; g0 += kGroupRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, r1 - g0));
@@ -213,15 +212,17 @@ void gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t
     uint8_t* panels = s.panels(steps, kElemBytes<kType>);
     for (int i = 0; i < tiles; ++i) {
       const uint8_t* src[kTileRows];
-      for (int r = 0; r < kTileRows; ++r)
-        src[r] = w.data + static_cast<size_t>(g0 + std::min(i * kTileRows + r, valid - 1)) * w.row_bytes;
+      for (int r = 0; r < kTileRows; ++r) {
+        const int64_t row = g0 + std::min(i * kTileRows + r, valid - 1);
+        src[r] = w.data + static_cast<size_t>(row) * w.row_bytes;
+      }
       pack_tile<kType>(src, cols, panels + i * steps * kStepBytes);
     }
     for (int64_t b0 = 0; b0 < x.n; b0 += kBlockTokens) {
       const int block_tokens = static_cast<int>(std::min<int64_t>(kBlockTokens, x.n - b0));
       const int token_tiles = (block_tokens + kTileTokens - 1) / kTileTokens;
-      for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
-        const int64_t kc = std::min<int64_t>(kChunkCols, cols - k0);
+      for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols<kType>) {
+        const int64_t kc = std::min<int64_t>(kChunkCols<kType>, cols - k0);
         const bool last = k0 + kc == cols;
         for (int i = 0; i < tiles; ++i) {  // a tile's chunk of weights stays in L1 meanwhile
           const uint8_t* wp = panels + (i * steps + k0 / 16) * kStepBytes;

@@ -523,12 +523,7 @@ void attention(const AttnArgs& a, cudaStream_t s) {
       break;
   }
   check_launch("attention");
-  if (a.splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
-  if (a.splits > 1) {
-    launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n)),
-             merge_threads(a.head_dim_v), 0, s, a);
-    check_launch("attention_merge");
-  }
+  if (a.splits > 1) attention_merge(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, s);
 }
 
 void attention_merge(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
