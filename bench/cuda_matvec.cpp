@@ -1,4 +1,4 @@
-// cuda_matvec_bench: the one-token product's variants (cuda_kernels.h, v0..v5) on the
+// cuda_matvec_bench: the one-token product's variants (cuda_kernels.h, v0..v7) on the
 // Gemma-3-12B decode shapes, in GB/s of weights read. Each measurement replays a CUDA graph of
 // `iters` products (as the decode step replays its graph), cycling over enough copies of the
 // matrix that they do not fit in L2; the variants alternate in rounds and the best round

@@ -44,7 +44,8 @@ function(channel_add_cuda_backend core)
   file(GLOB cuda_host CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/cuda/*.cpp)
   file(GLOB cuda_kernels CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/cuda/*.cu)
   add_library(channel_cuda STATIC ${cuda_host} ${cuda_kernels})
-  target_link_libraries(channel_cuda PUBLIC ${core} CUDA::cudart_static)
+  # cuBLAS is opened at run time (cuda_cublas.cpp): its headers only, and libdl.
+  target_link_libraries(channel_cuda PUBLIC ${core} CUDA::cudart_static ${CMAKE_DL_LIBS})
   target_compile_definitions(channel_cuda PUBLIC CHANNEL_HAS_CUDA=1)
   # runtime/ring_device.cpp makes the device ring for `--device cuda` and the C API's device:
   # it alone in runtime/ learns that the backend exists, and channel_runtime links it.

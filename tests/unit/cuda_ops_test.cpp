@@ -24,6 +24,7 @@ TEST(CudaOps, BuiltWithoutCuda) {
 
 #include <cstring>
 
+#include "backend/cuda/cuda_cublas.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/kquant_group.h"
 #include "gguf/ggml_type.h"
@@ -95,11 +96,16 @@ TEST_P(CudaMatmul, MatchesCpuReference) {
   cuda::DeviceBuffer act(cuda::act_bytes(c.type, c.n, c.cols), "act");
   const int64_t ldy = c.rows + 5;
   cuda::convert_act(c.type, dx.as<float>(), c.n, c.cols, ldx, act.get(), nullptr);
-  // One token runs every matvec variant (cuda_kernels.h); several tokens the tiles.
-  const int variants = c.n == 1 ? cuda::kMatvecVariants : 1;
+  // One token runs every matvec variant (cuda_kernels.h); several tokens the tiles, and from
+  // kCublasMinTokens on cuBLAS too (run 1) where it loads.
+  const bool cublas = c.n >= cuda::kCublasMinTokens && cuda::cublas_available();
+  const int variants = c.n == 1 ? cuda::kMatvecVariants : cublas ? 2 : 1;
+  const bool saved_cublas = cuda::gemm_uses_cublas();
   for (int v = 0; v < variants; ++v) {
     cuda::DeviceBuffer dy(static_cast<size_t>(c.n * ldy) * 4, "y");
-    cuda::matmul_variant(w.dev, act.get(), c.n, dy.as<float>(), ldy, nullptr, v);
+    if (c.n > 1) cuda::set_gemm_cublas(v == 1);
+    cuda::matmul_variant(w.dev, act.get(), c.n, dy.as<float>(), ldy, nullptr, c.n == 1 ? v : 0);
+    cuda::set_gemm_cublas(saved_cublas);
     const std::vector<float> yl = from_device<float>(dy, static_cast<size_t>(c.n * ldy));
     std::vector<float> got(want.size());
     for (int64_t t = 0; t < c.n; ++t)
@@ -112,9 +118,10 @@ TEST_P(CudaMatmul, MatchesCpuReference) {
     const bool quant = c.type == GgmlType::Q8_0 || c.type == GgmlType::Q4_0;
     const bool kquant = cuda::is_kquant(c.type);
     const double bound = kquant ? 5e-4 : c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
-    std::printf("[ cuda ] matmul %s v%d nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(), v, e,
-                bound);
-    EXPECT_LE(e, bound) << "variant v" << v;
+    const char* how = c.n == 1 ? "" : v == 1 ? " cublas" : " tiles";
+    std::printf("[ cuda ] matmul %s v%d%s nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(),
+                v, how, e, bound);
+    EXPECT_LE(e, bound) << "variant v" << v << how;
   }
 }
 
@@ -142,7 +149,9 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{GgmlType::Q8_0, 5, 32, 1}, MatmulCase{GgmlType::Q8_0, 1, 8224, 1},
         MatmulCase{GgmlType::Q4_0, 67, 8224, 1}, MatmulCase{GgmlType::Q4_0, 3, 64, 1},
         MatmulCase{GgmlType::F16, 67, 2056, 1}, MatmulCase{GgmlType::F16, 5, 8, 1},
-        MatmulCase{GgmlType::BF16, 19, 2056, 1}),
+        MatmulCase{GgmlType::BF16, 19, 2056, 1},
+        // Rows past one 64 MiB chunk of dequantized weights (cuBLAS runs two).
+        MatmulCase{GgmlType::Q4_0, 9000, 4096, 40}),
     case_name);
 
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
@@ -435,6 +444,28 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
             << "hd " << hd << " group " << group << " splits " << splits << " f32 " << f32;
         for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
           for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f);
+
+        // The output as Q8_0 blocks, [n][row] quants then [n][row / 32] scales: per token the
+        // bits of convert_act (one token: Q8_0 blocks) over the float output.
+        const int64_t row = static_cast<int64_t>(n_head) * hd;
+        const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
+        cuda::DeviceBuffer got_q8(q8_bytes, "q8");
+        cuda::DeviceBuffer one(cuda::act_bytes(GgmlType::Q8_0, 1, row), "q8");
+        a.out_q8 = got_q8.get();
+        cuda::attention(a, nullptr);
+        const std::vector<uint8_t> all = from_device<uint8_t>(got_q8, q8_bytes);
+        for (int t = 0; t < n; ++t) {
+          cuda::convert_act(GgmlType::Q8_0, out.as<float>() + t * row, 1, row, row, one.get(),
+                            nullptr);
+          const std::vector<uint8_t> want1 =
+              from_device<uint8_t>(one, static_cast<size_t>(row + row / 32 * 4));
+          const auto* qs = all.data() + t * row;
+          const auto* ds = all.data() + n * row + t * (row / 32) * 4;
+          EXPECT_TRUE(std::equal(qs, qs + row, want1.begin()) &&
+                      std::equal(ds, ds + row / 32 * 4, want1.begin() + row))
+              << "hd " << hd << " group " << group << " splits " << splits << " token " << t
+              << " (Q8_0 output)";
+        }
       }
     }
   }

@@ -309,7 +309,7 @@ const CommandRegistrar registrar{
       sub.add_flag("--no-cuda-graphs", args->no_cuda_graphs,
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
       sub.add_option("--cuda-decode", args->cuda_decode,
-                     "CUDA: also run tg once per decode kernel choice (v0..v5, f = fused), e.g. "
+                     "CUDA: also run tg once per decode kernel choice (v0..v7, f = fused), e.g. "
                      "v0,v2f; one JSON line each before the summary");
       return [args] { return run_bench(*args); };
     }};

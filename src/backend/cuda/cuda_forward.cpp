@@ -30,7 +30,7 @@ bool fused_decode_for(const WeightsLayout& W) {
 }
 
 void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
-                   int n_out, cudaStream_t cs, const std::function<void(int il)>& attend) {
+                   int n_out, cudaStream_t cs, const AttendFn& attend) {
   const ModelHparams& hp = weights.model().hparams();
   const WeightsLayout& W = weights.impl().w;
   const int64_t E = hp.n_embd, F = hp.n_ff;
@@ -66,8 +66,11 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
       rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
       product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
     }
-    attend(il);
-    product(b.attn, b.attn_w, {&L.wo}, DevMatrix{}, proj, E);
+    // Fused: the attention's merge writes W_o's activation blocks itself.
+    if (attend(il, fuse && q8_input(L.wo.type) ? act : nullptr))
+      matmul(L.wo, act, 1, proj, E, cs);
+    else
+      product(b.attn, b.attn_w, {&L.wo}, DevMatrix{}, proj, E);
     if (fuse) {  // the residual add, the FFN norm and the activation blocks in one kernel
       norm_quant(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, x, L.ffn_norm, 1, E,
                  hp.rms_eps, act, cs);

@@ -2,7 +2,8 @@
 // session (cuda_session.cpp) and the slot ring (cuda_ring.cpp): embedding, per layer norm ->
 // Q/K/V product -> attention -> W_o -> residual -> norm -> FFN -> residual, then the final
 // norm and the LM head. Attention is the one part a session's KV storage decides: the caller
-// passes it as `attend`, which finds the layer's q|k|v rows in bufs.qkv and writes bufs.attn.
+// passes it as `attend`, which finds the layer's q|k|v rows in bufs.qkv and writes bufs.attn
+// (or, offered a q8 buffer in decode's fused stages, W_o's Q8_0 input there).
 // Internal to the backend (needs the CUDA runtime headers).
 #pragma once
 
@@ -35,11 +36,15 @@ int attention_splits(int n, int n_head_kv, int sm_count);
 // Whether decode of one token may run the fused activation stages for these weights.
 bool fused_decode_for(const WeightsLayout& w);
 
+// A layer's attention: writes bufs.attn and returns false, or, when q8 is not null, may write
+// the Q8_0 activation blocks of that output to q8 instead (AttnArgs::out_q8) and return true.
+using AttendFn = std::function<bool(int il, void* q8)>;
+
 // Enqueues the forward of n tokens (device ids `tokens`) on cs: every layer, calling
-// attend(il) between the Q/K/V product and W_o, then the logits of the last n_out tokens
+// attend between the Q/K/V product and W_o, then the logits of the last n_out tokens
 // into bufs.logits (n_out 0: no final norm nor LM head). Leaves every token's last residual
 // in bufs.x.
 void enqueue_model(const CudaWeights& weights, const ForwardBufs& bufs, const int32_t* tokens,
-                   int n, int n_out, cudaStream_t cs, const std::function<void(int il)>& attend);
+                   int n, int n_out, cudaStream_t cs, const AttendFn& attend);
 
 }  // namespace channel::cuda

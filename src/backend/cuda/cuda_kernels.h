@@ -58,16 +58,26 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 //   v2: as v1, the loads not kept in L1 and the L2 asked for 256-byte spans;
 //   v3: as v2 over two rows per warp sharing the activation (8 KiB a warp);
 //   v4: as v2 four loads deep (more warps resident);
-//   v5: four rows per block of four warps that split each row, two loads a row a thread.
+//   v5: four rows per block of four warps that split each row, two loads a row a thread;
+//   v6, v7 (matvec_stream_kernel): a resident grid whose warps stream rows in chunks of two
+//     (v6) or one (v7) loads a thread, the next chunk's loads issued before the current
+//     chunk's dots, and each warp's first row sent towards L2 before waiting (PDL).
 // F32 weights, the K-quants and F16/BF16 rows not a multiple of 8 always run v0.
-// Default: CHANNEL_CUDA_MATVEC=v0..v5 when set (a bad value is a one-line error), else the
-// fastest measured on the H200 for the weight type (cuda_variant.cpp: v5 for Q8_0 and Q4_0,
+// Default: CHANNEL_CUDA_MATVEC=v0..v7 when set (a bad value is a one-line error), else the
+// fastest measured on the H200 for the weight type (cuda_variant.cpp: v6 for Q8_0 and Q4_0,
 // v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).
-constexpr int kMatvecVariants = 6;
+constexpr int kMatvecVariants = 8;
 constexpr int kMatvecPerType = -2;
-int matvec_variant();  // 0..5, or kMatvecPerType
+int matvec_variant();  // 0..7, or kMatvecPerType
 int matvec_variant_for(GgmlType type);
 void set_matvec_variant(int variant);
+// Products of kCublasMinTokens tokens or more run through cuBLAS (cuda_cublas.h: F16/BF16
+// weights as they are, the other types dequantized to f16 in row chunks first) when it loads,
+// else the backend's own tensor-core tiles. CHANNEL_CUDA_GEMM=cublas|tiles (read once; a bad
+// value, or cublas without the library, is a one-line error) or set_gemm_cublas choose.
+constexpr int64_t kCublasMinTokens = 32;
+bool gemm_uses_cublas();
+void set_gemm_cublas(bool on);
 // matmul with an explicit variant (tests and the kernel benchmark).
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
                     cudaStream_t s, int variant);
@@ -130,16 +140,20 @@ struct AttnArgs {
   int splits = 1;
   float* part = nullptr;  // scratch of attention_part_floats(...) when splits > 1
   float* out = nullptr;   // [n][n_head][head_dim_v]
+  // When set: out's rows end as Q8_0 activation blocks here (convert_act's form for Q8_0/Q4_0
+  // weights) instead, written where out would be; out is then not written.
+  void* out_q8 = nullptr;
 };
 size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits);
 // Head sizes the kernel takes: multiples of 32 up to 256, at most 8 query heads per KV head.
 bool attention_shape_supported(int head_dim, int head_dim_v, int group);
 void attention(const AttnArgs& a, cudaStream_t s);
 
-// Merges the splits' partial results (part, as attention writes it with splits > 1) into out
-// [n][n_head][head_dim_v].
-void attention_merge(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
-                     cudaStream_t s);
+// The end of attention (and ring_attention): merges the splits' partial
+// results (part, as the kernel writes it with splits > 1) into out [n][n_head][head_dim_v], or
+// into out's Q8_0 activation blocks at out_q8 when that is set (splits 1: nothing to do).
+void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits,
+                      float* out, void* out_q8, cudaStream_t s);
 
 // ---- the slot ring (cuda_ring_ops.cu; kv/virtual_positions.h, kv/slot_attention.h) -------
 // A rotation with f64 angles (ops/rope.h RopeFreqs): pair i of the first n_rot dimensions
@@ -183,6 +197,7 @@ struct RingAttnArgs {
   int splits = 1;
   float* part = nullptr;  // attention_part_floats(n, n_head, head_dim, splits) when splits > 1
   float* out = nullptr;   // [n][n_head][head_dim]
+  void* out_q8 = nullptr;  // as AttnArgs::out_q8
 };
 void ring_attention(const RingAttnArgs& a, cudaStream_t s);
 // rows: device f16 [n][n_head_kv * head_dim] (token-major) into slots first .. first + n - 1 of
@@ -242,14 +257,14 @@ void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void
                cudaStream_t s);
 // CHANNEL_CUDA_FUSE=0|1 (read once; a bad value is a one-line error): decode (one token, all
 // products on Q8_0/Q4_0 weights with q|k|v and gate|up stacked) runs norm_quant and glu_quant
-// instead of add_normed, rms_norm, glu and convert_act: 10 kernels a layer instead of 15.
-// set_fused_decode overrides it.
+// instead of add_normed, rms_norm, glu and convert_act, and attention writes W_o's Q8_0 input
+// itself (AttnArgs::out_q8). set_fused_decode overrides it.
 bool fused_decode();
 void set_fused_decode(bool on);
 // CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
-// serialization and waits for the grid before it on entry (griddepcontrol.wait), so its
-// launch and prologue overlap that grid's tail; the chunked matvecs first send their first
-// weight chunk towards L2. set_pdl overrides it.
+// serialization, lets the next grid launch and then waits for the grid before it on entry
+// (pdl_wait, cuda_common.cuh), so the next kernel's launch and prologue overlap this one; the
+// matvecs first send their first weights towards L2. set_pdl overrides it.
 bool pdl_enabled();
 void set_pdl(bool on);
 

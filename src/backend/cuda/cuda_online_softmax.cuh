@@ -34,9 +34,32 @@ __device__ __forceinline__ void online_softmax_add(const float (&q)[G][D], const
   }
 }
 
+// Element i of a row, all 32 lanes of the warp on one 32-element block: the Q8_0 activation
+// arithmetic of convert_act (quantize_q8_kernel in cuda_matmul.cu, ops/quant.h); q holds the
+// quants, d the blocks' scales.
+__device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float* d) {
+  const float amax = warp_max(fabsf(v));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  q[i] = static_cast<int8_t>(rintf(v * id));
+  if (threadIdx.x % 32 == 0) d[i / 32] = __half2float(__float2half_rn(amax / 127.0f));
+}
+
+// Element i of the attention output [n][n_head][head_dim_v]: to a.out, or as Q8_0 blocks to
+// a.out_q8 (a warp's 32 consecutive elements make one block).
+template <typename Args>
+__device__ __forceinline__ void store_output(const Args& a, int64_t i, int64_t row, float v) {
+  if (a.out_q8) {
+    int8_t* q = static_cast<int8_t*>(a.out_q8);
+    quant_store(v, i, q, reinterpret_cast<float*>(q + static_cast<int64_t>(a.n) * row));
+  } else {
+    a.out[i] = v;
+  }
+}
+
 // The W warps' (o, m, l) merged through shared memory for query t, KV head hk: with one split
-// the normalised output into a.out [n][n_head][D * 32], otherwise the split's (O, max, L) into
-// a.part [n][n_head][splits][D * 32 + 2]. Every thread of the block calls it (it syncs).
+// the normalised output into a.out [n][n_head][D * 32] (or its Q8_0 blocks, a.out_q8),
+// otherwise the split's (O, max, L) into a.part [n][n_head][splits][D * 32 + 2]. Every thread
+// of the block calls it (it syncs).
 template <int D, int G, int W, typename Args>
 __device__ __forceinline__ void online_softmax_merge(const Args& a, int hk, int split, int t,
                                                      int group, const float (&o)[G][D],
@@ -72,7 +95,8 @@ __device__ __forceinline__ void online_softmax_merge(const Args& a, int hk, int 
     }
     const int h = hk * group + g;
     if (a.splits == 1) {
-      a.out[(static_cast<int64_t>(t) * a.n_head + h) * HD + d] = L > 0.0f ? O / L : 0.0f;
+      store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
+                   static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);
     } else {
       float* part =
           a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);

@@ -24,11 +24,10 @@ unsigned grid_for(int64_t n, int threads) {
 // owning elements k, k + kRowThreads, ... (at most kPer of them), which it loads into
 // registers at once. A loop that loaded one element per iteration waited for memory once per
 // element: with one block per row (decode) that made norm_quant 17-25 us of a 12B layer's
-// step on the H200, now one round trip per pass (8 us). Each thread sums its squares in
-// element order, so the bits are those of the loop. (1024 threads a row measured faster,
-// 198 against 185 t/s for 12B q8_0 decode, but sum in another order: the built-in model's
-// greedy text on CUDA then left the CPU's after 40 tokens.)
-constexpr int kRowThreads = 256;
+// step on the H200; 256 threads with the loads up front took 8 us, 1024 threads less again
+// (12B q8_0 decode 185 -> 198 t/s). The sums' order follows the thread count; it was never
+// the CPU's (ops/norm.h sums in vector lanes), so CUDA and CPU agree to rounding, not bits.
+constexpr int kRowThreads = 1024;
 
 template <int kPer>
 __device__ __forceinline__ void load_row(const float* row, int64_t n, float (&v)[kPer]) {
@@ -87,23 +86,24 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-// The largest row the row kernels take: kRowThreads x the largest kPer below.
-constexpr int64_t kMaxRow = 32 * kRowThreads;
+// The largest row the row kernels take: kRowThreads x the largest kPer below (8: four
+// arrays of kPer floats a thread stay within 1024 threads' 64 registers).
+constexpr int64_t kMaxRow = 8 * kRowThreads;
 
-// Launches kernel<kPer> for the smallest kPer in {4, 8, 16, 32} that covers n.
+// Launches kernel<kPer> for the smallest kPer in {1, 2, 4, 8} that covers n.
 #define CHANNEL_LAUNCH_ROW_KERNEL(kernel, n, grid, s, ...)                                     \
   do {                                                                                      \
     if ((n) > kMaxRow) /* check_model_supported refuses such models first */               \
       fail(cudaErrorInvalidValue, "a row longer than the row kernels take");                \
     const int64_t per_ = ((n) + kRowThreads - 1) / kRowThreads;                              \
-    if (per_ <= 4)                                                                          \
+    if (per_ <= 1)                                                                          \
+      launch_k(kernel<1>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
+    else if (per_ <= 2)                                                                     \
+      launch_k(kernel<2>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
+    else if (per_ <= 4)                                                                     \
       launch_k(kernel<4>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
-    else if (per_ <= 8)                                                                     \
-      launch_k(kernel<8>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
-    else if (per_ <= 16)                                                                    \
-      launch_k(kernel<16>, grid, kRowThreads, 0, s, __VA_ARGS__);                           \
     else                                                                                    \
-      launch_k(kernel<32>, grid, kRowThreads, 0, s, __VA_ARGS__);                           \
+      launch_k(kernel<8>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
   } while (0)
 
 // cos, sin of pair i at pos: theta_0 = pos, theta_{i+1} = theta_i * theta_scale in float.
@@ -293,6 +293,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
+
 // Block per (query head, token): merges the splits' (O, max, L). The splits' weights
 // exp(max_s - max) and their L go through shared memory once, computed by one thread per split;
 // each output element then sums over the splits in split order, as the CPU merge does, leaving
@@ -338,7 +339,14 @@ __global__ void attention_merge_kernel(AttnArgs a) {
       for (int s = 0; s < a.splits; ++s)
         if (weight[s] != 0.0f) O += part[s * (hd + 2) + d] * weight[s];
     }
-    a.out[(static_cast<int64_t>(t) * a.n_head + h) * hd + d] = L > 0.0f ? O / L : 0.0f;
+    const int64_t i = (static_cast<int64_t>(t) * a.n_head + h) * hd + d;
+    const float v = L > 0.0f ? O / L : 0.0f;
+    if (a.out_q8) {  // a warp holds 32 consecutive elements of a head: one activation block
+      int8_t* q = static_cast<int8_t*>(a.out_q8);
+      quant_store(v, i, q, reinterpret_cast<float*>(q + static_cast<int64_t>(a.n) * a.n_head * hd));
+    } else {
+      a.out[i] = v;
+    }
   }
 }
 
@@ -368,14 +376,6 @@ __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu,
 
 // ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
 
-// Element i of a row, all 32 lanes of the warp on one 32-element block: the Q8_0 activation
-// arithmetic of convert_act (quantize_q8_kernel in cuda_matmul.cu, ops/quant.h).
-__device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float* d) {
-  const float amax = warp_max(fabsf(v));
-  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-  q[i] = static_cast<int8_t>(rintf(v * id));
-  if (threadIdx.x % 32 == 0) d[i / 32] = __half2float(__float2half_rn(amax / 127.0f));
-}
 
 // A block per row of n (a multiple of 32) with kRowThreads threads, as add_normed_kernel and
 // rms_norm_kernel, whose expressions it repeats: thread k owns elements k, k + kRowThreads, ...
@@ -523,11 +523,12 @@ void attention(const AttnArgs& a, cudaStream_t s) {
       break;
   }
   check_launch("attention");
-  if (a.splits > 1) attention_merge(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, s);
+  finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_q8, s);
 }
 
-void attention_merge(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
-                     cudaStream_t s) {
+void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits,
+                      float* out, void* out_q8, cudaStream_t s) {
+  if (splits <= 1) return;  // the attention kernel wrote out (or out_q8)
   AttnArgs a;
   a.part = const_cast<float*>(part);
   a.n = n;
@@ -535,6 +536,7 @@ void attention_merge(const float* part, int n, int n_head, int head_dim_v, int s
   a.head_dim_v = head_dim_v;
   a.splits = splits;
   a.out = out;
+  a.out_q8 = out_q8;
   if (splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
   launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)),
            merge_threads(head_dim_v), 0, s, a);

@@ -260,7 +260,7 @@ void ring_attention(const RingAttnArgs& a, cudaStream_t s) {
       break;
   }
   check_launch("ring_attention");
-  if (a.splits > 1) attention_merge(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, s);
+  finish_attention(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, a.out_q8, s);
 }
 
 void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, int64_t first,

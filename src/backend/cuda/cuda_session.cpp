@@ -187,12 +187,12 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
                    s.logits.as<float>(), s.qkv_w,        s.attn_w};
 
   // The contiguous context: slot == position, each query sees the slots its range names.
-  auto attend = [&](int il) {
+  auto attend = [&](int il, void* q8) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (s.bounded.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
       const auto* seen = reinterpret_cast<const int64_t*>(s.step.as<char>() + s.seen_offset);
       s.bounded.enqueue(il, L, s.qkv.as<float>(), s.qkv_w, n, seen, s.attn.as<float>(), cs);
-      return;
+      return false;
     }
     const bool sliding = hp.is_sliding(il);
     const auto kv_layer = static_cast<size_t>(s.kv_index[static_cast<size_t>(il)]);
@@ -222,7 +222,9 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     a.splits = splits;
     a.part = s.part.as<float>();
     a.out = s.attn.as<float>();
+    a.out_q8 = q8;
     attention(a, cs);
+    return q8 != nullptr;
   };
   enqueue_model(*weights_, bufs, step + kTokens * B, n, all_logits ? n : 1, cs, attend);
 }

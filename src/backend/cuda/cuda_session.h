@@ -46,7 +46,7 @@ class CudaWeights {
 };
 
 // Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE
-// and CHANNEL_CUDA_PDL set them (cuda_kernels.h): the one-token product's variant (0..5), the
+// and CHANNEL_CUDA_PDL set them (cuda_kernels.h): the one-token product's variant (0..7), the
 // fused activation stages and programmatic dependent launch. A session captures them with its
 // decode graph, so they apply to sessions made after. `spec`: "vN", then "f" (fused) and "p"
 // (PDL) if wanted, e.g. "v2fp"; a bad spec is a one-line error.

@@ -1,11 +1,13 @@
-// Decode's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
-// CHANNEL_CUDA_MATVEC (v0..v5), the fused activation stages, CHANNEL_CUDA_FUSE (0|1), and
-// programmatic dependent launch, CHANNEL_CUDA_PDL (0|1); each read once from the environment
-// unless set first.
+// The backend's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
+// CHANNEL_CUDA_MATVEC (v0..v7), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
+// programmatic dependent launch, CHANNEL_CUDA_PDL (0|1), and the many-token products through
+// cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles); each read once from the
+// environment unless set first.
 #include <atomic>
 #include <cstdlib>
 #include <string>
 
+#include "backend/cuda/cuda_cublas.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_session.h"
 #include "util/error.h"
@@ -14,14 +16,15 @@ namespace channel::cuda {
 
 namespace {
 
-// Measured on the H200 (bench/results/cuda_h200/matvec_variants.md): v5 reads the 12B
-// shape's q8_0 and q4_0 rows fastest (3.87 / 2.43 ms of matvecs a token against v0's 4.42 /
-// 3.09), v0 its f16 rows (6.22 ms against v5's 6.72); the fused stages and PDL each add 2-4 %.
+// Measured on the H200 (bench/results/cuda_h200/matvec_variants.md): v6 reads the 12B
+// shape's q8_0 and q4_0 rows fastest (3.42 / 2.26 ms of matvecs a token against v5's 3.83 /
+// 2.43 and v0's 4.40 / 3.10; 12B q8_0 decode 207 t/s against v5's 200); v0 and v6 its f16
+// rows alike (6.14 / 6.09 ms), v0 kept; the fused stages and PDL each add 2-4 %.
 constexpr bool kDefaultFuse = true;
 constexpr bool kDefaultPdl = true;
 
 int default_variant(GgmlType type) {
-  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 5;
+  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 6;
 }
 
 int parse_variant(const char* s) {
@@ -35,6 +38,7 @@ int parse_variant(const char* s) {
 std::atomic<int> g_variant{-1};
 std::atomic<int> g_fuse{-1};
 std::atomic<int> g_pdl{-1};
+std::atomic<int> g_cublas{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -86,6 +90,25 @@ bool pdl_enabled() {
 }
 
 void set_pdl(bool on) { g_pdl.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+bool gemm_uses_cublas() {
+  int v = g_cublas.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  const char* env = std::getenv("CHANNEL_CUDA_GEMM");
+  const std::string e = env ? env : "";
+  if (!e.empty() && e != "cublas" && e != "tiles")
+    throw_error("CHANNEL_CUDA_GEMM: expected cublas or tiles, got '{}'", e);
+  if (e == "cublas" && !cublas_available())
+    throw_error("CHANNEL_CUDA_GEMM=cublas: libcublas could not be loaded");
+  v = e == "tiles" ? 0 : cublas_available() ? 1 : 0;
+  g_cublas.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_gemm_cublas(bool on) {
+  if (on && !cublas_available()) throw_error("cuBLAS: libcublas could not be loaded");
+  g_cublas.store(on ? 1 : 0, std::memory_order_relaxed);
+}
 
 void set_decode_kernels(const std::string& spec) {
   std::string v = spec;
