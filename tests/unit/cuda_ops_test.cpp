@@ -150,8 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{GgmlType::Q4_0, 67, 8224, 1}, MatmulCase{GgmlType::Q4_0, 3, 64, 1},
         MatmulCase{GgmlType::F16, 67, 2056, 1}, MatmulCase{GgmlType::F16, 5, 8, 1},
         MatmulCase{GgmlType::BF16, 19, 2056, 1},
-        // Rows past one 64 MiB chunk of dequantized weights (cuBLAS runs two).
-        MatmulCase{GgmlType::Q4_0, 9000, 4096, 40}),
+        // Rows past one 128 MiB chunk of dequantized weights (cuBLAS runs two).
+        MatmulCase{GgmlType::Q4_0, 17000, 4096, 33}),
     case_name);
 
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
