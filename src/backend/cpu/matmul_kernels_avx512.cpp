@@ -115,7 +115,7 @@ __m128 dot4_quant(const uint8_t* const rows[4], const uint8_t* xq, const int32_t
     uint16_t d[4];
     if (next)
       for (int64_t j = 0; j < 4 * kBlock; j += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + 4 * b * kBlock + j), _MM_HINT_T0);
+        simd::prefetch_rows(next + 4 * b * kBlock + j);
     for (int i = 0; i < 4; ++i) {
       const uint8_t* wb = rows[i] + b * kBlock;
       p[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants<K>(wb), qx);
@@ -161,7 +161,7 @@ void dot4_float(const W* const rows[4], const float* x, int64_t n, float* out, L
     const __m512 xv = _mm512_loadu_ps(x + i);
     if (next)
       for (int64_t j = 0; j < kStep; j += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + 4 * i * sizeof(W) + j), _MM_HINT_T0);
+        simd::prefetch_rows(next + 4 * i * sizeof(W) + j);
     for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(load(rows[r] + i), xv, acc[r]);
   }
   if (i < n) {

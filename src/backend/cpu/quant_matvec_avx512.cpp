@@ -120,7 +120,7 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
       const int64_t at = b * kBlock;
       if (next) {
         for (int64_t j = 0; j < 16 * kBlock; j += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(next + 16 * at + j), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(next + 16 * at + j), _MM_HINT_T0);  // simd.h
       }
       __m512i v[4];
       transpose_rows(rows, at + kNibbles, v);
@@ -205,7 +205,7 @@ void matvec_q8_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
       int64_t ahead = at + kAhead;
       if (ahead >= row_bytes) ahead += 15 * row_bytes;  // into row i + 16
       for (int i = 0; i < 16; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(rows[i] + ahead), _MM_HINT_T0);
+        simd::prefetch_rows(rows[i] + ahead);
       const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
       const __m512i xv =
           _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2)));

@@ -49,6 +49,16 @@ bool cpu_runs_avx512vnni();  // CHANNEL_SIMD_VNNI's instructions
 
 #if defined(CHANNEL_SIMD_AVX2)
 
+// The decode kernels' software prefetch of the weight rows they read next: into L2, not L1.
+// Those kernels read 4 or 16 short rows interleaved; prefetched into L1 (T0), the next rows
+// pushed out the ones being read on Zen 4's 32 KiB L1: Q8_0 decode of the Gemma-3-1B shape at
+// one thread went from 10 to 21 tok/s with T1, F16 from 8.0 to 10.2 (docs/performance.md).
+// The Q4_0/Q5_0 kernel (matvec16), which fetches the whole next group one block at a time,
+// keeps T0: T1 measured slower there.
+inline void prefetch_rows(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
+
 // Horizontal sum of 8 floats: (lo128 + hi128), then pairs, then the last two.
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
