@@ -18,18 +18,16 @@ type=${4:-q8_0}
 depth=${5:-128}
 mkdir -p "$out"
 out=$(realpath "$out")
-model=$out/gemma3-12b-shape-${layers}l-$type.gguf
-[[ -f $model ]] || "$ch" mkmodel --arch gemma3 --hidden 3840 --layers "$layers" --heads 16 \
-  --kv-heads 8 --head-dim 256 --ffn 15360 --window 1024 --vocab 262144 --type "$type" --seed 1 \
-  -t "$(nproc)" -o "$model"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cuda_profile_common.sh"
+model=$(cuda_profile_model "$ch" "$out" "$layers" "$type") || exit 1
 
 echo "== decode with and without graphs (tg128 at depth $depth) =="
 "$ch" bench -m "$model" --device cuda -p 0 -n 128 -d "$depth" -r 3 | tee "$out/bench-graphs.jsonl"
 "$ch" bench -m "$model" --device cuda -p 0 -n 128 -d "$depth" -r 3 --no-cuda-graphs |
   tee "$out/bench-no-graphs.jsonl"
 
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
-[[ -n $ncu ]] || { echo "cuda_decode_profile: no ncu on this machine" >&2; exit 2; }
+ncu=$(cuda_profile_ncu) || exit 2
 steps=8
 echo "== ncu: every kernel of the run (tg$steps, graphs off) =="
 # --clock-control none: the clocks stay as the benchmark saw them.
@@ -37,19 +35,11 @@ echo "== ncu: every kernel of the run (tg$steps, graphs off) =="
   "$ch" bench -m "$model" --device cuda -p 0 -n "$steps" -d "$depth" -r 1 --no-cuda-graphs \
   >"$out/ncu.csv" 2>"$out/ncu.log" || { tail -5 "$out/ncu.log" >&2; exit 1; }
 
-python3 - "$out/ncu.csv" "$layers" "$type" "$depth" >"$out/profile.md" <<'EOF'
-import csv, sys, collections
+PYTHONPATH=$here python3 - "$out/ncu.csv" "$layers" "$type" "$depth" >"$out/profile.md" <<'EOF'
+import collections, sys
+from ncu_times import kernel_times
 path, layers, typ, depth = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"'))]
-seq = []  # (kernel, microseconds, grid) in launch order
-for r in rows:
-    if r.get("Metric Name") != "gpu__time_duration.sum":
-        continue
-    name = r["Kernel Name"].split("(")[0].replace("void ", "").split("<")[0].split("::")[-1]
-    v = float(r["Metric Value"].replace(",", ""))
-    v *= {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(
-        r["Metric Unit"], 1.0)
-    seq.append((name, v, r.get("Grid Size", "")))
+seq = kernel_times(path)  # (kernel, microseconds, grid) in launch order
 # A decode step starts with the token's embedding; the last 4 steps (past the warm-up and the
 # depth's prompt fill) are averaged.
 starts = [i for i, (n, _, _) in enumerate(seq) if n == "embed_kernel"][-4:]

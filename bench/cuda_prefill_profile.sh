@@ -17,34 +17,25 @@ type=${4:-q8_0}
 tokens=${5:-512}
 mkdir -p "$out"
 out=$(realpath "$out")
-model=$out/gemma3-12b-shape-${layers}l-$type.gguf
-[[ -f $model ]] || "$ch" mkmodel --arch gemma3 --hidden 3840 --layers "$layers" --heads 16 \
-  --kv-heads 8 --head-dim 256 --ffn 15360 --window 1024 --vocab 262144 --type "$type" --seed 1 \
-  -t "$(nproc)" -o "$model"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cuda_profile_common.sh"
+model=$(cuda_profile_model "$ch" "$out" "$layers" "$type") || exit 1
 
 echo "== pp$tokens outside ncu =="
 "$ch" bench -m "$model" --device cuda -p "$tokens" -n 0 -r 3 | tee "$out/bench-prefill.jsonl"
 
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
-[[ -n $ncu ]] || { echo "cuda_prefill_profile: no ncu on this machine" >&2; exit 2; }
+ncu=$(cuda_profile_ncu) || exit 2
 echo "== ncu: every kernel of the run (pp$tokens) =="
 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
   "$ch" bench -m "$model" --device cuda -p "$tokens" -n 0 -r 1 \
   >"$out/ncu-prefill.csv" 2>"$out/ncu-prefill.log" || { tail -5 "$out/ncu-prefill.log" >&2; exit 1; }
 
-python3 - "$out/ncu-prefill.csv" "$layers" "$type" "$tokens" >"$out/prefill-profile.md" <<'EOF'
-import csv, sys, collections
+PYTHONPATH=$here python3 - "$out/ncu-prefill.csv" "$layers" "$type" "$tokens" \
+  >"$out/prefill-profile.md" <<'EOF'
+import collections, sys
+from ncu_times import kernel_times
 path, layers, typ, tokens = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"'))]
-seq = []  # (kernel, microseconds) in launch order
-for r in rows:
-    if r.get("Metric Name") != "gpu__time_duration.sum":
-        continue
-    name = r["Kernel Name"].split("(")[0].replace("void ", "").split("<")[0].split("::")[-1]
-    v = float(r["Metric Value"].replace(",", ""))
-    v *= {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(
-        r["Metric Unit"], 1.0)
-    seq.append((name, v))
+seq = [(n, v) for n, v, _ in kernel_times(path)]  # (kernel, microseconds) in launch order
 # A prefill starts with the tokens' embedding; the last one (past the warm-up) counts.
 starts = [i for i, (n, _) in enumerate(seq) if n == "embed_kernel"]
 chunk = seq[starts[-1]:] if starts else seq
