@@ -47,16 +47,22 @@ void check_cublas(cublasStatus_t st, const char* what) {
     throw_error("cuda: cuBLAS {} failed (status {})", what, static_cast<int>(st));
 }
 
-// This thread's handle for the current device.
-cublasHandle_t handle_for_current_device() {
-  thread_local std::map<int, cublasHandle_t> by_device;
+// This thread's handle for the current device, and the end of its last use: a handle's
+// workspace serves one stream at a time, so a use on another stream waits for it.
+struct Handle {
+  cublasHandle_t h = nullptr;
+  cudaEvent_t done = nullptr;
+};
+
+Handle& handle_for_current_device() {
+  thread_local std::map<int, Handle> by_device;
   int dev = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");
-  auto it = by_device.find(dev);
-  if (it != by_device.end()) return it->second;
-  cublasHandle_t h = nullptr;
-  check_cublas(api().create(&h), "create");
-  by_device.emplace(dev, h);
+  Handle& h = by_device[dev];
+  if (!h.h) {
+    check_cublas(api().create(&h.h), "create");
+    check(cudaEventCreateWithFlags(&h.done, cudaEventDisableTiming), "a cuBLAS event");
+  }
   return h;
 }
 
@@ -67,7 +73,9 @@ bool cublas_available() { return api().gemm_ex != nullptr; }
 void cublas_gemm(const void* w, const void* x, bool bf16, int64_t rows, int64_t cols, int64_t n,
                  float* y, int64_t ldy, cudaStream_t s) {
   if (!cublas_available()) throw_error("cuda: cuBLAS is not available");
-  cublasHandle_t h = handle_for_current_device();
+  Handle& handle = handle_for_current_device();
+  cublasHandle_t h = handle.h;
+  check(cudaStreamWaitEvent(s, handle.done, 0), "cuBLAS");
   check_cublas(api().set_stream(h, s), "set stream");
   // Column-major view: W is cols x rows (ld cols), X is cols x n (ld cols), Y is rows x n (ld
   // ldy); Y = W^T X.
@@ -79,6 +87,7 @@ void cublas_gemm(const void* w, const void* x, bool bf16, int64_t rows, int64_t 
                              CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F,
                              CUBLAS_GEMM_DEFAULT),
                "GemmEx");
+  check(cudaEventRecord(handle.done, s), "cuBLAS");
 }
 
 }  // namespace channel::cuda

@@ -806,16 +806,25 @@ void gemm_cublas(const DevMatrix& w, const void* act, int64_t n, float* y, int64
   }
   constexpr int64_t kChunkBytes = int64_t{128} << 20;
   const int64_t chunk = std::min(w.rows, std::max<int64_t>(kBM, kChunkBytes / (w.cols * 2)));
-  thread_local std::map<int, DeviceBuffer> scratch_by_device;
+  // One scratch per thread and device, which this thread's streams take in turns: `done`
+  // marks the end of its last use, which a use on another stream waits for.
+  struct Scratch {
+    DeviceBuffer buf;
+    cudaEvent_t done = nullptr;
+  };
+  thread_local std::map<int, Scratch> scratch_by_device;
   int dev = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");
-  DeviceBuffer& scratch = scratch_by_device[dev];
+  Scratch& scratch = scratch_by_device[dev];
+  if (!scratch.done)
+    check(cudaEventCreateWithFlags(&scratch.done, cudaEventDisableTiming), "a prefill event");
   const size_t need = static_cast<size_t>(chunk * w.cols * 2);
-  if (scratch.bytes() < need) {
-    check(cudaStreamSynchronize(s), "the prefill scratch");  // the old one may still be read
-    scratch = DeviceBuffer(need, "the prefill's dequantized weights");
+  if (scratch.buf.bytes() < need) {
+    check(cudaEventSynchronize(scratch.done), "the prefill scratch");  // the old one is idle
+    scratch.buf = DeviceBuffer(need, "the prefill's dequantized weights");
   }
-  __half* wf = scratch.as<__half>();
+  check(cudaStreamWaitEvent(s, scratch.done, 0), "the prefill scratch");
+  __half* wf = scratch.buf.as<__half>();
   for (int64_t r0 = 0; r0 < w.rows; r0 += chunk) {
     const int64_t rows = std::min(chunk, w.rows - r0);
     const unsigned blocks = grid_for(rows * (w.cols / 16), 256);
@@ -833,6 +842,7 @@ void gemm_cublas(const DevMatrix& w, const void* act, int64_t n, float* y, int64
     check_launch("dequant_rows");
     cublas_gemm(wf, act, false, rows, w.cols, n, y + r0, ldy, s);
   }
+  check(cudaEventRecord(scratch.done, s), "a prefill event");
 }
 
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
