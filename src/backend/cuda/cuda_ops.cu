@@ -339,14 +339,9 @@ __global__ void attention_merge_kernel(AttnArgs a) {
       for (int s = 0; s < a.splits; ++s)
         if (weight[s] != 0.0f) O += part[s * (hd + 2) + d] * weight[s];
     }
-    const int64_t i = (static_cast<int64_t>(t) * a.n_head + h) * hd + d;
-    const float v = L > 0.0f ? O / L : 0.0f;
-    if (a.out_q8) {  // a warp holds 32 consecutive elements of a head: one activation block
-      int8_t* q = static_cast<int8_t*>(a.out_q8);
-      quant_store(v, i, q, reinterpret_cast<float*>(q + static_cast<int64_t>(a.n) * a.n_head * hd));
-    } else {
-      a.out[i] = v;
-    }
+    // A warp holds 32 consecutive elements of a head: one activation block for out_q8.
+    store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * hd + d,
+                 static_cast<int64_t>(a.n_head) * hd, L > 0.0f ? O / L : 0.0f);
   }
 }
 
