@@ -14,7 +14,13 @@ def kernel_times(path):
     for r in rows:
         if r.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        name = r["Kernel Name"].split("(")[0].replace("void ", "").split("<")[0].split("::")[-1]
+        # An anonymous namespace, "(anonymous namespace)::" or "<unnamed>::" by the tool's
+        # version, would end the name at its bracket.
+        full = r["Kernel Name"]
+        for anon in ("(anonymous namespace)::", "<unnamed>::"):
+            full = full.replace(anon, "")
+        name = full.split("(")[0].replace("void ", "").split("<")[0].split("::")[-1]
+        name = name or full[:60]
         v = float(r["Metric Value"].replace(",", "")) * _UNITS.get(r["Metric Unit"], 1.0)
         seq.append((name, v, r.get("Grid Size", "")))
     return seq

@@ -151,6 +151,10 @@ TEST_P(CudaModel, MatchesCpuPrefillDecodeAndDecodeAll) {
   const std::vector<float> got = as_vec(gpu.decode(prompt));
   plain.decode(prompt);
   EXPECT_LE(nmse(got, want), bound) << "prefill";
+  {  // the whole prompt in one chunk: attention on tensor cores (flash_attention)
+    cuda::CudaSession wide(weights, cuda::CudaSessionConfig{.n_ctx = 64, .n_batch = 64});
+    EXPECT_LE(nmse(as_vec(wide.decode(prompt)), want), bound) << "prefill in one chunk";
+  }
   for (int i = 0; i < 8; ++i) {  // one-token steps: the captured graph, and without it
     const int32_t tok = static_cast<int32_t>((i * 11 + 3) % n_vocab);
     const std::vector<float> w1 = as_vec(cpu.decode(std::span(&tok, 1)));

@@ -365,6 +365,113 @@ TEST(CudaOps, QkvFinishNormsRotatesAndStores) {
   EXPECT_LE(nmse(got_kv, want_kv), 1e-7);  // one f16 rounding step at most
 }
 
+// Prompt-chunk attention on tensor cores against attend_ref and against the slot kernel: a
+// chunk of queries past a shuffled table's earlier entries (a depth), each query's range
+// causal and a sliding window's (so a block's queries see different ranges), an empty range,
+// chunks not a multiple of the 64-query tile, every head size it takes, split and unsplit.
+// Its queries and probabilities are f16: a bound of f16 roundings, not the slot kernel's 1e-10.
+TEST(CudaOps, FlashAttentionMatchesReference) {
+  CHANNEL_REQUIRE_CUDA();
+  for (int hd : {64, 128, 256}) {
+    for (int group : {1, 2, 4}) {
+      for (int n : {33, 150}) {
+        const int n_kv = 2, n_head = n_kv * group, depth = 70, window = 90;
+        const int64_t cap = depth + n + 5;
+        const std::vector<float> k = randn(static_cast<size_t>(n_kv * cap * hd), 7 + hd, 0.7f);
+        const std::vector<float> v = randn(k.size(), 9 + group, 0.7f);
+        std::vector<uint16_t> k16(k.size()), v16(v.size());
+        std::vector<float> kr(k.size()), vr(v.size());  // as the f16 cache holds them
+        for (size_t i = 0; i < k.size(); ++i) {
+          k16[i] = fp32_to_fp16(k[i]);
+          v16[i] = fp32_to_fp16(v[i]);
+          kr[i] = fp16_to_fp32(k16[i]);
+          vr[i] = fp16_to_fp32(v16[i]);
+        }
+        std::vector<int32_t> table(static_cast<size_t>(cap));
+        std::iota(table.begin(), table.end(), 0);
+        std::shuffle(table.begin(), table.end(), std::mt19937(11));
+        std::vector<int32_t> first(static_cast<size_t>(n)), count(static_cast<size_t>(n));
+        for (int t = 0; t < n; ++t) {
+          const int p = depth + t;  // entries 0 .. p, or a window of them for every other 7
+          const bool sliding = (t / 7) % 2 == 1;
+          first[static_cast<size_t>(t)] = sliding ? std::max(0, p - window + 1) : 0;
+          count[static_cast<size_t>(t)] = p + 1 - first[static_cast<size_t>(t)];
+        }
+        count[5] = 0;  // a query that sees nothing
+        const std::vector<float> q = randn(static_cast<size_t>(n * n_head * hd), 41 + n, 0.5f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        std::vector<float> want(q.size()), scores(static_cast<size_t>(cap));
+        for (int t = 0; t < n; ++t)
+          for (int h = 0; h < n_head; ++h) {
+            const int hk = h / group;
+            const AttentionHead head{kr.data() + hk * cap * hd, vr.data() + hk * cap * hd, hd, hd};
+            const std::span<const int32_t> visible(table.data() + first[static_cast<size_t>(t)],
+                                                   static_cast<size_t>(count[static_cast<size_t>(t)]));
+            attend_ref(q.data() + (t * n_head + h) * hd, head, visible, scale, scores.data(),
+                       want.data() + (t * n_head + h) * hd);
+          }
+        cuda::DeviceBuffer dk = to_device(k16), dv = to_device(v16), dq = to_device(q),
+                           dt = to_device(table), df = to_device(first), dc = to_device(count);
+        for (int splits : {1, 3}) {
+          cuda::DeviceBuffer part(cuda::attention_part_floats(n, n_head, hd, splits) * 4, "part");
+          cuda::DeviceBuffer out(want.size() * 4, "out"), out_slots(want.size() * 4, "out");
+          cuda::AttnArgs a;
+          a.q = dq.as<float>();
+          a.ldq = n_head * hd;
+          a.k_cache = dk.get();
+          a.v_cache = dv.get();
+          a.cap = cap;
+          a.table = dt.as<int32_t>();
+          a.first = df.as<int32_t>();
+          a.count = dc.as<int32_t>();
+          a.n = n;
+          a.n_head = n_head;
+          a.n_head_kv = n_kv;
+          a.head_dim = hd;
+          a.head_dim_v = hd;
+          a.scale = scale;
+          a.splits = splits;
+          a.part = part.as<float>();
+          a.out = out.as<float>();
+          ASSERT_TRUE(cuda::flash_attention_supported(a));
+          cuda::flash_attention(a, nullptr);
+          const std::vector<float> got = from_device<float>(out, want.size());
+          const std::string what = "hd " + std::to_string(hd) + " group " + std::to_string(group) +
+                                   " n " + std::to_string(n) + " splits " + std::to_string(splits);
+          EXPECT_LE(nmse(got, want), 2e-6) << what;
+          for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
+            for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((5 * n_head + h) * hd + i)], 0.0f) << what;
+          // attention() takes this path for the chunk, unless told not to.
+          a.out = out_slots.as<float>();
+          cuda::attention(a, nullptr);
+          EXPECT_EQ(from_device<float>(out_slots, want.size()), got) << what << " (attention())";
+          cuda::set_flash_attention(false);
+          cuda::attention(a, nullptr);
+          cuda::set_flash_attention(true);
+          EXPECT_LE(nmse(from_device<float>(out_slots, want.size()), want), 1e-10) << what << " (slots)";
+
+          // As Q8_0 blocks: per token the bits of convert_act over the float output.
+          const int64_t row = static_cast<int64_t>(n_head) * hd;
+          const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
+          cuda::DeviceBuffer got_q8(q8_bytes, "q8"), one(cuda::act_bytes(GgmlType::Q8_0, 1, row), "q8");
+          a.out = out.as<float>();
+          a.out_q8 = got_q8.get();
+          cuda::flash_attention(a, nullptr);
+          const std::vector<uint8_t> all = from_device<uint8_t>(got_q8, q8_bytes);
+          for (int t = 0; t < n; ++t) {
+            cuda::convert_act(GgmlType::Q8_0, out.as<float>() + t * row, 1, row, row, one.get(), nullptr);
+            const std::vector<uint8_t> w1 = from_device<uint8_t>(one, static_cast<size_t>(row + row / 32 * 4));
+            const auto* qs = all.data() + t * row;
+            const auto* ds = all.data() + n * row + t * (row / 32) * 4;
+            EXPECT_TRUE(std::equal(qs, qs + row, w1.begin()) && std::equal(ds, ds + row / 32 * 4, w1.begin() + row))
+                << what << " token " << t << " (Q8_0 output)";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Attention through a shuffled slot table, with per-query ranges (an empty one included),
 // against attend_ref over the same f16-rounded keys and values; split and unsplit.
 TEST(CudaOps, SlotAttentionMatchesReference) {

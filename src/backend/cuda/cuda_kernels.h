@@ -147,7 +147,20 @@ struct AttnArgs {
 size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits);
 // Head sizes the kernel takes: multiples of 32 up to 256, at most 8 query heads per KV head.
 bool attention_shape_supported(int head_dim, int head_dim_v, int group);
+// Through the slots one at a time (attention_kernel), or for chunks of kFlashMinTokens or
+// more through flash_attention when it takes the shape and flash_attention_enabled().
 void attention(const AttnArgs& a, cudaStream_t s);
+
+// Prompt-chunk attention on tensor cores (cuda_flash_attention.cu): 64 queries of a head a
+// block against 64-key tiles, queries and probabilities rounded to f16, f32 accumulators.
+// Takes the f16 cache with head_dim == head_dim_v in {64, 128, 256}; a.splits parts of each
+// block's key range merged as attention's. CHANNEL_CUDA_ATTN=flash|slots (read once; default
+// flash) or set_flash_attention choose whether attention() uses it.
+constexpr int kFlashMinTokens = 32;
+bool flash_attention_supported(const AttnArgs& a);
+void flash_attention(const AttnArgs& a, cudaStream_t s);
+bool flash_attention_enabled();
+void set_flash_attention(bool on);
 
 // The end of attention (and ring_attention): merges the splits' partial
 // results (part, as the kernel writes it with splits > 1) into out [n][n_head][head_dim_v], or

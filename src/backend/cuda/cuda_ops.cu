@@ -488,6 +488,10 @@ bool attention_shape_supported(int head_dim, int head_dim_v, int group) {
 }
 
 void attention(const AttnArgs& a, cudaStream_t s) {
+  if (a.n >= kFlashMinTokens && flash_attention_supported(a) && flash_attention_enabled()) {
+    flash_attention(a, s);
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kAttnWarps * 32;

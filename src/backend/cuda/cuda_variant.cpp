@@ -1,7 +1,8 @@
 // The backend's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
 // CHANNEL_CUDA_MATVEC (v0..v7), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
 // programmatic dependent launch, CHANNEL_CUDA_PDL (0|1), and the many-token products through
-// cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles); each read once from the
+// cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles), and prompt-chunk attention on
+// tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots); each read once from the
 // environment unless set first.
 #include <atomic>
 #include <cstdlib>
@@ -38,6 +39,7 @@ int parse_variant(const char* s) {
 std::atomic<int> g_variant{-1};
 std::atomic<int> g_fuse{-1};
 std::atomic<int> g_pdl{-1};
+std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
@@ -109,6 +111,20 @@ void set_gemm_cublas(bool on) {
   if (on && !cublas_available()) throw_error("cuBLAS: libcublas could not be loaded");
   g_cublas.store(on ? 1 : 0, std::memory_order_relaxed);
 }
+
+bool flash_attention_enabled() {
+  int v = g_flash.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  const char* env = std::getenv("CHANNEL_CUDA_ATTN");
+  const std::string e = env ? env : "";
+  if (!e.empty() && e != "flash" && e != "slots")
+    throw_error("CHANNEL_CUDA_ATTN: expected flash or slots, got '{}'", e);
+  v = e == "slots" ? 0 : 1;
+  g_flash.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_flash_attention(bool on) { g_flash.store(on ? 1 : 0, std::memory_order_relaxed); }
 
 void set_decode_kernels(const std::string& spec) {
   std::string v = spec;
