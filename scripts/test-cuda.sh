@@ -60,6 +60,20 @@ if out=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 64 -p "hello there" -n 12 --temp 
 else
   echo "test-cuda: run --ctx 64 --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
+# Speculative decoding on the device (target and draft model there): the greedy text of
+# one-token decoding on the device, exactly.
+plain=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 128 -p "a b c a b c a b" -n 48 --temp 0 --no-echo \
+  --device cuda 2>/dev/null) || true
+for draft in ngram "$tmp/gemma3.gguf"; do
+  if out=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 128 -p "a b c a b c a b" -n 48 --no-echo \
+      --draft "$draft" --device cuda 2>"$tmp/err"); then
+    echo "run --draft $(basename "$draft") --device cuda: $(grep -E '^channel: draft' "$tmp/err")"
+    grep -qE "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: run --draft did not say its device"; rc=1; }
+    [[ "$out" == "$plain" ]] || { echo "test-cuda: run --draft $(basename "$draft") text differs from greedy"; rc=1; }
+  else
+    echo "test-cuda: run --draft --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+  fi
+done
 # run and stream on the slot ring on the device (RingSessionConfig::compute): 600 streamed
 # tokens through 256 slots evict spans on the GPU; the sessions' K/V stay in device memory.
 if out=$("$ch" run -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 -p "hello there" -n 40 \

@@ -40,7 +40,7 @@ class Session final : public SessionBase {
 
   int n_past() const { return n_past_; }
   int n_ctx() const { return config_.n_ctx; }
-  void reset() {
+  void reset() override {
     n_past_ = 0;
     bounded_.clear();  // bounded layers' rings restart empty
   }

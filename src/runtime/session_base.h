@@ -47,6 +47,9 @@ class SessionBase {
   // it, for messages.
   virtual int verify_capacity() const = 0;
   virtual const char* verify_capacity_hint() const = 0;
+  // Forgets every token: a contiguous context starts empty again (a draft model's session
+  // starting over). The slot ring cannot (its anchors and spans outlive it): channel::Error.
+  virtual void reset();
 
   const Model& model() const { return *model_; }
   int32_t n_vocab() const { return static_cast<int32_t>(logits_.size()); }

@@ -38,14 +38,17 @@ std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> h, int max_tok
 
 ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft_model, const Model& target,
                            SessionConfig config)
-    : session_(std::move(draft_model), config) {
-  if (session_.model().hparams().n_vocab != target.hparams().n_vocab)
+    : ModelDrafter(std::make_unique<Session>(std::move(draft_model), config), target) {}
+
+ModelDrafter::ModelDrafter(std::unique_ptr<SessionBase> session, const Model& target)
+    : session_(std::move(session)), n_ctx_(static_cast<size_t>(std::max<int64_t>(0, session_->room()))) {
+  if (session_->model().hparams().n_vocab != target.hparams().n_vocab)
     throw_error("draft model: vocabulary of {} tokens, the target has {}",
-                session_.model().hparams().n_vocab, target.hparams().n_vocab);
+                session_->model().hparams().n_vocab, target.hparams().n_vocab);
 }
 
 std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tokens) {
-  const size_t n_ctx = static_cast<size_t>(session_.n_ctx());
+  const size_t n_ctx = n_ctx_;
   max_tokens = std::min(max_tokens, UNDO_DEPTH);
   if (max_tokens <= 0 || h.empty()) return {};
   // The draft session holds h[from_, from_ + fed_.size()). Start again when the history was
@@ -54,7 +57,7 @@ std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tok
   const bool kept = from_ + fed_.size() <= h.size() &&
                     std::equal(fed_.begin(), fed_.end(), h.begin() + static_cast<int64_t>(from_));
   if (!kept || h.size() - from_ + static_cast<size_t>(max_tokens) - 1 > n_ctx) {
-    session_.reset();
+    session_->reset();
     fed_.clear();
     from_ = h.size() - std::min(h.size(), std::max<size_t>(1, n_ctx / 2));
   }
@@ -62,16 +65,16 @@ std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> h, int max_tok
       std::min<size_t>(static_cast<size_t>(max_tokens), n_ctx + 1 - (h.size() - from_)));
   if (max_tokens <= 0 || h.size() == from_ + fed_.size()) return {};
   const auto fresh = h.subspan(from_ + fed_.size());
-  std::span<const float> logits = session_.decode(fresh);
+  std::span<const float> logits = session_->decode(fresh);
   fed_.insert(fed_.end(), fresh.begin(), fresh.end());
   std::vector<int32_t> out;
   while (true) {
     const int32_t t = argmax(logits.data(), logits.size());
     out.push_back(t);
     if (static_cast<int>(out.size()) == max_tokens) break;
-    logits = session_.decode(std::span<const int32_t>(&t, 1));
+    logits = session_->decode(std::span<const int32_t>(&t, 1));
   }
-  session_.truncate_last(static_cast<int>(out.size()) - 1);  // keep only the history
+  session_->truncate_last(static_cast<int>(out.size()) - 1);  // keep only the history
   return out;
 }
 

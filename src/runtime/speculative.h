@@ -43,12 +43,16 @@ class NgramDrafter : public Drafter {
 // of it, so a stream of any length keeps getting drafts.
 class ModelDrafter : public Drafter {
  public:
-  // Throws channel::Error when the vocabularies differ in size.
+  // Throws channel::Error when the vocabularies differ in size. The draft model in a CPU
+  // Session of `config`,
   ModelDrafter(std::shared_ptr<const Model> draft_model, const Model& target, SessionConfig config);
+  // or in a fresh session of any kind that reset() starts over (a context on a CUDA device).
+  ModelDrafter(std::unique_ptr<SessionBase> session, const Model& target);
   std::vector<int32_t> draft(std::span<const int32_t> history, int max_tokens) override;
 
  private:
-  Session session_;
+  std::unique_ptr<SessionBase> session_;
+  size_t n_ctx_;              // the tokens session_ holds at most
   size_t from_ = 0;           // history index of the draft session's first token
   std::vector<int32_t> fed_;  // tokens the draft session holds: history[from_, from_ + size)
 };

@@ -378,11 +378,9 @@ int run_run(RunArgs args) {
   if (!args.draft.empty()) {
     return run_with_draft({args.model, args.draft, args.draft_max, args.prompt,
                            args.n_predict, args.n_ctx, kDefaultMaxCtx, args.threads,
-                           args.no_echo});
+                           args.no_echo, args.device});
   }
   const DeviceSpec device = parse_device(args.device);
-  if (device.is_cuda() && !args.draft.empty())
-    throw_usage("--device {}: speculative decoding (--draft) runs on the CPU", args.device);
   // The slot ring is the engine: --ctx N asks for a contiguous context instead.
   if (args.n_ctx == 0) return run_session(args);
   if (!args.session.empty() || !args.memory.empty() || !args.system.empty())

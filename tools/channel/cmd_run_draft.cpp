@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <memory>
 
+#include "backend/device.h"
 #include "cli_common.h"
+#include "cuda_context_session.h"
 #include "model/model.h"
 #include "run_draft.h"
 #include "runtime/speculative.h"
@@ -38,6 +40,15 @@ int run_with_draft(const DraftRunArgs& args) {
                 prompt.size(), n_ctx);
 
   const SessionConfig config{.n_ctx = n_ctx, .n_threads = args.threads};
+  const DeviceSpec device = parse_device(args.device);
+  // The target and the draft model both on the device: a contiguous context each.
+  auto make_session = [&](const std::shared_ptr<const Model>& m) -> std::unique_ptr<SessionBase> {
+#if defined(CHANNEL_HAS_CUDA)
+    if (device.is_cuda()) return std::make_unique<CudaContextSession>(m, device.index, n_ctx, args.threads);
+#endif
+    return std::make_unique<Session>(m, config);
+  };
+  const std::unique_ptr<SessionBase> session = make_session(model);
   std::unique_ptr<Drafter> drafter;
   LoadedModel draft_model;
   if (args.draft == "ngram") {
@@ -45,20 +56,22 @@ int run_with_draft(const DraftRunArgs& args) {
   } else {
     draft_model = load_model(args.draft);
     try {
-      drafter = std::make_unique<ModelDrafter>(draft_model.model, *model, config);
+      drafter = std::make_unique<ModelDrafter>(make_session(draft_model.model), *model);
     } catch (const Error& e) {
       throw_error("--draft {}: {}", args.draft, e.what());
     }
   }
-  Session session(model, config);
   print_loaded(loaded);
   if (draft_model.model) print_loaded(draft_model);
+  if (device.is_cuda())
+    std::fprintf(stderr, "channel: running on %s (target%s)\n", device.name().c_str(),
+                 draft_model.model ? " and draft model" : "");
 
   bool output_ok = args.no_echo || write_text(args.prompt);
   TextStreamDecoder text(tokenizer);
   SpeculativeStats stats;
   generate_greedy_speculative(
-      session, prompt, args.n_predict, drafter.get(), args.draft_max,
+      *session, prompt, args.n_predict, drafter.get(), args.draft_max,
       [&](int32_t t) { return tokenizer.is_end_of_generation(t); }, &stats,
       [&](int32_t t) { return output_ok = write_text(text.push(t)); });
   if (output_ok) output_ok = write_text(text.flush());

@@ -28,6 +28,7 @@ class CudaContextSession final : public SessionBase {
     return gpu_.has_bounded_layers() ? "UNDO_DEPTH + 1" : "--ctx";
   }
   std::string device_name() const { return weights_->device_name(); }
+  void reset() override { gpu_.reset(); }
 
  private:
   void check_room(size_t n) const override;

@@ -1,5 +1,6 @@
-// `channel run --draft ngram|MODEL`: greedy generation with speculative decoding on a plain
-// Session (runtime/speculative.h), streaming text like `run`, then acceptance statistics.
+// `channel run --draft ngram|MODEL`: greedy generation with speculative decoding on a
+// contiguous context (runtime/speculative.h), a CPU Session or one on a CUDA device (target
+// and draft model alike), streaming text like `run`, then acceptance statistics.
 #pragma once
 
 #include <string>
@@ -16,6 +17,7 @@ struct DraftRunArgs {
   int max_ctx = 4096;
   int threads = 1;
   bool no_echo = false;
+  std::string device = "cpu";  // cpu | cuda[:N]
 };
 
 int run_with_draft(const DraftRunArgs& args);

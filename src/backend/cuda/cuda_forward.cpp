@@ -15,6 +15,7 @@ bool q8_input(GgmlType t) {
 }  // namespace
 
 int attention_splits(int n, int n_head_kv, int sm_count) {
+  if (n <= kVerifyTokens) n = 1;  // each query split as a single token's (kVerifyTokens)
   const int want = (2 * sm_count + n_head_kv * n - 1) / (n_head_kv * n);
   return std::clamp(want, 1, 64);
 }

@@ -30,7 +30,8 @@ struct ForwardBufs {
 };
 
 // Attention blocks per query for n queries: enough (KV head, split, token) blocks to fill
-// the device twice, at most 64.
+// the device twice, at most 64; a batch of at most kVerifyTokens splits each query as a single
+// token (cuda_kernels.h).
 int attention_splits(int n, int n_head_kv, int sm_count);
 
 // Whether decode of one token may run the fused activation stages for these weights.

@@ -8,10 +8,11 @@
 //
 // Activations reach a product in the weight type's input form (convert_act):
 //   F32: f32; F16: f16; BF16: bf16 (each as the CPU rounds them);
-//   Q8_0/Q4_0, one token: Q8_0 blocks (int8 [n][cols] then f32 scales [n][cols/32], with the
-//     CPU's arithmetic: d = f16(amax / 127), q = round-half-even(x * 127 / amax)), so a matvec
-//     is the CPU's integer dot per block;
-//   Q8_0/Q4_0, several tokens: f16, for the tensor-core product of f16-dequantized weights.
+//   Q8_0/Q4_0, up to kVerifyTokens tokens: Q8_0 blocks (int8 [n][cols] then f32 scales
+//     [n][cols/32], with the CPU's arithmetic: d = f16(amax / 127), q = round-half-even(x * 127
+//     / amax)), so a matvec is the CPU's integer dot per block;
+//   Q8_0/Q4_0, more tokens: f16, for the tensor-core product of f16-dequantized weights.
+//   (K-quants: f32 up to kVerifyTokens tokens, f16 for more.)
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,14 @@
 #include "gguf/ggml_type.h"
 
 namespace channel::cuda {
+
+// A batch of at most kVerifyTokens tokens (a speculative verify: the current token and its
+// drafts) takes the one-token arithmetic: the one-token products' activation forms and kernels
+// (each token's dot in the order of a single token), and each query's attention split as a
+// single token's. So each token's logits are bit for bit those of decoding it alone, and
+// speculative decoding gives exactly the greedy text. Larger batches (prompt chunks) take the
+// tensor cores.
+constexpr int kVerifyTokens = 16;
 
 struct DevMatrix {
   GgmlType type = GgmlType::F32;

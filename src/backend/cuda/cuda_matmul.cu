@@ -410,13 +410,17 @@ __global__ void __launch_bounds__(128)
 // another starts between rows (the chunk variants above pay that once per 4 rows). Small
 // chunks keep registers low and more warps resident: on the H200 U = 2 read the 12B q8_0
 // shapes in 3.42 ms a token against 3.66 for U = 4, 3.74 for U = 8 and v5's 3.83.
-template <int K, int U>
+// NT > 1: each warp takes up to NT tokens (t0 = blockIdx.y * NT ..) against the rows it
+// loads once; every token's sum runs in the order of NT = 1, so a small batch (a speculative
+// verify) gets each token's one-token bits.
+template <int K, int U, int NT>
 __global__ void __launch_bounds__(128)
     matvec_stream_kernel(DevMatrix w, const void* act, int64_t n, float* y, int64_t ldy) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * 4;
   int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + threadIdx.x / 32;
-  const int64_t t = blockIdx.y;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
+  const int nt = static_cast<int>(n - t0 < NT ? n - t0 : NT);
   const int64_t cols = w.cols, units = units_per_row<K>(cols);
   const int64_t chunks = (units + 32 * U - 1) / (32 * U);
   constexpr bool kScaled = K == kQ8 || K == kQ4;
@@ -448,7 +452,9 @@ __global__ void __launch_bounds__(128)
   __half ws[U];
   int64_t c = 0;
   load(row, 0, a, ws);
-  float sum = 0.0f;
+  float sum[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) sum[j] = 0.0f;
   for (;;) {
     int64_t next_row = row, next_c = c + 1;
     if (next_c == chunks) {
@@ -462,12 +468,18 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t idx = c * 32 * U + lane + 32 * u;
-      if (idx < units) sum += unit_dot<K>(a[u], ws[u], act, t, cols, n, idx);
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        if (j < nt && idx < units) sum[j] += unit_dot<K>(a[u], ws[u], act, t0 + j, cols, n, idx);
     }
     if (next_c == 0) {  // the row is done
-      const float v = warp_sum(sum);
-      if (lane == 0) y[t * ldy + row] = v;
-      sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        if (j >= nt) break;
+        const float v = warp_sum(sum[j]);
+        if (lane == 0) y[(t0 + j) * ldy + row] = v;
+        sum[j] = 0.0f;
+      }
     }
     if (!more) break;
     row = next_row;
@@ -480,22 +492,32 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-// Blocks of matvec_stream_kernel<K, U> that the device holds at once (at most one per 4 rows).
-template <int K, int U>
+// Blocks of matvec_stream_kernel<K, U, NT> that the device holds at once (at most one per 4
+// rows), times the passes of NT tokens that n needs.
+template <int K, int U, int NT>
 void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
                    cudaStream_t s) {
   static const int resident = [] {
     int dev = 0, sms = 0, per_sm = 0;
     check(cudaGetDevice(&dev), "cudaGetDevice");
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_stream_kernel<K, U>, 128,
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_stream_kernel<K, U, NT>, 128,
                                                         0),
           "occupancy");
     return std::max(1, sms * per_sm);
   }();
   const int64_t blocks = std::min<int64_t>((w.rows + 3) / 4, resident);
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n));
-  launch_k(matvec_stream_kernel<K, U>, grid, 128, 0, s, w, act, n, y, ldy);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>((n + NT - 1) / NT));
+  launch_k(matvec_stream_kernel<K, U, NT>, grid, 128, 0, s, w, act, n, y, ldy);
+}
+
+template <int K, int U>
+void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
+                   cudaStream_t s) {
+  if (n == 1)
+    launch_stream<K, U, 1>(w, act, n, y, ldy, s);
+  else
+    launch_stream<K, U, kVerifyTokens>(w, act, n, y, ldy, s);
 }
 
 // The chunk variants: {W, R, U, hint} (cuda_kernels.h).
@@ -764,22 +786,22 @@ size_t act_bytes(GgmlType type, int64_t n, int64_t cols) {
     case GgmlType::BF16:
       return e * 2;
     case GgmlType::Q8_0:
-    case GgmlType::Q4_0:  // Q8_0 blocks for one token, f16 for several
-      return n == 1 ? e + static_cast<size_t>(n * (cols / kQ)) * 4 : e * 2;
-    default:  // K-quants: f32 for one token, f16 for several
-      return n == 1 ? e * 4 : e * 2;
+    case GgmlType::Q4_0:  // Q8_0 blocks up to kVerifyTokens tokens, f16 for more
+      return n <= kVerifyTokens ? e + static_cast<size_t>(n * (cols / kQ)) * 4 : e * 2;
+    default:  // K-quants: f32 up to kVerifyTokens tokens, f16 for more
+      return n <= kVerifyTokens ? e * 4 : e * 2;
   }
 }
 
 void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t ldx, void* out,
                  cudaStream_t s) {
   const dim3 grid(grid_for(cols, 256) < 64 ? grid_for(cols, 256) : 64, static_cast<unsigned>(n));
-  if (quantized(type) && n == 1) {
+  if (quantized(type) && n <= kVerifyTokens) {
     const int64_t blocks = n * (cols / kQ);
     launch_k(quantize_q8_kernel, grid_for(blocks * 32, 256), 256, 0, s,
         x, n, cols, ldx, static_cast<int8_t*>(out),
         reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * cols));
-  } else if (type == GgmlType::F32 || (is_kquant(type) && n == 1)) {
+  } else if (type == GgmlType::F32 || (is_kquant(type) && n <= kVerifyTokens)) {
     launch_k(convert_kernel<float>, grid, 256, 0, s, x, cols, ldx, static_cast<float*>(out));
   } else if (type == GgmlType::BF16) {
     launch_k(convert_kernel<__nv_bfloat16>, grid, 256, 0, s, x, cols, ldx,
@@ -791,7 +813,7 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
 }
 
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {
-  matmul_variant(w, act, n, y, ldy, s, n == 1 ? matvec_variant_for(w.type) : 0);
+  matmul_variant(w, act, n, y, ldy, s, n <= kVerifyTokens ? matvec_variant_for(w.type) : 0);
 }
 
 // The many-token product through cuBLAS: F16/BF16 weights as they are, other types
@@ -847,7 +869,7 @@ void gemm_cublas(const DevMatrix& w, const void* act, int64_t n, float* y, int64
 
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
                     cudaStream_t s, int variant) {
-  const bool tiles = n > 1 && w.type != GgmlType::F32 && w.cols % kBK == 0;
+  const bool tiles = n > kVerifyTokens && w.type != GgmlType::F32 && w.cols % kBK == 0;
   if (tiles && n >= kCublasMinTokens && gemm_uses_cublas()) {
     gemm_cublas(w, act, n, y, ldy, s);
     return;
@@ -875,7 +897,7 @@ void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, in
     check_launch("gemm");
     return;
   }
-  if (variant > 0 && n == 1) {
+  if (variant > 0 && n <= kVerifyTokens) {
     bool done = true;
     if (w.type == GgmlType::Q8_0)
       launch_matvec_chunk<kQ8>(variant, w, act, n, y, ldy, s);
