@@ -56,28 +56,7 @@ namespace {
 using test::nmse;
 
 std::shared_ptr<const Model> random_model(Arch arch, GgmlType type) {
-  RandomModelSpec s;
-  s.arch = arch;
-  s.type = type;
-  // K-quant rows are whole 256-element super-blocks: every input width a multiple of 256.
-  const bool kquant = cuda::is_kquant(type);
-  s.hidden = kquant ? 256 : 128;
-  s.layers = 4;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 64;
-  s.ffn = kquant ? 512 : 320;
-  s.window = 16;
-  s.window_pattern = 3;
-  s.vocab = 500;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  // The model reads the bytes in place: keep them alive with it.
-  static std::vector<std::shared_ptr<std::vector<uint8_t>>> keep;
-  keep.push_back(bytes);
-  return Model::load_from_memory(*bytes, "random.gguf");
+  return test::small_random_model(arch, type);
 }
 
 std::string one_line_error(const std::function<void()>& fn) {

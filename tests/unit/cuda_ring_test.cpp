@@ -38,15 +38,7 @@ namespace {
 
 using test::nmse;
 
-std::shared_ptr<const Model> make_model(const RandomModelSpec& s) {
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  static std::vector<std::shared_ptr<std::vector<uint8_t>>> keep;  // the model reads them in place
-  keep.push_back(bytes);
-  return Model::load_from_memory(*bytes, "random.gguf");
-}
+std::shared_ptr<const Model> make_model(const RandomModelSpec& s) { return test::load_random_model(s); }
 
 std::shared_ptr<const Model> ring_model(Arch arch, GgmlType type) {
   RandomModelSpec s;

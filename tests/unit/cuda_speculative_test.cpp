@@ -18,14 +18,10 @@ TEST(CudaSpeculative, BuiltWithoutCuda) {
 #include <span>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_session.h"
-#include "backend/cuda/kquant_group.h"
 #include "cuda_context_session.h"
 #include "cuda_test_util.h"
-#include "gguf/gguf_writer.h"
-#include "model/random_model.h"
 #include "runtime/speculative.h"
 
 namespace channel {
@@ -37,27 +33,7 @@ struct Case {
 };
 
 std::shared_ptr<const Model> random_model(const Case& c, uint64_t seed = 1) {
-  RandomModelSpec s;
-  s.arch = c.arch;
-  s.type = c.type;
-  const bool kquant = cuda::is_kquant(c.type);  // whole 256-element super-blocks
-  s.hidden = kquant ? 256 : 128;
-  s.layers = 4;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 64;
-  s.ffn = kquant ? 512 : 320;
-  s.window = 16;
-  s.window_pattern = 3;
-  s.vocab = 500;
-  s.seed = seed;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  static std::vector<std::shared_ptr<std::vector<uint8_t>>> keep;  // the model reads them in place
-  keep.push_back(bytes);
-  return Model::load_from_memory(*bytes, "random.gguf");
+  return test::small_random_model(c.arch, c.type, seed);
 }
 
 std::string name_of(const Case& c) {

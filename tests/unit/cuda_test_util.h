@@ -1,5 +1,6 @@
 // Helpers of the CUDA tests: skipping loudly without a device, device buffers from host
-// vectors, and llama.cpp's normalised mean squared error (test-backend-ops' NMSE).
+// vectors, llama.cpp's normalised mean squared error (test-backend-ops' NMSE), and the small
+// random models the model tests run.
 #pragma once
 
 #include <cstdio>
@@ -8,6 +9,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "backend/cpu/thread_pool.h"
+#include "gguf/gguf_writer.h"
+#include "model/model.h"
+#include "model/random_model.h"
 
 #if defined(CHANNEL_HAS_CUDA)
 #include "backend/cuda/cuda_device.h"
@@ -74,6 +80,40 @@ inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+// The model of spec, loaded from memory; its bytes stay alive with the test program (the
+// model reads them in place).
+inline std::shared_ptr<const Model> load_random_model(const RandomModelSpec& spec) {
+  ThreadPool pool(1);
+  GgufWriter w;
+  write_random_model(spec, w, pool);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
+  static std::vector<std::shared_ptr<std::vector<uint8_t>>> keep;
+  keep.push_back(bytes);
+  return Model::load_from_memory(*bytes, "random.gguf");
+}
+
+// The CUDA model tests' model: 4 layers, 4 heads of 64 over 2 KV heads, a window of 16 on two
+// layers of three, vocabulary 500; K-quant rows are whole 256-element super-blocks, so their
+// widths are multiples of 256.
+inline std::shared_ptr<const Model> small_random_model(Arch arch, GgmlType type, uint64_t seed = 1) {
+  const auto traits = ggml_type_traits(static_cast<uint32_t>(type));
+  const bool kquant = traits && traits->block_elems == 256;
+  RandomModelSpec s;
+  s.arch = arch;
+  s.type = type;
+  s.hidden = kquant ? 256 : 128;
+  s.layers = 4;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 64;
+  s.ffn = kquant ? 512 : 320;
+  s.window = 16;
+  s.window_pattern = 3;
+  s.vocab = 500;
+  s.seed = seed;
+  return load_random_model(s);
 }
 
 }  // namespace channel::test

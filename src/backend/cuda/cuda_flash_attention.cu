@@ -259,19 +259,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
   for (int i = tid; i < kRows * HD; i += kThreads) {
     const int r = i / HD, d = i % HD, t = t0 + r;
     if (t >= a.n) break;  // rows are in order: the rest are past the chunk too
-    const float O = Os[r * LD + d], L = row_l[r];
-    if (a.splits == 1) {
-      store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
-                   static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);
-    } else {
-      float* part =
-          a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
-      part[d] = O;
-      if (d == 0) {
-        part[HD] = row_m[r];
-        part[HD + 1] = L;
-      }
-    }
+    store_result<HD>(a, t, h, split, d, Os[r * LD + d], row_m[r], row_l[r]);
   }
 }
 

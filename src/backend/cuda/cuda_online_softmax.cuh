@@ -56,6 +56,25 @@ __device__ __forceinline__ void store_output(const Args& a, int64_t i, int64_t r
   }
 }
 
+// Element d of query t, head h, from its split's unnormalised output O, max mx and sum L: with
+// one split the normalised value into a.out (or its Q8_0 blocks), otherwise the split's
+// (O, max, L) into a.part [n][n_head][splits][HD + 2].
+template <int HD, typename Args>
+__device__ __forceinline__ void store_result(const Args& a, int t, int h, int split, int d,
+                                             float O, float mx, float L) {
+  if (a.splits == 1) {
+    store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
+                 static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);
+  } else {
+    float* part = a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
+    part[d] = O;
+    if (d == 0) {
+      part[HD] = mx;
+      part[HD + 1] = L;
+    }
+  }
+}
+
 // The W warps' (o, m, l) merged through shared memory for query t, KV head hk: with one split
 // the normalised output into a.out [n][n_head][D * 32] (or its Q8_0 blocks, a.out_q8),
 // otherwise the split's (O, max, L) into a.part [n][n_head][splits][D * 32 + 2]. Every thread
@@ -93,19 +112,7 @@ __device__ __forceinline__ void online_softmax_merge(const Args& a, int hk, int 
         O += sm_o[w][g][d] * e;
       }
     }
-    const int h = hk * group + g;
-    if (a.splits == 1) {
-      store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
-                   static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);
-    } else {
-      float* part =
-          a.part + ((static_cast<int64_t>(t) * a.n_head + h) * a.splits + split) * (HD + 2);
-      part[d] = O;
-      if (d == 0) {
-        part[HD] = mx;
-        part[HD + 1] = L;
-      }
-    }
+    store_result<HD>(a, t, hk * group + g, split, d, O, mx, L);
   }
 }
 
