@@ -54,8 +54,9 @@ std::vector<int32_t> repetitive_prompt() {
 
 class CudaSpeculative : public ::testing::TestWithParam<Case> {};
 
-// decode_all of 2 .. kVerifyTokens tokens against the same tokens decoded one at a time (the
-// captured graph) after the same prompt: every row equal.
+// decode_all of 2 .. kVerifyTokens tokens (a captured graph of its own) against the same
+// tokens decoded one at a time after the same prompt, and against its kernels launched
+// without the graph: every row equal.
 TEST_P(CudaSpeculative, VerifyBatchIsOneTokenDecodeBitForBit) {
   CHANNEL_REQUIRE_CUDA();
   const auto model = random_model(GetParam());
@@ -71,6 +72,11 @@ TEST_P(CudaSpeculative, VerifyBatchIsOneTokenDecodeBitForBit) {
     for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 37 + 11) % n_vocab;
     const std::vector<float> all = batch.decode_all(tokens);
     ASSERT_EQ(all.size(), static_cast<size_t>(n) * n_vocab);
+    {  // the batch's captured graph against the same kernels launched directly
+      cuda::CudaSession plain(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64, .graphs = false});
+      plain.decode(prompt);
+      EXPECT_EQ(plain.decode_all(tokens), all) << "batch of " << n << ": graph and direct launches";
+    }
     for (int i = 0; i < n; ++i) {
       const std::span<const float> one = single.decode(std::span(&tokens[static_cast<size_t>(i)], 1));
       const std::vector<float> row(all.begin() + static_cast<ptrdiff_t>(i) * n_vocab,

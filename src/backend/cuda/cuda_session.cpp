@@ -43,12 +43,17 @@ struct CudaSession::State {
   bool bounded_dirty = false;
   size_t seen_offset = 0, step_bytes = 0;
   DeviceBuffer x, xn, qkv, attn, proj, gu, ff, act, part, logits, step, table;
-  PinnedBuffer step_host, logits_host;
-  cudaGraphExec_t graph = nullptr;
+  PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
+  // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
+  // (a speculative verify): graph_index(n, all), each captured on its first use.
+  std::vector<cudaGraphExec_t> graphs = std::vector<cudaGraphExec_t>(2 * (kVerifyTokens + 1));
   size_t bytes = 0;
 
+  static size_t graph_index(int n, bool all) { return static_cast<size_t>(n) * 2 + (all ? 1 : 0); }
+
   ~State() {
-    if (graph) cudaGraphExecDestroy(graph);
+    for (cudaGraphExec_t g : graphs)
+      if (g) cudaGraphExecDestroy(g);
   }
 };
 
@@ -111,7 +116,8 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   s.table = DeviceBuffer(cap * 4, "the slot table");
   s.step_host = PinnedBuffer(s.step_bytes, "step inputs");
   std::memset(s.step_host.as<char>(), 0, s.step_bytes);
-  s.logits_host = PinnedBuffer(static_cast<size_t>(hp.n_vocab) * f, "logits");
+  s.logits_host = PinnedBuffer(static_cast<size_t>(std::min(s.max_batch, kVerifyTokens)) * hp.n_vocab * f,
+                               "logits");
   s.bytes = kv_bytes + scratch;
   // Slot i holds position i: the contiguous session's table is the identity.
   std::vector<int32_t> ids(cap);
@@ -245,7 +251,8 @@ void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     h[kFirstSliding * B + t] = first;
     h[kCountSliding * B + t] = p - first + 1;
   }
-  const bool graph_step = n == 1 && !all_logits && config_.graphs;
+  // One decode step, or a speculative verify's few tokens: replayed from a captured graph.
+  const bool graph_step = n <= kVerifyTokens && config_.graphs;
   const int n_bounded = s.bounded.count();
   if (n_bounded > 0) {
     const int64_t seen = n_past_;  // every token passes every bounded layer
@@ -284,38 +291,41 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
   const cudaStream_t cs = s.stream.get();
   const size_t step_bytes = s.step_bytes;
   const size_t n_vocab = static_cast<size_t>(hp.n_vocab);
+  const size_t rows = all_logits ? static_cast<size_t>(n) : 1;
+  // The graph copies the logits into the pinned logits_host (a fixed address), the host then
+  // to logits_out; without it they go to logits_out directly.
+  float* dst = graph_step || !all_logits ? s.logits_host.as<float>() : logits_out;
+  auto enqueue = [&] {
+    cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs), "step inputs");
+    enqueue_forward(n, all_logits);
+    cuda::check(cudaMemcpyAsync(dst, s.logits.get(), rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
+                "logits");
+  };
   if (graph_step) {
-    if (!s.graph) {
+    cudaGraphExec_t& exec = s.graphs[State::graph_index(n, all_logits)];
+    if (!exec) {
       cudaGraph_t g = nullptr;
       cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
       try {
-        cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs), "step inputs");
-        enqueue_forward(1, false);
-        cuda::check(cudaMemcpyAsync(s.logits_host.as<float>(), s.logits.get(), n_vocab * 4,
-                                    cudaMemcpyDeviceToHost, cs),
-                    "logits");
+        enqueue();
       } catch (...) {
         cudaStreamEndCapture(cs, &g);
         if (g) cudaGraphDestroy(g);
         throw;
       }
       cuda::check(cudaStreamEndCapture(cs, &g), "capturing the decode step");
-      const cudaError_t err = cudaGraphInstantiate(&s.graph, g, 0);
+      const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
       cudaGraphDestroy(g);
       cuda::check(err, "instantiating the decode graph");
     }
-    cuda::check(cudaGraphLaunch(s.graph, cs), "launching the decode graph");
+    cuda::check(cudaGraphLaunch(exec, cs), "launching the decode graph");
   } else {
-    cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs), "step inputs");
-    enqueue_forward(n, all_logits);
-    const size_t rows = all_logits ? static_cast<size_t>(n) : 1;
-    cuda::check(cudaMemcpyAsync(all_logits ? logits_out : s.logits_host.as<float>(), s.logits.get(),
-                                rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
-                "logits");
+    enqueue();
   }
   s.stream.sync("the forward pass");
-  const float* out = all_logits ? logits_out : s.logits_host.as<float>();
-  const size_t count = (all_logits ? static_cast<size_t>(n) : 1) * n_vocab;
+  const size_t count = rows * n_vocab;
+  if (all_logits && dst != logits_out) std::memcpy(logits_out, dst, count * 4);
+  const float* out = all_logits ? logits_out : dst;
   uint32_t bad = 0;
   for (size_t i = 0; i < count; ++i) {
     uint32_t bits;

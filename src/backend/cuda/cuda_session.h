@@ -2,8 +2,9 @@
 // contiguous session (slot i holds position i, as runtime/session.h): CudaWeights uploads a model's
 // weights once (repacked, q/k/v and gate/up fused where their types agree); a CudaSession
 // owns the device KV arena (f16; f32 for F32 models), the activations and the step buffers, all allocated once,
-// and runs decode (one token: a captured CUDA graph) and batched prefill. Per step only the
-// step's token ids, positions and slot ranges go to the device; the logits come back.
+// and runs decode (steps of up to kVerifyTokens tokens: captured CUDA graphs) and batched
+// prefill. Per step only the step's token ids, positions and slot ranges go to the device; the
+// logits come back.
 // This header needs no CUDA headers, so frontends include it with the plain C++ compiler.
 #pragma once
 
@@ -55,7 +56,7 @@ void set_decode_kernels(const std::string& spec);
 struct CudaSessionConfig {
   int n_ctx = 4096;    // KV slots
   int n_batch = 512;   // tokens per forward chunk of a long prompt
-  bool graphs = true;  // capture the one-token step as a CUDA graph
+  bool graphs = true;  // capture steps of up to kVerifyTokens tokens as CUDA graphs
 };
 
 class CudaSession {
