@@ -516,6 +516,9 @@ uint32_t GgufFile::alignment() const {
 size_t GgufFile::file_size() const {
   return impl_->size;
 }
+bool GgufFile::mapped() const {
+  return impl_->mapping != nullptr;
+}
 uint64_t GgufFile::data_offset() const {
   return impl_->data_offset;
 }

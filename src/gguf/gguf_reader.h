@@ -78,6 +78,9 @@ class GgufFile {
   uint32_t version() const;
   uint32_t alignment() const;
   size_t file_size() const;
+  // True when the tensor data is this object's read-only mapping of the file (open), false
+  // for a borrowed buffer (from_memory).
+  bool mapped() const;
   uint64_t data_offset() const;  // file offset of the tensor data section
   std::span<const GgufKv> kvs() const;
   std::span<const TensorInfo> tensors() const;

@@ -77,6 +77,12 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   size_t weight_bytes_ = 0;
+  // Q4_0 matrices regrouped for this CPU's kernels (WeightMatrix::q4_groups), 64-byte aligned.
+  struct FreeBytes {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeBytes>> q4_groups_;
+  void make_q4_groups();
 };
 
 }  // namespace channel

@@ -12,6 +12,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "ops/fp16.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/q4_0_groups.h"
 #include "ops/quant.h"
 #include "ops/quant_legacy.h"
 #include "support/quant_fixtures.h"
@@ -97,6 +98,33 @@ TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
     }
     matmul(o.w, x.data(), 2, pair.data(), one);
     EXPECT_EQ(std::memcmp(pair.data(), batched.data(), 2 * rows * sizeof(float)), 0);
+  }
+}
+
+// Q4_0 weights regrouped for the AVX-512 kernels (backend/cpu/q4_0_groups.h) give the bits of
+// the row-major blocks, decode and prompt, at row counts that leave a partial last group and
+// on thread counts that split the rows. (Where this machine's kernels do not read groups both
+// runs take the rows: still equal.)
+TEST(Matmul, Q4_0GroupsGiveTheBitsOfTheRows) {
+  ThreadPool one(1), three(3);
+  for (int64_t rows : {1, 16, 37, 70, 256}) {
+    for (int64_t cols : {32, 1056}) {
+      const auto o = make_random_weight(GgmlType::Q4_0, rows, cols, static_cast<uint32_t>(rows + cols));
+      std::vector<uint8_t> groups(cpu::q4_0_groups_bytes(rows, cols));
+      cpu::pack_q4_0_groups(o.w.data, o.w.row_bytes, rows, cols, groups.data());
+      WeightMatrix grouped = o.w;
+      grouped.q4_groups = groups.data();
+      for (int64_t n : {1, 3, 40}) {
+        const auto x = random_activations(n * cols, static_cast<uint32_t>(n));
+        std::vector<float> want(n * rows), got(n * rows);
+        for (ThreadPool* pool : {&one, &three}) {
+          matmul(o.w, x.data(), n, want.data(), *pool);
+          matmul(grouped, x.data(), n, got.data(), *pool);
+          EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+              << "rows " << rows << " cols " << cols << " n " << n << " threads " << pool->size();
+        }
+      }
+    }
   }
 }
 

@@ -159,7 +159,7 @@ void matmul_fused(std::span<const WeightMatrix* const> ws, const float* x, int64
       const int64_t a = std::max(u0, first_unit[i]), b = std::min(u1, first_unit[i + 1]);
       if (a >= b) continue;
       const WeightMatrix& w = *ws[i];
-      const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols};
+      const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols, w.q4_groups};
       cpu::matmul_rows(cw, in, (a - first_unit[i]) * granule,
                        std::min((b - first_unit[i]) * granule, w.rows), ys[i], w.rows);
     }

@@ -23,6 +23,7 @@ struct MatmulWeights {
   size_t row_bytes;
   int64_t rows;
   int64_t cols;
+  const uint8_t* q4_groups = nullptr;  // WeightMatrix::q4_groups
 };
 
 // Activations prepared once per matmul (see backend/cpu/matmul.h for the rounding rules).

@@ -23,6 +23,7 @@
 
 #include "backend/cpu/float_gemm.h"
 #include "backend/cpu/kquant_gemm.h"
+#include "backend/cpu/q4_0_groups.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/quant_matvec.h"
 #include "backend/cpu/vec_kernels_isa.h"
@@ -344,6 +345,40 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
   }
 }
 
+// pack_quant_panel<q4_0> from 16-row groups (q4_0_groups.h): part g of a record is dword g of
+// the 16 rows' nibble bytes, so its low nibbles are the panel's group g (elements 4g..4g+3)
+// and its high nibbles group 4 + g; the scales are loaded instead of gathered. Rows past
+// `valid` are zero, as the row-major packing leaves them.
+void pack_q4_0_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid,
+                                 uint8_t* packed, float* scales) {
+  const int64_t nb = w.cols / kQK;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  for (int h = 0; h < 2; ++h) {
+    const int rows_here = std::clamp(valid - 16 * h, 0, 16);
+    const __mmask16 m = simd::lane_mask16<int64_t>(rows_here);
+    const uint8_t* rec =
+        rows_here > 0 ? w.q4_groups + ((row0 + 16 * h) / kQ4GroupRows) * nb * kQ4GroupRecordBytes
+                      : nullptr;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* pb = packed + b * kQuantBlockBytes + h * 64;
+      __m512 d = _mm512_setzero_ps();
+      if (m == 0) {
+        for (int g = 0; g < 8; ++g) _mm512_store_si512(pb + g * 128, _mm512_setzero_si512());
+      } else {
+        const uint8_t* r = rec + b * kQ4GroupRecordBytes;
+        for (int g = 0; g < 4; ++g) {
+          const __m512i v = _mm512_maskz_loadu_epi32(m, r + 32 + 64 * g);
+          _mm512_store_si512(pb + g * 128, _mm512_and_si512(v, low4));
+          _mm512_store_si512(pb + (4 + g) * 128, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+        }
+        d = _mm512_maskz_mov_ps(
+            m, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r))));
+      }
+      _mm512_store_ps(scales + b * 32 + h * 16, d);
+    }
+  }
+}
+
 template <int T>
 void quant_tile(const uint8_t* packed, const float* scales, int64_t nb, const MatmulInput& x,
                 int64_t t0, float* y, int64_t y_stride, int64_t row0, int valid) {
@@ -411,7 +446,9 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   float* scales = reinterpret_cast<float*>(scratch + nb * kQuantBlockBytes);  // [nb][32]
   for (int64_t row0 = r0; row0 < r1; row0 += kPanelRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - row0));
-    if (w.type == GgmlType::Q4_0) {
+    if (w.type == GgmlType::Q4_0 && w.q4_groups && row0 % kQ4GroupRows == 0) {
+      pack_q4_0_panel_from_groups(w, row0, valid, packed, scales);
+    } else if (w.type == GgmlType::Q4_0) {
       pack_quant_panel<QuantKind::q4_0>(w, row0, valid, packed, scales);
     } else if (w.type == GgmlType::Q5_0) {
       pack_quant_panel<QuantKind::q5_0>(w, row0, valid, packed, scales);
