@@ -180,8 +180,8 @@ void Model::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
 
 // The Q4_0 matrices the products read (every layer's, and the output's), regrouped once for
 // the CPU's kernels. From a file mapping the original bytes are then dropped from memory
-// (MADV_DONTNEED: clean file pages, read back if the embedding or another backend touches
-// them), so a Q4_0 model does not hold its weights twice.
+// (MADV_DONTNEED: clean file pages, read back only if another backend, the CUDA upload,
+// reads them), so a Q4_0 model does not hold its weights twice.
 void Model::make_q4_groups() {
   std::vector<WeightMatrix*> mats;
   for (LayerWeights& L : weights_.layers)
@@ -196,6 +196,8 @@ void Model::make_q4_groups() {
     q4_groups_.emplace_back(p);
     cpu::pack_q4_0_groups(m->data, m->row_bytes, m->rows, m->cols, p);
     m->q4_groups = p;
+    // A tied output is the embedding table too: its rows then come from the groups as well.
+    if (m == &weights_.output && weights_.tied_output) weights_.token_embd.q4_groups = p;
     if (gguf_.mapped()) {
       const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
       const auto begin = (reinterpret_cast<uintptr_t>(m->data) + page - 1) / page * page;

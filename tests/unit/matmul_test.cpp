@@ -102,8 +102,8 @@ TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
 }
 
 // Q4_0 weights regrouped for the AVX-512 kernels (backend/cpu/q4_0_groups.h) give the bits of
-// the row-major blocks, decode and prompt, at row counts that leave a partial last group and
-// on thread counts that split the rows. (Where this machine's kernels do not read groups both
+// the row-major blocks, decode and prompt (and dequantize_row the same rows), at row counts
+// that leave a partial last group and on thread counts that split the rows. (Where this machine's kernels do not read groups both
 // runs take the rows: still equal.)
 TEST(Matmul, Q4_0GroupsGiveTheBitsOfTheRows) {
   ThreadPool one(1), three(3);
@@ -114,6 +114,12 @@ TEST(Matmul, Q4_0GroupsGiveTheBitsOfTheRows) {
       cpu::pack_q4_0_groups(o.w.data, o.w.row_bytes, rows, cols, groups.data());
       WeightMatrix grouped = o.w;
       grouped.q4_groups = groups.data();
+      std::vector<float> want_row(cols), got_row(cols);  // the embedding lookup too
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(o.w, r, want_row.data());
+        dequantize_row(grouped, r, got_row.data());
+        ASSERT_EQ(want_row, got_row) << "row " << r << " of " << rows;
+      }
       for (int64_t n : {1, 3, 40}) {
         const auto x = random_activations(n * cols, static_cast<uint32_t>(n));
         std::vector<float> want(n * rows), got(n * rows);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/q4_0_groups.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/thread_scratch.h"
 #include "backend/cpu/vec_kernels.h"
@@ -182,6 +183,13 @@ void dequantize_row(const WeightMatrix& w, int64_t row, float* out) {
       cpu::dequantize_row_q8_0(wr, out, w.cols);
       return;
     case GgmlType::Q4_0:
+      if (w.q4_groups) {  // the groups, not the file's rows (dropped from memory)
+        thread_local std::vector<uint8_t> blocks;
+        blocks.resize(w.row_bytes);
+        cpu::q4_0_groups_row(w.q4_groups, w.cols, row, blocks.data());
+        cpu::dequantize_row_q4_0(blocks.data(), out, w.cols);
+        return;
+      }
       cpu::dequantize_row_q4_0(wr, out, w.cols);
       return;
     default:

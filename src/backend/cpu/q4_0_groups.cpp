@@ -33,6 +33,16 @@ void pack_q4_0_groups(const uint8_t* data, size_t row_bytes, int64_t rows, int64
   }
 }
 
+void q4_0_groups_row(const uint8_t* groups, int64_t cols, int64_t row, uint8_t* out) {
+  const int64_t nb = cols / kQK, i = row % kQ4GroupRows;
+  const uint8_t* rec = groups + (row / kQ4GroupRows) * nb * kQ4GroupRecordBytes;
+  for (int64_t b = 0; b < nb; ++b, rec += kQ4GroupRecordBytes, out += 18) {
+    std::memcpy(out, rec + 2 * i, 2);
+    for (int part = 0; part < 4; ++part)
+      std::memcpy(out + 2 + 4 * part, rec + 32 + 64 * part + 4 * i, 4);
+  }
+}
+
 bool q4_0_groups_used() {
   static const bool used = [] {
     const char* env = std::getenv("CHANNEL_Q4_GROUPS");

@@ -23,6 +23,9 @@ size_t q4_0_groups_bytes(int64_t rows, int64_t cols);
 // Writes the groups of rows x cols Q4_0 rows (row r at data + r * row_bytes) to out.
 void pack_q4_0_groups(const uint8_t* data, size_t row_bytes, int64_t rows, int64_t cols,
                       uint8_t* out);
+// Row `row` of a cols-wide matrix's groups back in the file's form: cols / 32 blocks of an f16
+// scale and 16 nibble bytes, into out.
+void q4_0_groups_row(const uint8_t* groups, int64_t cols, int64_t row, uint8_t* out);
 // Whether this machine's matmul kernels read Q4_0 groups (the AVX-512 VNNI ones), so that a
 // model should make them; CHANNEL_Q4_GROUPS=0 turns them off (read once).
 bool q4_0_groups_used();
