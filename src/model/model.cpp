@@ -176,7 +176,9 @@ Model::Model(GgufFile gguf, const LoadProgress& progress) : gguf_(std::move(gguf
   if (progress) progress(1.0f);
 }
 
-void Model::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
+void Model::FreeBytes::operator()(uint8_t* p) const {
+  std::free(p);
+}
 
 // The Q4_0 matrices the products read (every layer's, and the output's), regrouped once for
 // the CPU's kernels. From a file mapping the original bytes are then dropped from memory
@@ -192,7 +194,8 @@ void Model::make_q4_groups() {
     if (m->type != GgmlType::Q4_0 || m->data == nullptr || m->rows <= 0) continue;
     const size_t bytes = cpu::q4_0_groups_bytes(m->rows, m->cols);
     auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (!p) throw_error("{}: out of memory regrouping Q4_0 weights ({} bytes)", gguf_.name(), bytes);
+    if (!p)
+      throw_error("{}: out of memory regrouping Q4_0 weights ({} bytes)", gguf_.name(), bytes);
     q4_groups_.emplace_back(p);
     cpu::pack_q4_0_groups(m->data, m->row_bytes, m->rows, m->cols, p);
     m->q4_groups = p;
@@ -204,8 +207,7 @@ void Model::make_q4_groups() {
       const auto end =
           (reinterpret_cast<uintptr_t>(m->data) + m->row_bytes * static_cast<size_t>(m->rows)) /
           page * page;
-      if (end > begin)
-        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+      if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
     }
   }
 }

@@ -20,7 +20,9 @@ SessionBase::SessionBase(std::shared_ptr<const Model> model, int32_t n_vocab, in
 
 SessionBase::~SessionBase() = default;
 
-void SessionBase::reset() { throw Error("this session cannot be reset (a slot ring)"); }
+void SessionBase::reset() {
+  throw Error("this session cannot be reset (a slot ring)");
+}
 
 void SessionBase::check_tokens(std::span<const int32_t> tokens) const {
   check_token_ids(tokens, n_vocab());

@@ -41,7 +41,8 @@ ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft_model, const Model
     : ModelDrafter(std::make_unique<Session>(std::move(draft_model), config), target) {}
 
 ModelDrafter::ModelDrafter(std::unique_ptr<SessionBase> session, const Model& target)
-    : session_(std::move(session)), n_ctx_(static_cast<size_t>(std::max<int64_t>(0, session_->room()))) {
+    : session_(std::move(session)),
+      n_ctx_(static_cast<size_t>(std::max<int64_t>(0, session_->room()))) {
   if (session_->model().hparams().n_vocab != target.hparams().n_vocab)
     throw_error("draft model: vocabulary of {} tokens, the target has {}",
                 session_->model().hparams().n_vocab, target.hparams().n_vocab);

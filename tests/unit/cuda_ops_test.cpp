@@ -405,8 +405,9 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
           for (int h = 0; h < n_head; ++h) {
             const int hk = h / group;
             const AttentionHead head{kr.data() + hk * cap * hd, vr.data() + hk * cap * hd, hd, hd};
-            const std::span<const int32_t> visible(table.data() + first[static_cast<size_t>(t)],
-                                                   static_cast<size_t>(count[static_cast<size_t>(t)]));
+            const std::span<const int32_t> visible(
+                table.data() + first[static_cast<size_t>(t)],
+                static_cast<size_t>(count[static_cast<size_t>(t)]));
             attend_ref(q.data() + (t * n_head + h) * hd, head, visible, scale, scores.data(),
                        want.data() + (t * n_head + h) * hd);
           }
@@ -440,7 +441,8 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
                                    " n " + std::to_string(n) + " splits " + std::to_string(splits);
           EXPECT_LE(nmse(got, want), 2e-6) << what;
           for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
-            for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((5 * n_head + h) * hd + i)], 0.0f) << what;
+            for (int i = 0; i < hd; ++i)
+              EXPECT_EQ(got[static_cast<size_t>((5 * n_head + h) * hd + i)], 0.0f) << what;
           // attention() takes this path for the chunk, unless told not to.
           a.out = out_slots.as<float>();
           cuda::attention(a, nullptr);
@@ -448,22 +450,27 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
           cuda::set_flash_attention(false);
           cuda::attention(a, nullptr);
           cuda::set_flash_attention(true);
-          EXPECT_LE(nmse(from_device<float>(out_slots, want.size()), want), 1e-10) << what << " (slots)";
+          EXPECT_LE(nmse(from_device<float>(out_slots, want.size()), want), 1e-10)
+              << what << " (slots)";
 
           // As Q8_0 blocks: per token the bits of convert_act over the float output.
           const int64_t row = static_cast<int64_t>(n_head) * hd;
           const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
-          cuda::DeviceBuffer got_q8(q8_bytes, "q8"), one(cuda::act_bytes(GgmlType::Q8_0, 1, row), "q8");
+          cuda::DeviceBuffer got_q8(q8_bytes, "q8"),
+              one(cuda::act_bytes(GgmlType::Q8_0, 1, row), "q8");
           a.out = out.as<float>();
           a.out_q8 = got_q8.get();
           cuda::flash_attention(a, nullptr);
           const std::vector<uint8_t> all = from_device<uint8_t>(got_q8, q8_bytes);
           for (int t = 0; t < n; ++t) {
-            cuda::convert_act(GgmlType::Q8_0, out.as<float>() + t * row, 1, row, row, one.get(), nullptr);
-            const std::vector<uint8_t> w1 = from_device<uint8_t>(one, static_cast<size_t>(row + row / 32 * 4));
+            cuda::convert_act(GgmlType::Q8_0, out.as<float>() + t * row, 1, row, row, one.get(),
+                              nullptr);
+            const std::vector<uint8_t> w1 =
+                from_device<uint8_t>(one, static_cast<size_t>(row + row / 32 * 4));
             const auto* qs = all.data() + t * row;
             const auto* ds = all.data() + n * row + t * (row / 32) * 4;
-            EXPECT_TRUE(std::equal(qs, qs + row, w1.begin()) && std::equal(ds, ds + row / 32 * 4, w1.begin() + row))
+            EXPECT_TRUE(std::equal(qs, qs + row, w1.begin()) &&
+                        std::equal(ds, ds + row / 32 * 4, w1.begin() + row))
                 << what << " token " << t << " (Q8_0 output)";
           }
         }

@@ -38,7 +38,9 @@ namespace {
 
 using test::nmse;
 
-std::shared_ptr<const Model> make_model(const RandomModelSpec& s) { return test::load_random_model(s); }
+std::shared_ptr<const Model> make_model(const RandomModelSpec& s) {
+  return test::load_random_model(s);
+}
 
 std::shared_ptr<const Model> ring_model(Arch arch, GgmlType type) {
   RandomModelSpec s;

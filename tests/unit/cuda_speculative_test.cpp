@@ -73,15 +73,18 @@ TEST_P(CudaSpeculative, VerifyBatchIsOneTokenDecodeBitForBit) {
     const std::vector<float> all = batch.decode_all(tokens);
     ASSERT_EQ(all.size(), static_cast<size_t>(n) * n_vocab);
     {  // the batch's captured graph against the same kernels launched directly
-      cuda::CudaSession plain(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64, .graphs = false});
+      cuda::CudaSession plain(weights,
+                              cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64, .graphs = false});
       plain.decode(prompt);
       EXPECT_EQ(plain.decode_all(tokens), all) << "batch of " << n << ": graph and direct launches";
     }
     for (int i = 0; i < n; ++i) {
-      const std::span<const float> one = single.decode(std::span(&tokens[static_cast<size_t>(i)], 1));
+      const std::span<const float> one =
+          single.decode(std::span(&tokens[static_cast<size_t>(i)], 1));
       const std::vector<float> row(all.begin() + static_cast<ptrdiff_t>(i) * n_vocab,
                                    all.begin() + static_cast<ptrdiff_t>(i + 1) * n_vocab);
-      EXPECT_EQ(row, std::vector<float>(one.begin(), one.end())) << "batch of " << n << ", token " << i;
+      EXPECT_EQ(row, std::vector<float>(one.begin(), one.end()))
+          << "batch of " << n << ", token " << i;
     }
   }
 }
@@ -106,8 +109,8 @@ TEST_P(CudaSpeculative, DraftsGiveTheGreedyText) {
     auto target = session(model);
     NgramDrafter ngram(3);
     SpeculativeStats stats;
-    const std::vector<int32_t> got = generate_greedy_speculative(
-        *target, repetitive_prompt(), 60, &ngram, draft_max, {}, &stats);
+    const std::vector<int32_t> got = generate_greedy_speculative(*target, repetitive_prompt(), 60,
+                                                                 &ngram, draft_max, {}, &stats);
     EXPECT_EQ(got, want) << "ngram, draft_max " << draft_max;
     EXPECT_GT(stats.drafted, 0);
   }

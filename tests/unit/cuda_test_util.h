@@ -97,7 +97,8 @@ inline std::shared_ptr<const Model> load_random_model(const RandomModelSpec& spe
 // The CUDA model tests' model: 4 layers, 4 heads of 64 over 2 KV heads, a window of 16 on two
 // layers of three, vocabulary 500; K-quant rows are whole 256-element super-blocks, so their
 // widths are multiples of 256.
-inline std::shared_ptr<const Model> small_random_model(Arch arch, GgmlType type, uint64_t seed = 1) {
+inline std::shared_ptr<const Model> small_random_model(Arch arch, GgmlType type,
+                                                       uint64_t seed = 1) {
   const auto traits = ggml_type_traits(static_cast<uint32_t>(type));
   const bool kquant = traits && traits->block_elems == 256;
   RandomModelSpec s;

@@ -9,10 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/cpu/thread_pool.h"
-#include "ops/fp16.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/q4_0_groups.h"
+#include "backend/cpu/thread_pool.h"
+#include "ops/fp16.h"
 #include "ops/quant.h"
 #include "ops/quant_legacy.h"
 #include "support/quant_fixtures.h"
@@ -103,13 +103,14 @@ TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
 
 // Q4_0 weights regrouped for the AVX-512 kernels (backend/cpu/q4_0_groups.h) give the bits of
 // the row-major blocks, decode and prompt (and dequantize_row the same rows), at row counts
-// that leave a partial last group and on thread counts that split the rows. (Where this machine's kernels do not read groups both
-// runs take the rows: still equal.)
+// that leave a partial last group and on thread counts that split the rows. (Where this machine's
+// kernels do not read groups both runs take the rows: still equal.)
 TEST(Matmul, Q4_0GroupsGiveTheBitsOfTheRows) {
   ThreadPool one(1), three(3);
   for (int64_t rows : {1, 16, 37, 70, 256}) {
     for (int64_t cols : {32, 1056}) {
-      const auto o = make_random_weight(GgmlType::Q4_0, rows, cols, static_cast<uint32_t>(rows + cols));
+      const auto o =
+          make_random_weight(GgmlType::Q4_0, rows, cols, static_cast<uint32_t>(rows + cols));
       std::vector<uint8_t> groups(cpu::q4_0_groups_bytes(rows, cols));
       cpu::pack_q4_0_groups(o.w.data, o.w.row_bytes, rows, cols, groups.data());
       WeightMatrix grouped = o.w;

@@ -376,9 +376,8 @@ int run_run(RunArgs args) {
   std::signal(SIGPIPE, SIG_IGN);
   if (!args.prompt_file.empty()) args.prompt = read_input_text("-f", args.prompt_file);
   if (!args.draft.empty()) {
-    return run_with_draft({args.model, args.draft, args.draft_max, args.prompt,
-                           args.n_predict, args.n_ctx, kDefaultMaxCtx, args.threads,
-                           args.no_echo, args.device});
+    return run_with_draft({args.model, args.draft, args.draft_max, args.prompt, args.n_predict,
+                           args.n_ctx, kDefaultMaxCtx, args.threads, args.no_echo, args.device});
   }
   const DeviceSpec device = parse_device(args.device);
   // The slot ring is the engine: --ctx N asks for a contiguous context instead.

@@ -44,7 +44,8 @@ int run_with_draft(const DraftRunArgs& args) {
   // The target and the draft model both on the device: a contiguous context each.
   auto make_session = [&](const std::shared_ptr<const Model>& m) -> std::unique_ptr<SessionBase> {
 #if defined(CHANNEL_HAS_CUDA)
-    if (device.is_cuda()) return std::make_unique<CudaContextSession>(m, device.index, n_ctx, args.threads);
+    if (device.is_cuda())
+      return std::make_unique<CudaContextSession>(m, device.index, n_ctx, args.threads);
 #endif
     return std::make_unique<Session>(m, config);
   };

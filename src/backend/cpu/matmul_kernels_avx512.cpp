@@ -349,8 +349,8 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
 // the 16 rows' nibble bytes, so its low nibbles are the panel's group g (elements 4g..4g+3)
 // and its high nibbles group 4 + g; the scales are loaded instead of gathered. Rows past
 // `valid` are zero, as the row-major packing leaves them.
-void pack_q4_0_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid,
-                                 uint8_t* packed, float* scales) {
+void pack_q4_0_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uint8_t* packed,
+                                 float* scales) {
   const int64_t nb = w.cols / kQK;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   for (int h = 0; h < 2; ++h) {

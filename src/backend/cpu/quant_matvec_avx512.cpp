@@ -234,8 +234,8 @@ namespace {
 // the same arithmetic in the same order as matvec16<false>. One contiguous stream, prefetched
 // 8 records (2.3 KB) ahead: on Zen 4 4 records gave 48 tok/s on the 1B shape, 8 gave 49-52,
 // 12 and 16 38-50 (docs/performance.md).
-void matvec_q4_0_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr,
-                        int64_t r0, int64_t r1, float* y) {
+void matvec_q4_0_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
+                        int64_t r1, float* y) {
   constexpr int64_t kAhead = 8 * kQ4GroupRecordBytes;
   const int64_t nb = w.cols / kQK;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -254,8 +254,7 @@ void matvec_q4_0_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t
         sum = _mm512_dpbusd_epi32(sum, lo, _mm512_set1_epi32(load_i32(xb + 2 + 4 * g)));
         sum = _mm512_dpbusd_epi32(sum, hi, _mm512_set1_epi32(load_i32(xb + 2 + 16 + 4 * g)));
       }
-      const __m512 dw =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
       uint16_t dx;
       std::memcpy(&dx, xb, sizeof(dx));
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),

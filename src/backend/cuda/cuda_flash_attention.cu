@@ -24,8 +24,8 @@ namespace channel::cuda {
 
 namespace {
 
-constexpr int kRows = 64;          // queries a block (16 a warp)
-constexpr int kKeys = 64;          // keys a tile
+constexpr int kRows = 64;  // queries a block (16 a warp)
+constexpr int kKeys = 64;  // keys a tile
 constexpr int kWarps = kRows / 16;
 constexpr int kThreads = kWarps * 32;
 
@@ -77,9 +77,9 @@ template <int HD>
 __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int LD = kLd<HD>;
-  __half* Qs = reinterpret_cast<__half*>(smem);  // [kRows][LD]
-  __half* Ks = Qs + kRows * LD;                   // [kKeys][LD]
-  __half* Vs = Ks + kKeys * LD;                   // [kKeys][LD]
+  __half* Qs = reinterpret_cast<__half*>(smem);            // [kRows][LD]
+  __half* Ks = Qs + kRows * LD;                            // [kKeys][LD]
+  __half* Vs = Ks + kKeys * LD;                            // [kKeys][LD]
   int* r_first = reinterpret_cast<int*>(Vs + kKeys * LD);  // [kRows] each query's range
   int* r_end = r_first + kRows;
   int* span = r_end + kRows;  // [2]: the block's union of ranges
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (t0 + r < a.n)
       v = *reinterpret_cast<const float4*>(a.q + static_cast<int64_t>(t0 + r) * a.ldq +
-                                            static_cast<int64_t>(h) * HD + d);
+                                           static_cast<int64_t>(h) * HD + d);
     auto* dst = reinterpret_cast<uint32_t*>(Qs + r * LD + d);
     dst[0] = pack_half2(v.x, v.y);
     dst[1] = pack_half2(v.z, v.w);
@@ -271,8 +271,8 @@ void launch_flash(const AttnArgs& a, cudaStream_t s) {
   check(cudaFuncSetAttribute(flash_attention_kernel<HD>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
         "sizing the flash attention's shared memory");
-  const dim3 grid(static_cast<unsigned>((a.n + kRows - 1) / kRows),
-                  static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.splits));
+  const dim3 grid(static_cast<unsigned>((a.n + kRows - 1) / kRows), static_cast<unsigned>(a.n_head),
+                  static_cast<unsigned>(a.splits));
   launch_k(flash_attention_kernel<HD>, grid, kThreads, bytes, s, a);
   check_launch("flash attention");
 }

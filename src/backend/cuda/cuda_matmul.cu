@@ -501,8 +501,8 @@ void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int
     int dev = 0, sms = 0, per_sm = 0;
     check(cudaGetDevice(&dev), "cudaGetDevice");
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_stream_kernel<K, U, NT>, 128,
-                                                        0),
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_stream_kernel<K, U, NT>,
+                                                        128, 0),
           "occupancy");
     return std::max(1, sms * per_sm);
   }();

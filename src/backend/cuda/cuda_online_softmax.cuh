@@ -60,8 +60,8 @@ __device__ __forceinline__ void store_output(const Args& a, int64_t i, int64_t r
 // one split the normalised value into a.out (or its Q8_0 blocks), otherwise the split's
 // (O, max, L) into a.part [n][n_head][splits][HD + 2].
 template <int HD, typename Args>
-__device__ __forceinline__ void store_result(const Args& a, int t, int h, int split, int d,
-                                             float O, float mx, float L) {
+__device__ __forceinline__ void store_result(const Args& a, int t, int h, int split, int d, float O,
+                                             float mx, float L) {
   if (a.splits == 1) {
     store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
                  static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);

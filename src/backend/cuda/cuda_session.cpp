@@ -116,8 +116,8 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   s.table = DeviceBuffer(cap * 4, "the slot table");
   s.step_host = PinnedBuffer(s.step_bytes, "step inputs");
   std::memset(s.step_host.as<char>(), 0, s.step_bytes);
-  s.logits_host = PinnedBuffer(static_cast<size_t>(std::min(s.max_batch, kVerifyTokens)) * hp.n_vocab * f,
-                               "logits");
+  s.logits_host = PinnedBuffer(
+      static_cast<size_t>(std::min(s.max_batch, kVerifyTokens)) * hp.n_vocab * f, "logits");
   s.bytes = kv_bytes + scratch;
   // Slot i holds position i: the contiguous session's table is the identity.
   std::vector<int32_t> ids(cap);
@@ -296,10 +296,12 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
   // to logits_out; without it they go to logits_out directly.
   float* dst = graph_step || !all_logits ? s.logits_host.as<float>() : logits_out;
   auto enqueue = [&] {
-    cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs), "step inputs");
+    cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs),
+                "step inputs");
     enqueue_forward(n, all_logits);
-    cuda::check(cudaMemcpyAsync(dst, s.logits.get(), rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
-                "logits");
+    cuda::check(
+        cudaMemcpyAsync(dst, s.logits.get(), rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
+        "logits");
   };
   if (graph_step) {
     cudaGraphExec_t& exec = s.graphs[State::graph_index(n, all_logits)];

@@ -1,11 +1,11 @@
 // The whole forward of a llama / gemma3 / qwen3 / bounded model on one CUDA device, for the
 // contiguous session (slot i holds position i, as runtime/session.h): CudaWeights uploads a model's
 // weights once (repacked, q/k/v and gate/up fused where their types agree); a CudaSession
-// owns the device KV arena (f16; f32 for F32 models), the activations and the step buffers, all allocated once,
-// and runs decode (steps of up to kVerifyTokens tokens: captured CUDA graphs) and batched
-// prefill. Per step only the step's token ids, positions and slot ranges go to the device; the
-// logits come back.
-// This header needs no CUDA headers, so frontends include it with the plain C++ compiler.
+// owns the device KV arena (f16; f32 for F32 models), the activations and the step buffers, all
+// allocated once, and runs decode (steps of up to kVerifyTokens tokens: captured CUDA graphs) and
+// batched prefill. Per step only the step's token ids, positions and slot ranges go to the device;
+// the logits come back. This header needs no CUDA headers, so frontends include it with the plain
+// C++ compiler.
 #pragma once
 
 #include <cstddef>

@@ -124,7 +124,9 @@ bool flash_attention_enabled() {
   return v == 1;
 }
 
-void set_flash_attention(bool on) { g_flash.store(on ? 1 : 0, std::memory_order_relaxed); }
+void set_flash_attention(bool on) {
+  g_flash.store(on ? 1 : 0, std::memory_order_relaxed);
+}
 
 void set_decode_kernels(const std::string& spec) {
   std::string v = spec;
