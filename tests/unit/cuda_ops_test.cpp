@@ -365,6 +365,39 @@ TEST(CudaOps, QkvFinishNormsRotatesAndStores) {
   EXPECT_LE(nmse(got_kv, want_kv), 1e-7);  // one f16 rounding step at most
 }
 
+// The arguments of a slot attention over device buffers: queries [n][n_head][hd], a cache of
+// n_kv heads of cap slots (f16, or f32 with kv_f32), the slot table and each query's range.
+struct SlotAttnShape {
+  int n, n_head, n_kv, hd;
+  int64_t cap;
+  bool kv_f32;
+};
+cuda::AttnArgs slot_attn_args(const SlotAttnShape& s, const cuda::DeviceBuffer& q, const void* k,
+                              const void* v, const cuda::DeviceBuffer& table,
+                              const cuda::DeviceBuffer& first, const cuda::DeviceBuffer& count,
+                              int splits, cuda::DeviceBuffer& part, cuda::DeviceBuffer& out) {
+  cuda::AttnArgs a;
+  a.q = q.as<float>();
+  a.ldq = static_cast<int64_t>(s.n_head) * s.hd;
+  a.k_cache = k;
+  a.v_cache = v;
+  a.cap = s.cap;
+  a.kv_f32 = s.kv_f32;
+  a.table = table.as<int32_t>();
+  a.first = first.as<int32_t>();
+  a.count = count.as<int32_t>();
+  a.n = s.n;
+  a.n_head = s.n_head;
+  a.n_head_kv = s.n_kv;
+  a.head_dim = s.hd;
+  a.head_dim_v = s.hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
+  a.splits = splits;
+  a.part = part.as<float>();
+  a.out = out.as<float>();
+  return a;
+}
+
 // Prompt-chunk attention on tensor cores against attend_ref and against the slot kernel: a
 // chunk of queries past a shuffled table's earlier entries (a depth), each query's range
 // causal and a sliding window's (so a block's queries see different ranges), an empty range,
@@ -416,24 +449,8 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
         for (int splits : {1, 3}) {
           cuda::DeviceBuffer part(cuda::attention_part_floats(n, n_head, hd, splits) * 4, "part");
           cuda::DeviceBuffer out(want.size() * 4, "out"), out_slots(want.size() * 4, "out");
-          cuda::AttnArgs a;
-          a.q = dq.as<float>();
-          a.ldq = n_head * hd;
-          a.k_cache = dk.get();
-          a.v_cache = dv.get();
-          a.cap = cap;
-          a.table = dt.as<int32_t>();
-          a.first = df.as<int32_t>();
-          a.count = dc.as<int32_t>();
-          a.n = n;
-          a.n_head = n_head;
-          a.n_head_kv = n_kv;
-          a.head_dim = hd;
-          a.head_dim_v = hd;
-          a.scale = scale;
-          a.splits = splits;
-          a.part = part.as<float>();
-          a.out = out.as<float>();
+          cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, false}, dq, dk.get(),
+                                            dv.get(), dt, df, dc, splits, part, out);
           ASSERT_TRUE(cuda::flash_attention_supported(a));
           cuda::flash_attention(a, nullptr);
           const std::vector<float> got = from_device<float>(out, want.size());
@@ -533,25 +550,8 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
       for (int splits : {1, 7}) {
         cuda::DeviceBuffer part(std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4, "part");
         cuda::DeviceBuffer out(want.size() * 4, "out");
-        cuda::AttnArgs a;
-        a.q = dq.as<float>();
-        a.ldq = n_head * hd;
-        a.k_cache = kc.get();
-        a.v_cache = vc.get();
-        a.cap = cap;
-        a.kv_f32 = f32;
-        a.table = dt.as<int32_t>();
-        a.first = df.as<int32_t>();
-        a.count = dc.as<int32_t>();
-        a.n = n;
-        a.n_head = n_head;
-        a.n_head_kv = n_kv;
-        a.head_dim = hd;
-        a.head_dim_v = hd;
-        a.scale = scale;
-        a.splits = splits;
-        a.part = part.as<float>();
-        a.out = out.as<float>();
+        cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, f32}, dq, kc.get(), vc.get(),
+                                          dt, df, dc, splits, part, out);
         cuda::attention(a, nullptr);
         const std::vector<float> got = from_device<float>(out, want.size());
         EXPECT_LE(nmse(got, want), 1e-10)
