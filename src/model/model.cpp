@@ -8,7 +8,7 @@
 #include <initializer_list>
 
 #include "backend/cpu/matmul.h"
-#include "backend/cpu/q4_0_groups.h"
+#include "backend/cpu/quant_groups.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -172,7 +172,7 @@ Model::Model(GgufFile gguf, const LoadProgress& progress) : gguf_(std::move(gguf
   for (const TensorInfo& t : gguf_.tensors()) weight_bytes_ += t.n_bytes;
   if (progress) progress(0.1f);
   prefault(gguf_, progress);
-  if (cpu::q4_0_groups_used()) make_q4_groups();
+  make_quant_groups();
   if (progress) progress(1.0f);
 }
 
@@ -180,27 +180,28 @@ void Model::FreeBytes::operator()(uint8_t* p) const {
   std::free(p);
 }
 
-// The Q4_0 matrices the products read (every layer's, and the output's), regrouped once for
-// the CPU's kernels. From a file mapping the original bytes are then dropped from memory
-// (MADV_DONTNEED: clean file pages, read back only if another backend, the CUDA upload,
-// reads them), so a Q4_0 model does not hold its weights twice.
-void Model::make_q4_groups() {
+// The Q4_0 and Q5_0 matrices the products read (every layer's, and the output's), regrouped
+// once for the CPU's kernels where they read groups (quant_groups.h). From a file mapping the
+// original bytes are then dropped from memory (MADV_DONTNEED: clean file pages, read back only
+// if another backend, the CUDA upload, reads them), so the model does not hold them twice.
+void Model::make_quant_groups() {
   std::vector<WeightMatrix*> mats;
   for (LayerWeights& L : weights_.layers)
     for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
       mats.push_back(m);
   mats.push_back(&weights_.output);
   for (WeightMatrix* m : mats) {
-    if (m->type != GgmlType::Q4_0 || m->data == nullptr || m->rows <= 0) continue;
-    const size_t bytes = cpu::q4_0_groups_bytes(m->rows, m->cols);
+    if (!cpu::quant_groups_used(m->type) || m->data == nullptr || m->rows <= 0) continue;
+    const size_t bytes = cpu::quant_groups_bytes(m->type, m->rows, m->cols);
     auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
     if (!p)
-      throw_error("{}: out of memory regrouping Q4_0 weights ({} bytes)", gguf_.name(), bytes);
-    q4_groups_.emplace_back(p);
-    cpu::pack_q4_0_groups(m->data, m->row_bytes, m->rows, m->cols, p);
-    m->q4_groups = p;
+      throw_error("{}: out of memory regrouping {} weights ({} bytes)", gguf_.name(),
+                  ggml_type_name(static_cast<uint32_t>(m->type)), bytes);
+    groups_.emplace_back(p);
+    cpu::pack_quant_groups(m->type, m->data, m->row_bytes, m->rows, m->cols, p);
+    m->groups = p;
     // A tied output is the embedding table too: its rows then come from the groups as well.
-    if (m == &weights_.output && weights_.tied_output) weights_.token_embd.q4_groups = p;
+    if (m == &weights_.output && weights_.tied_output) weights_.token_embd.groups = p;
     if (gguf_.mapped()) {
       const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
       const auto begin = (reinterpret_cast<uintptr_t>(m->data) + page - 1) / page * page;

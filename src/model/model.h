@@ -77,12 +77,13 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   size_t weight_bytes_ = 0;
-  // Q4_0 matrices regrouped for this CPU's kernels (WeightMatrix::q4_groups), 64-byte aligned.
+  // Q4_0/Q5_0 matrices regrouped for this CPU's kernels (WeightMatrix::groups), 64-byte
+  // aligned.
   struct FreeBytes {
     void operator()(uint8_t* p) const;
   };
-  std::vector<std::unique_ptr<uint8_t, FreeBytes>> q4_groups_;
-  void make_q4_groups();
+  std::vector<std::unique_ptr<uint8_t, FreeBytes>> groups_;
+  void make_quant_groups();
 };
 
 }  // namespace channel

@@ -17,9 +17,9 @@ struct WeightMatrix {
   int64_t cols;
   const uint8_t* data;  // [rows][row_bytes]
   size_t row_bytes;
-  // Q4_0 on CPUs whose kernels read them: the same weights as 16-row groups
-  // (backend/cpu/q4_0_groups.h), which the model owns; null otherwise. data stays valid.
-  const uint8_t* q4_groups = nullptr;
+  // Q4_0/Q5_0 on CPUs whose kernels read them: the same weights as 16-row groups
+  // (backend/cpu/quant_groups.h), which the model owns; null otherwise. data stays valid.
+  const uint8_t* groups = nullptr;
 };
 
 // Throws channel::Error naming the tensor when its type is not one Channel computes with, it

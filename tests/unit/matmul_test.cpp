@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/matmul.h"
-#include "backend/cpu/q4_0_groups.h"
+#include "backend/cpu/quant_groups.h"
 #include "backend/cpu/thread_pool.h"
 #include "ops/fp16.h"
 #include "ops/quant.h"
@@ -101,34 +101,41 @@ TEST(Matmul, QuantizedOutputsDoNotDependOnBatchOrThreads) {
   }
 }
 
-// Q4_0 weights regrouped for the AVX-512 kernels (backend/cpu/q4_0_groups.h) give the bits of
-// the row-major blocks, decode and prompt (and dequantize_row the same rows), at row counts
-// that leave a partial last group and on thread counts that split the rows. (Where this machine's
-// kernels do not read groups both runs take the rows: still equal.)
-TEST(Matmul, Q4_0GroupsGiveTheBitsOfTheRows) {
+// Q4_0 and Q5_0 weights regrouped for the AVX-512 kernels (backend/cpu/quant_groups.h) give
+// the bits of the row-major blocks, decode and prompt (and dequantize_row the same rows), at
+// row counts that leave a partial last group and on thread counts that split the rows. (Where
+// this machine's kernels do not read a type's groups both runs take the rows: still equal.)
+TEST(Matmul, QuantGroupsGiveTheBitsOfTheRows) {
   ThreadPool one(1), three(3);
-  for (int64_t rows : {1, 16, 37, 70, 256}) {
-    for (int64_t cols : {32, 1056}) {
-      const auto o =
-          make_random_weight(GgmlType::Q4_0, rows, cols, static_cast<uint32_t>(rows + cols));
-      std::vector<uint8_t> groups(cpu::q4_0_groups_bytes(rows, cols));
-      cpu::pack_q4_0_groups(o.w.data, o.w.row_bytes, rows, cols, groups.data());
-      WeightMatrix grouped = o.w;
-      grouped.q4_groups = groups.data();
-      std::vector<float> want_row(cols), got_row(cols);  // the embedding lookup too
-      for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row(o.w, r, want_row.data());
-        dequantize_row(grouped, r, got_row.data());
-        ASSERT_EQ(want_row, got_row) << "row " << r << " of " << rows;
-      }
-      for (int64_t n : {1, 3, 40}) {
-        const auto x = random_activations(n * cols, static_cast<uint32_t>(n));
-        std::vector<float> want(n * rows), got(n * rows);
-        for (ThreadPool* pool : {&one, &three}) {
-          matmul(o.w, x.data(), n, want.data(), *pool);
-          matmul(grouped, x.data(), n, got.data(), *pool);
-          EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
-              << "rows " << rows << " cols " << cols << " n " << n << " threads " << pool->size();
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q5_0}) {
+    const std::string name = ggml_type_name(static_cast<uint32_t>(type));
+    for (int64_t rows : {1, 16, 37, 70, 256}) {
+      for (int64_t cols : {32, 1056}) {
+        const auto o = make_random_weight(type, rows, cols, static_cast<uint32_t>(rows + cols));
+        std::vector<uint8_t> groups(cpu::quant_groups_bytes(type, rows, cols));
+        cpu::pack_quant_groups(type, o.w.data, o.w.row_bytes, rows, cols, groups.data());
+        WeightMatrix grouped = o.w;
+        grouped.groups = groups.data();
+        std::vector<uint8_t> blocks(o.w.row_bytes);
+        std::vector<float> want_row(cols), got_row(cols);  // the embedding lookup too
+        for (int64_t r = 0; r < rows; ++r) {
+          cpu::quant_groups_row(type, groups.data(), cols, r, blocks.data());
+          ASSERT_EQ(std::memcmp(blocks.data(), o.w.data + r * o.w.row_bytes, o.w.row_bytes), 0)
+              << name << " row " << r << " of " << rows;
+          dequantize_row(o.w, r, want_row.data());
+          dequantize_row(grouped, r, got_row.data());
+          ASSERT_EQ(want_row, got_row) << name << " row " << r << " of " << rows;
+        }
+        for (int64_t n : {1, 3, 40}) {
+          const auto x = random_activations(n * cols, static_cast<uint32_t>(n));
+          std::vector<float> want(n * rows), got(n * rows);
+          for (ThreadPool* pool : {&one, &three}) {
+            matmul(o.w, x.data(), n, want.data(), *pool);
+            matmul(grouped, x.data(), n, got.data(), *pool);
+            EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+                << name << " rows " << rows << " cols " << cols << " n " << n << " threads "
+                << pool->size();
+          }
         }
       }
     }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
-#include "backend/cpu/q4_0_groups.h"
+#include "backend/cpu/quant_groups.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/thread_scratch.h"
 #include "backend/cpu/vec_kernels.h"
@@ -160,12 +160,25 @@ void matmul_fused(std::span<const WeightMatrix* const> ws, const float* x, int64
       const int64_t a = std::max(u0, first_unit[i]), b = std::min(u1, first_unit[i + 1]);
       if (a >= b) continue;
       const WeightMatrix& w = *ws[i];
-      const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols, w.q4_groups};
+      const cpu::MatmulWeights cw{w.type, w.data, w.row_bytes, w.rows, w.cols, w.groups};
       cpu::matmul_rows(cw, in, (a - first_unit[i]) * granule,
                        std::min((b - first_unit[i]) * granule, w.rows), ys[i], w.rows);
     }
   });
 }
+
+namespace {
+
+// Row `row` of regrouped weights back in the file's blocks, in a buffer of this thread: the
+// file's rows are dropped from memory once the groups are made (Model).
+const uint8_t* regrouped_row(const WeightMatrix& w, int64_t row) {
+  thread_local std::vector<uint8_t> blocks;
+  blocks.resize(w.row_bytes);
+  cpu::quant_groups_row(w.type, w.groups, w.cols, row, blocks.data());
+  return blocks.data();
+}
+
+}  // namespace
 
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out) {
   const uint8_t* wr = w.data + static_cast<size_t>(row) * w.row_bytes;
@@ -183,18 +196,11 @@ void dequantize_row(const WeightMatrix& w, int64_t row, float* out) {
       cpu::dequantize_row_q8_0(wr, out, w.cols);
       return;
     case GgmlType::Q4_0:
-      if (w.q4_groups) {  // the groups, not the file's rows (dropped from memory)
-        thread_local std::vector<uint8_t> blocks;
-        blocks.resize(w.row_bytes);
-        cpu::q4_0_groups_row(w.q4_groups, w.cols, row, blocks.data());
-        cpu::dequantize_row_q4_0(blocks.data(), out, w.cols);
-        return;
-      }
-      cpu::dequantize_row_q4_0(wr, out, w.cols);
+      cpu::dequantize_row_q4_0(w.groups ? regrouped_row(w, row) : wr, out, w.cols);
       return;
     default:
       if (const cpu::QuantTypeKernels* qk = cpu::quant_type_kernels(w.type)) {
-        qk->dequantize(wr, out, w.cols);
+        qk->dequantize(w.groups ? regrouped_row(w, row) : wr, out, w.cols);
         return;
       }
       break;

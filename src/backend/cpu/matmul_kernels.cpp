@@ -28,6 +28,10 @@ const char* matmul_kernels_isa() {
   return best().isa;
 }
 
+bool matmul_reads_groups(GgmlType type) {
+  return best().reads_groups && best().reads_groups(type);
+}
+
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
   return best().row_granule(type, n);
 }

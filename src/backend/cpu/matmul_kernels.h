@@ -23,7 +23,7 @@ struct MatmulWeights {
   size_t row_bytes;
   int64_t rows;
   int64_t cols;
-  const uint8_t* q4_groups = nullptr;  // WeightMatrix::q4_groups
+  const uint8_t* groups = nullptr;  // WeightMatrix::groups
 };
 
 // Activations prepared once per matmul (see backend/cpu/matmul.h for the rounding rules).
@@ -59,11 +59,15 @@ struct MatmulKernels {
   int64_t (*row_granule)(GgmlType type, int64_t n);
   void (*rows)(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64_t r1, float* y,
                int64_t y_stride);
+  // Whether rows() reads MatmulWeights::groups of this type (quant_groups.h); null: never.
+  bool (*reads_groups)(GgmlType type) = nullptr;
 };
 
 // The variants this build has and this CPU runs, best first (the last is the scalar one).
 std::span<const MatmulKernels> matmul_kernel_variants();
 const char* matmul_kernels_isa();
+// Whether the best variant reads regrouped weights of this type (quant_groups.h).
+bool matmul_reads_groups(GgmlType type);
 
 const MatmulKernels* matmul_kernels_avx512_variant();
 const MatmulKernels* matmul_kernels_avx2_variant();

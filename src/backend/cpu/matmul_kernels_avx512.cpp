@@ -23,7 +23,7 @@
 
 #include "backend/cpu/float_gemm.h"
 #include "backend/cpu/kquant_gemm.h"
-#include "backend/cpu/q4_0_groups.h"
+#include "backend/cpu/quant_groups.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/quant_matvec.h"
 #include "backend/cpu/vec_kernels_isa.h"
@@ -345,31 +345,55 @@ void pack_quant_panel(const MatmulWeights& w, int64_t row0, int valid, uint8_t* 
   }
 }
 
-// pack_quant_panel<q4_0> from 16-row groups (q4_0_groups.h): part g of a record is dword g of
-// the 16 rows' nibble bytes, so its low nibbles are the panel's group g (elements 4g..4g+3)
-// and its high nibbles group 4 + g; the scales are loaded instead of gathered. Rows past
-// `valid` are zero, as the row-major packing leaves them.
-void pack_q4_0_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uint8_t* packed,
-                                 float* scales) {
+// pack_quant_panel<q4_0> (kFive false) or <q5_0> from 16-row groups (quant_groups.h): part g
+// of a record is dword g of the 16 rows' nibble bytes, so its low nibbles are the panel's
+// group g (elements 4g..4g+3) and its high nibbles group 4 + g (Q5_0: each with its fifth
+// bits from the record's, as the decode takes them); the scales are loaded instead of
+// gathered. Rows past `valid` are zero, as the row-major packing leaves them.
+template <bool kFive>
+void pack_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uint8_t* packed,
+                            float* scales) {
+  constexpr GgmlType kType = kFive ? GgmlType::Q5_0 : GgmlType::Q4_0;
+  const int64_t record = group_record_bytes(kType), nibbles = group_nibbles_at(kType);
   const int64_t nb = w.cols / kQK;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+  __m512i pick[2][4];  // Q5_0: which fifth bit each byte takes (quant_matvec_avx512.cpp)
+  if constexpr (kFive) {
+    for (int g = 0; g < 4; ++g) {
+      for (int half = 0; half < 2; ++half) {
+        alignas(64) uint8_t c[64];
+        for (int j = 0; j < 64; ++j)
+          c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
+        pick[half][g] = _mm512_load_si512(c);
+      }
+    }
+  }
   for (int h = 0; h < 2; ++h) {
     const int rows_here = std::clamp(valid - 16 * h, 0, 16);
     const __mmask16 m = simd::lane_mask16<int64_t>(rows_here);
     const uint8_t* rec =
-        rows_here > 0 ? w.q4_groups + ((row0 + 16 * h) / kQ4GroupRows) * nb * kQ4GroupRecordBytes
-                      : nullptr;
+        rows_here > 0 ? w.groups + ((row0 + 16 * h) / kGroupRows) * nb * record : nullptr;
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* pb = packed + b * kQuantBlockBytes + h * 64;
       __m512 d = _mm512_setzero_ps();
       if (m == 0) {
         for (int g = 0; g < 8; ++g) _mm512_store_si512(pb + g * 128, _mm512_setzero_si512());
       } else {
-        const uint8_t* r = rec + b * kQ4GroupRecordBytes;
+        const uint8_t* r = rec + b * record;
+        __m512i qh;
+        if constexpr (kFive) qh = _mm512_maskz_loadu_epi32(m, r + 32);
         for (int g = 0; g < 4; ++g) {
-          const __m512i v = _mm512_maskz_loadu_epi32(m, r + 32 + 64 * g);
-          _mm512_store_si512(pb + g * 128, _mm512_and_si512(v, low4));
-          _mm512_store_si512(pb + (4 + g) * 128, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+          const __m512i v = _mm512_maskz_loadu_epi32(m, r + nibbles + 64 * g);
+          __m512i lo = _mm512_and_si512(v, low4);
+          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+          if constexpr (kFive) {
+            lo = _mm512_or_si512(
+                lo, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
+            hi = _mm512_or_si512(
+                hi, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
+          }
+          _mm512_store_si512(pb + g * 128, lo);
+          _mm512_store_si512(pb + (4 + g) * 128, hi);
         }
         d = _mm512_maskz_mov_ps(
             m, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r))));
@@ -446,8 +470,12 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
   float* scales = reinterpret_cast<float*>(scratch + nb * kQuantBlockBytes);  // [nb][32]
   for (int64_t row0 = r0; row0 < r1; row0 += kPanelRows) {
     const int valid = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - row0));
-    if (w.type == GgmlType::Q4_0 && w.q4_groups && row0 % kQ4GroupRows == 0) {
-      pack_q4_0_panel_from_groups(w, row0, valid, packed, scales);
+    if (w.type == GgmlType::Q4_0 && w.groups && row0 % kGroupRows == 0) {
+      pack_panel_from_groups<false>(w, row0, valid, packed, scales);
+#if defined(CHANNEL_SIMD_BITALG)
+    } else if (w.type == GgmlType::Q5_0 && w.groups && row0 % kGroupRows == 0) {
+      pack_panel_from_groups<true>(w, row0, valid, packed, scales);
+#endif
     } else if (w.type == GgmlType::Q4_0) {
       pack_quant_panel<QuantKind::q4_0>(w, row0, valid, packed, scales);
     } else if (w.type == GgmlType::Q5_0) {
@@ -468,6 +496,14 @@ void quant_gemm_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, i
 #include "backend/cpu/matmul_dot_rows.h"
 
 }  // namespace
+
+// Q4_0 groups always; Q5_0 groups where the fifth bits can be spread (BITALG).
+bool reads_groups(GgmlType type) {
+#if defined(CHANNEL_SIMD_BITALG)
+  if (type == GgmlType::Q5_0) return true;
+#endif
+  return type == GgmlType::Q4_0;
+}
 
 int64_t matmul_row_granule(GgmlType type, int64_t n) {
   if (is_kquant(type) && n >= kKQuantGemmMinTokens) return kPanelRows;
@@ -494,7 +530,8 @@ void matmul_rows(const MatmulWeights& w, const MatmulInput& x, int64_t r0, int64
 
 namespace channel::cpu {
 const MatmulKernels* matmul_kernels_avx512_variant() {
-  static const MatmulKernels v{"avx512", avx512::matmul_row_granule, avx512::matmul_rows};
+  static const MatmulKernels v{"avx512", avx512::matmul_row_granule, avx512::matmul_rows,
+                               avx512::reads_groups};
   return &v;
 }
 }  // namespace channel::cpu

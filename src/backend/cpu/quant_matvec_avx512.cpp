@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/q4_0_groups.h"
+#include "backend/cpu/quant_groups.h"
 #include "ops/quant.h"
 
 namespace channel::cpu::avx512 {
@@ -229,28 +229,51 @@ void matvec_q8_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
 
 namespace {
 
-// Q4_0 from 16-row groups (q4_0_groups.h): per block the record's four parts are the vectors
-// transpose_rows builds and its 16 scales the ones add_scaled_block gathers, so the lanes do
-// the same arithmetic in the same order as matvec16<false>. One contiguous stream, prefetched
-// 8 records (2.3 KB) ahead: on Zen 4 4 records gave 48 tok/s on the 1B shape, 8 gave 49-52,
-// 12 and 16 38-50 (docs/performance.md).
-void matvec_q4_0_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
-                        int64_t r1, float* y) {
-  constexpr int64_t kAhead = 8 * kQ4GroupRecordBytes;
+// Q4_0 (kFive false) or Q5_0 from 16-row groups (quant_groups.h): per block the record's four
+// parts are the vectors transpose_rows builds, its 16 scales the ones add_scaled_block
+// gathers (Q5_0: its fifth bits the ones matvec16 gathers), so the lanes do the same
+// arithmetic in the same order as matvec16. One contiguous stream, prefetched 8 records
+// ahead: for Q4_0 on Zen 4 4 records gave 48 tok/s on the 1B shape, 8 gave 49-52, 12 and 16
+// 38-50 (docs/performance.md).
+template <bool kFive>
+void matvec_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
+                   int64_t r1, float* y) {
+  constexpr GgmlType kType = kFive ? GgmlType::Q5_0 : GgmlType::Q4_0;
+  const int64_t record = group_record_bytes(kType), nibbles = group_nibbles_at(kType);
+  const int64_t ahead = 8 * record;
   const int64_t nb = w.cols / kQK;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  for (int64_t r = r0; r < r1; r += kQ4GroupRows) {
-    const uint8_t* rec = w.q4_groups + (r / kQ4GroupRows) * nb * kQ4GroupRecordBytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+  __m512i pick[2][4];  // Q5_0: as in matvec16
+  if constexpr (kFive) {
+    for (int g = 0; g < 4; ++g) {
+      for (int half = 0; half < 2; ++half) {
+        alignas(64) uint8_t c[64];
+        for (int j = 0; j < 64; ++j)
+          c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
+        pick[half][g] = _mm512_load_si512(c);
+      }
+    }
+  }
+  for (int64_t r = r0; r < r1; r += kGroupRows) {
+    const uint8_t* rec = w.groups + (r / kGroupRows) * nb * record;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, rec += kQ4GroupRecordBytes) {
-      for (int64_t j = 0; j < kQ4GroupRecordBytes; j += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(rec + kAhead + j), _MM_HINT_T0);
+    for (int64_t b = 0; b < nb; ++b, rec += record) {
+      for (int64_t j = 0; j < record; j += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(rec + ahead + j), _MM_HINT_T0);
       const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      __m512i qh;
+      if constexpr (kFive) qh = _mm512_loadu_si512(rec + 32);
       __m512i sum = _mm512_set1_epi32(xcorr[b]);
       for (int g = 0; g < 4; ++g) {
-        const __m512i v = _mm512_loadu_si512(rec + 32 + 64 * g);
-        const __m512i lo = _mm512_and_si512(v, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        const __m512i v = _mm512_loadu_si512(rec + nibbles + 64 * g);
+        __m512i lo = _mm512_and_si512(v, low4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (kFive) {
+          lo = _mm512_or_si512(
+              lo, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
+          hi = _mm512_or_si512(
+              hi, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
+        }
         sum = _mm512_dpbusd_epi32(sum, lo, _mm512_set1_epi32(load_i32(xb + 2 + 4 * g)));
         sum = _mm512_dpbusd_epi32(sum, hi, _mm512_set1_epi32(load_i32(xb + 2 + 16 + 4 * g)));
       }
@@ -260,7 +283,7 @@ void matvec_q4_0_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
                             _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(dx))), acc);
     }
-    const int64_t n = std::min<int64_t>(kQ4GroupRows, r1 - r);
+    const int64_t n = std::min<int64_t>(kGroupRows, r1 - r);
     _mm512_mask_storeu_ps(y + r, static_cast<__mmask16>((1u << n) - 1), acc);
   }
 }
@@ -269,13 +292,14 @@ void matvec_q4_0_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t
 
 void matvec_q4_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y) {
-  if (w.q4_groups && r0 % kQ4GroupRows == 0) return matvec_q4_0_groups(w, xq, xcorr, r0, r1, y);
+  if (w.groups && r0 % kGroupRows == 0) return matvec_groups<false>(w, xq, xcorr, r0, r1, y);
   matvec16<false>(w, xq, xcorr, r0, r1, y);
 }
 
 #if defined(CHANNEL_SIMD_BITALG)
 void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y) {
+  if (w.groups && r0 % kGroupRows == 0) return matvec_groups<true>(w, xq, xcorr, r0, r1, y);
   matvec16<true>(w, xq, xcorr, r0, r1, y);
 }
 #endif
