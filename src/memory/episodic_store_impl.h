@@ -182,8 +182,8 @@ struct EpisodicStore::Impl {
     }
     return it->second;
   }
-  void check_record(uint32_t slot) const {
-    auto p = record_problem(L, map, slot);
+  void check_record(uint32_t slot, const uint32_t* kv_crc = nullptr) const {
+    auto p = record_problem(L, map, slot, kv_crc);
     if (!p) return;
     // A reader shares the file with one writer, which rewrites a slot only after zeroing its
     // token_count and then gives it a new id: a record that fails while its entry no longer

@@ -242,14 +242,17 @@ std::string checksum_problem(const EpisodeHeader& e, uint64_t slot, uint64_t bof
 }
 
 std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data,
-                                          uint64_t slot) {
+                                          uint64_t slot, const uint32_t* kv_crc) {
   const EpisodeHeader e = read_episode_header(L, data, slot);
   const uint64_t boff = L.block_offset(slot);
   const uint8_t* block = data + boff;
   if (auto p = block_header_problem(e, slot, block, boff)) return p;
   SlabBlockHeader b;
   std::memcpy(&b, block, sizeof b);
-  const uint32_t crc = record_checksum(L, data + L.entry_offset(slot), block);
+  const uint32_t crc =
+      kv_crc ? crc32c_combine(record_checksum_head(L, data + L.entry_offset(slot), block), *kv_crc,
+                              L.kv_bytes(e.token_count))
+             : record_checksum(L, data + L.entry_offset(slot), block);
   if (crc != b.crc) return checksum_problem(e, slot, boff, b.crc, crc);
   return std::nullopt;
 }

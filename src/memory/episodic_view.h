@@ -41,8 +41,10 @@ std::vector<SlotState> parse_index(const StoreLayout& L, const FileHeader& h, co
                                    const std::string& name);
 
 // The problem with live slot `slot`'s record (block magic, the id/count echo in the block
-// header, zero bytes, the checksum), or nullopt when it verifies.
-std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data, uint64_t slot);
+// header, zero bytes, the checksum), or nullopt when it verifies. kv_crc: crc32c(0, K/V bytes)
+// already computed by the caller (who read them), else they are read here.
+std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data, uint64_t slot,
+                                          const uint32_t* kv_crc = nullptr);
 // Its parts, for a record read apart from the mapping: the block header's problem (magic, echo,
 // zero bytes; `block` holds at least its first 64 bytes, `boff` is its file offset), and the
 // message of a checksum mismatch.

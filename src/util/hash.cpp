@@ -21,23 +21,6 @@ uint32_t crc32c_ref(uint32_t crc, const void* data, size_t n) {
   return ~crc;
 }
 
-#if defined(__SSE4_2__)
-// One stream of the crc32 instruction on the raw (un-inverted) register: 8 bytes per step,
-// each step waiting on the last (3 cycles on current x86).
-static inline uint32_t crc32c_one_stream(uint32_t state, const uint8_t* p, size_t n) {
-  uint64_t c = state;
-  for (; n >= 8; n -= 8, p += 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-  }
-  uint32_t c32 = static_cast<uint32_t>(c);
-  for (; n > 0; --n, ++p) c32 = _mm_crc32_u8(c32, *p);
-  return c32;
-}
-#endif
-
-#if defined(__SSE4_2__) && defined(__PCLMUL__)
 // Polynomials mod P in the reflected form the crc32 instruction uses: bit i of a uint32_t is
 // the coefficient of x^(31-i), so x^0 is 0x80000000 and P's low 32 terms are 0x82F63B78.
 constexpr uint32_t kCrc32cPoly = 0x82F63B78u;
@@ -61,6 +44,37 @@ constexpr uint32_t poly_x_pow(uint64_t e) {  // x^e mod P by square-and-multiply
 }
 static_assert(poly_x_pow(32) == kCrc32cPoly, "x^32 mod P is P's low terms");
 static_assert(poly_x_pow(33) == poly_mul_x(kCrc32cPoly));
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // The register after A, shifted past B's 8 len_b bits, plus B's own: the inversions at
+  // the start and end of each cancel (multiplication mod P is linear).
+  return poly_mul(crc_a, poly_x_pow(8 * len_b)) ^ crc_b;
+}
+
+uint32_t crc32c_join(std::span<const uint32_t> parts, uint64_t part_len) {
+  const uint32_t shift = poly_x_pow(8 * part_len);  // once: every part is as long
+  uint32_t crc = 0;
+  for (const uint32_t part : parts) crc = poly_mul(crc, shift) ^ part;
+  return crc;
+}
+
+#if defined(__SSE4_2__)
+// One stream of the crc32 instruction on the raw (un-inverted) register: 8 bytes per step,
+// each step waiting on the last (3 cycles on current x86).
+static inline uint32_t crc32c_one_stream(uint32_t state, const uint8_t* p, size_t n) {
+  uint64_t c = state;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    c = _mm_crc32_u64(c, w);
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; --n, ++p) c32 = _mm_crc32_u8(c32, *p);
+  return c32;
+}
+#endif
+
+#if defined(__SSE4_2__) && defined(__PCLMUL__)
 
 // Three interleaved streams over blocks A, B, C of `Block` bytes each. With raw registers,
 // state(A||B||C) = state(A) * x^(16 Block) + state(B) * x^(8 Block) + state(C) (state(B),

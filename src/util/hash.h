@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace channel {
@@ -13,6 +14,11 @@ namespace channel {
 // `crc` chains calls: crc32c(crc32c(0, a), b) == crc32c(0, a ++ b).
 uint32_t crc32c_ref(uint32_t crc, const void* data, size_t n);  // bitwise, obviously correct
 uint32_t crc32c(uint32_t crc, const void* data, size_t n);      // SSE4.2 crc32 when available
+// crc32c(0, A ++ B) from crc_a = crc32c(0, A), crc_b = crc32c(0, B) and B's length, so that
+// parts of a buffer can be checked apart (on several threads) and joined.
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+// crc32c(0, P0 ++ P1 ++ ...) from the parts' crc32c(0, Pi), every part part_len bytes long.
+uint32_t crc32c_join(std::span<const uint32_t> parts, uint64_t part_len);
 
 // FNV-1a 64 of `bytes`, continuing from `h` (the offset basis by default).
 inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;

@@ -38,6 +38,31 @@ TEST(Crc32c, MatchesReferenceAndChains) {
   }
 }
 
+// Parts checked apart and joined give the whole buffer's crc, at every split of small buffers
+// and for parts of a few MB (as a recall checks an episode's planes on several threads).
+TEST(Crc32c, CombinesParts) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> buf(3 << 20);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t n : {0, 1, 9, 100}) {
+    for (size_t split = 0; split <= n; ++split)
+      ASSERT_EQ(crc32c_combine(crc32c(0, buf.data(), split), crc32c(0, buf.data() + split, n - split),
+                               n - split),
+                crc32c(0, buf.data(), n))
+          << n << " split at " << split;
+  }
+  uint32_t joined = 0;
+  const size_t part = 1 << 20;
+  std::vector<uint32_t> parts;
+  for (size_t at = 0; at < buf.size(); at += part) {
+    parts.push_back(crc32c(0, buf.data() + at, part));
+    joined = crc32c_combine(joined, parts.back(), part);
+  }
+  EXPECT_EQ(joined, crc32c(0, buf.data(), buf.size()));
+  EXPECT_EQ(crc32c_join(parts, part), joined);
+  EXPECT_EQ(crc32c_join({}, part), 0u);
+}
+
 // Every length 0..2048 at every start offset 0..15. The reference for each prefix is chained
 // from the previous one (crc32c_ref of one more byte), so the sweep stays fast under ASan.
 TEST(Crc32c, EveryLengthAndOffset) {
