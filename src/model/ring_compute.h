@@ -86,6 +86,17 @@ class RingCompute {
   // of global layers, f64 angles rounded to f32, rotated in f32, rounded back to f16).
   virtual void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
                               const uint16_t* v, double rotate_by) = 0;
+  // An episode's rows of several global layers at once: staged [layers.size()][2][n_tokens]
+  // [row] f16 bits (row = n_head_kv * head_dim; layer g's keys, then its values), into
+  // n_tokens slots from `slot` of each layer layers[g], keys turned as write_rows_f16 does. A
+  // device copies them with one transfer; by default, write_rows_f16 layer by layer.
+  virtual void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                size_t row, const uint16_t* staged, double rotate_by) {
+    const size_t rows = size_t{n_tokens} * row;
+    for (size_t g = 0; g < layers.size(); ++g)
+      write_rows_f16(layers[g], slot, n_tokens, staged + 2 * g * rows, staged + (2 * g + 1) * rows,
+                     rotate_by);
+  }
   // Host memory for n_values f16 values of an episode's rows on their way to write_rows_f16
   // (page-locked on a device, so the copy is a plain DMA), valid until the next call; null:
   // the session stages in its own memory.

@@ -450,9 +450,8 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
   }
   try {
     fill(KvRowsF16{recall_k_, recall_v_, row, n_tokens});
-    for (size_t g = 0; compute_ && g < global_layers_.size(); ++g)
-      compute_->write_rows_f16(global_layers_[g], first, n_tokens, recall_k_[g], recall_v_[g],
-                               rotate_keys_by);
+    if (compute_)  // staged as [g][K|V][n_tokens][row]: one call for every layer
+      compute_->write_recall_f16(global_layers_, first, n_tokens, row, staging, rotate_keys_by);
     if (!compute_ && rotate_keys_by != 0.0) {  // the keys turned here, row by row
       const size_t hd = static_cast<size_t>(hp.head_dim);
       std::vector<float> cs(rope_global_.n_rot), head(hd);

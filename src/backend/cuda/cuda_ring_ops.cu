@@ -206,7 +206,53 @@ __global__ void rotate_rows_kernel(__half* rows, int n_heads, int head_dim, Ring
     row[i] = __float2half_rn(rotated(rope, cs, head, i));
 }
 
+// Block per (token, head, layer and K|V): rotate_rows_kernel's rounding, then
+// scatter_rows_kernel's store.
+template <typename T>
+__global__ void write_episode_kernel(const __half* rows, int n, int n_head_kv, int head_dim,
+                                     const EpisodeDst* dst, int64_t first, RingRope rope,
+                                     double delta) {
+  pdl_wait();
+  __shared__ float head[256];
+  __shared__ float2 cs[128];
+  const int t = blockIdx.x, h = blockIdx.y, g = blockIdx.z / 2, kv = blockIdx.z % 2;
+  const __half* src =
+      rows + ((static_cast<int64_t>(g) * 2 + kv) * n + t) * n_head_kv * head_dim + h * head_dim;
+  const EpisodeDst d = dst[g];
+  T* out = static_cast<T*>(kv == 0 ? d.k : d.v) + (h * d.cap + first + t) * head_dim;
+  auto store = [&](int i, __half x) {
+    if constexpr (sizeof(T) == 2)
+      out[i] = x;
+    else
+      out[i] = __half2float(x);
+  };
+  if (kv == 1 || delta == 0.0) {  // the same for the whole block
+    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) store(i, src[i]);
+    return;
+  }
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) head[i] = __half2float(src[i]);
+  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
+  __syncthreads();
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
+    store(i, i < rope.n_rot ? __float2half_rn(rotated(rope, cs, head, i)) : src[i]);
+}
+
 }  // namespace
+
+void write_episode_f16(const uint16_t* rows, int n_layers, int n, int n_head_kv, int head_dim,
+                       const EpisodeDst* dst, int64_t first, bool kv_f32, const RingRope& rope,
+                       double delta, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_head_kv),
+                  static_cast<unsigned>(2 * n_layers));
+  const auto* src = reinterpret_cast<const __half*>(rows);
+  if (kv_f32)
+    launch_k(write_episode_kernel<float>, grid, 128, 0, s, src, n, n_head_kv, head_dim, dst, first,
+             rope, delta);
+  else
+    launch_k(write_episode_kernel<__half>, grid, 128, 0, s, src, n, n_head_kv, head_dim, dst,
+             first, rope, delta);
+  check_launch("write_episode_f16");
+}
 
 void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
                      double delta, cudaStream_t s) {
