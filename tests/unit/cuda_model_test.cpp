@@ -280,40 +280,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
   cuda::set_pdl(saved_pdl);
 }
 
-// Sending weights towards L2 ahead of the products (cuda_l2_ahead.h) is a hint: decode and a
-// verify batch give the same bits with it off, with small budgets (many ranges a product) and
-// with the defaults.
-TEST(CudaModelDecode, ReadingWeightsAheadChangesNoBit) {
-  CHANNEL_REQUIRE_CUDA();
-  const cuda::L2Ahead saved = cuda::l2_ahead();
-  for (const ModelCase c : {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::F16}}) {
-    auto model = random_model(c.arch, c.type);
-    auto weights = cuda::CudaWeights::upload(model, 0);
-    const int n_vocab = model->hparams().n_vocab;
-    std::vector<int32_t> prompt(9);
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % n_vocab);
-    auto run = [&](const cuda::L2Ahead& a) {
-      cuda::set_l2_ahead(a);
-      cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 16});
-      gpu.decode(prompt);
-      std::vector<float> out;
-      for (int i = 0; i < 4; ++i) {
-        const int32_t tok = static_cast<int32_t>((i * 11 + 3) % n_vocab);
-        const std::span<const float> l = gpu.decode(std::span(&tok, 1));
-        out.insert(out.end(), l.begin(), l.end());
-      }
-      const std::vector<int32_t> verify = {3, 17, 5};
-      const std::vector<float> all = gpu.decode_all(verify);
-      out.insert(out.end(), all.begin(), all.end());
-      return out;
-    };
-    const std::vector<float> want = run(cuda::L2Ahead{});
-    EXPECT_EQ(run(cuda::L2Ahead{4096, 1024, 8192}), want) << "small budgets";
-    EXPECT_EQ(run(saved), want) << "the defaults";
-  }
-  cuda::set_l2_ahead(saved);
-}
-
 // ---- llama.cpp's goldens ----------------------------------------------------------------------
 
 std::vector<float> read_f32(const std::string& rel) {

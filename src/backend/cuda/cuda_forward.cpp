@@ -3,9 +3,6 @@
 
 #include <algorithm>
 #include <initializer_list>
-#include <optional>
-
-#include "backend/cuda/cuda_l2_ahead.h"
 
 namespace channel::cuda {
 
@@ -44,28 +41,18 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
   void* act = b.act;
   const bool fuse = n == 1 && fused_decode() && fused_decode_for(W);
 
-  // Decode and verify batches read the weights at HBM speed; in between, the next ones
-  // head for L2 (cuda_l2_ahead.h).
-  std::optional<WeightReadAhead> ahead;
-  if (const L2Ahead budget = l2_ahead(); n <= kVerifyTokens && budget.cap > 0)
-    ahead.emplace(W, budget);
-  auto mul = [&](const DevMatrix& m, const void* in, float* y, int64_t ldy, bool attention_next) {
-    matmul(m, in, n, y, ldy, cs);
-    if (ahead) ahead->after(m, attention_next, cs);
-  };
-
   // y[:, at..] = x . W^T for each matrix of a group (fused when the upload fused it).
   auto product = [&](const float* in, int64_t cols, std::initializer_list<const DevMatrix*> parts,
-                     const DevMatrix& fused, float* y, int64_t ldy, bool attention_next = false) {
+                     const DevMatrix& fused, float* y, int64_t ldy) {
     if (fused.q) {
       convert_act(fused.type, in, n, cols, cols, act, cs);
-      mul(fused, act, y, ldy, attention_next);
+      matmul(fused, act, n, y, ldy, cs);
       return;
     }
     int64_t at = 0;
     for (const DevMatrix* m : parts) {
       convert_act(m->type, in, n, cols, cols, act, cs);
-      mul(*m, act, y + at, ldy, attention_next && m == *(parts.end() - 1));
+      matmul(*m, act, n, y + at, ldy, cs);
       at += m->rows;
     }
   };
@@ -75,22 +62,22 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
   for (int il = 0; il < hp.n_layer; ++il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (fuse) {
-      mul(L.qkv, act, b.qkv, b.qkv_w, true);
+      matmul(L.qkv, act, 1, b.qkv, b.qkv_w, cs);
     } else {
       rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
-      product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w, true);
+      product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
     }
     // Fused: the attention's merge writes W_o's activation blocks itself.
     if (attend(il, fuse && q8_input(L.wo.type) ? act : nullptr))
-      mul(L.wo, act, proj, E, false);
+      matmul(L.wo, act, 1, proj, E, cs);
     else
       product(b.attn, b.attn_w, {&L.wo}, DevMatrix{}, proj, E);
     if (fuse) {  // the residual add, the FFN norm and the activation blocks in one kernel
       norm_quant(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, x, L.ffn_norm, 1, E,
                  hp.rms_eps, act, cs);
-      mul(L.gate_up, act, b.gu, 2 * F, false);
+      matmul(L.gate_up, act, 1, b.gu, 2 * F, cs);
       glu_quant(b.gu, 2 * F, 1, F, hp.gelu_ffn, act, cs);
-      mul(L.down, act, proj, E, false);
+      matmul(L.down, act, 1, proj, E, cs);
       const bool last = il + 1 == hp.n_layer;
       norm_quant(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, x,
                  last ? W.output_norm : W.layers[static_cast<size_t>(il) + 1].attn_norm, 1, E,

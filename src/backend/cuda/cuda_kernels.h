@@ -304,26 +304,6 @@ void set_fused_decode(bool on);
 bool pdl_enabled();
 void set_pdl(bool on);
 
-// Byte ranges of device memory (at most kL2Ranges) for l2_prefetch.
-constexpr int kL2Ranges = 4;
-struct L2Ranges {
-  const void* ptr[kL2Ranges] = {};
-  int64_t bytes[kL2Ranges] = {};
-  int count = 0;
-};
-// Once the grid before it in s has finished, asks L2 to load the ranges (the parts of each
-// range between 16-byte boundaries) without waiting for them; a hint, never an error.
-void l2_prefetch(const L2Ranges& ranges, cudaStream_t s);
-// How far decode reads weights ahead (cuda_l2_ahead.h): bytes sent towards L2 after W_q|k|v's
-// product (attention runs next), after each other product, and at most ahead of the product
-// running. CHANNEL_CUDA_L2_AHEAD=off or ATTN,OTHER,CAP in MiB (read once; a bad value is a
-// one-line error); set_l2_ahead overrides it. All zero: off.
-struct L2Ahead {
-  int64_t after_qkv = 0, after_other = 0, cap = 0;
-};
-L2Ahead l2_ahead();
-void set_l2_ahead(const L2Ahead& a);
-
 // x[t] = row tokens[t] of the embedding matrix (repacked) times scale.
 void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float* x, cudaStream_t s);
 

@@ -2,13 +2,10 @@
 // CHANNEL_CUDA_MATVEC (v0..v7), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
 // programmatic dependent launch, CHANNEL_CUDA_PDL (0|1), and the many-token products through
 // cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles), and prompt-chunk attention on
-// tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots), and how far decode
-// reads weights ahead into L2, CHANNEL_CUDA_L2_AHEAD; each read once from the environment
-// unless set first.
+// tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots); each read once from the
+// environment unless set first.
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
-#include <sstream>
 #include <string>
 
 #include "backend/cuda/cuda_cublas.h"
@@ -44,26 +41,6 @@ std::atomic<int> g_fuse{-1};
 std::atomic<int> g_pdl{-1};
 std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
-
-// Bytes decode sends towards L2 ahead of its products: after W_q|k|v (the attention kernels
-// run next), after the other products, and the most ahead of the running product.
-constexpr L2Ahead kDefaultL2Ahead{int64_t{32} << 20, int64_t{16} << 20, int64_t{40} << 20};
-std::mutex g_l2_mutex;
-bool g_l2_set = false;
-L2Ahead g_l2;
-
-L2Ahead parse_l2_ahead(const std::string& e) {
-  if (e == "off" || e == "0") return L2Ahead{};
-  std::istringstream in(e);
-  int64_t mib[3];
-  char comma1 = 0, comma2 = 0;
-  if (!(in >> mib[0] >> comma1 >> mib[1] >> comma2 >> mib[2]) || comma1 != ',' || comma2 != ',' ||
-      !in.eof() || mib[0] < 0 || mib[1] < 0 || mib[2] < 0 || mib[0] > 4096 || mib[1] > 4096 ||
-      mib[2] > 4096)
-    throw_error("CHANNEL_CUDA_L2_AHEAD: expected off or ATTN,OTHER,CAP in MiB (0..4096), got '{}'",
-                e);
-  return L2Ahead{mib[0] << 20, mib[1] << 20, mib[2] << 20};
-}
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -149,22 +126,6 @@ bool flash_attention_enabled() {
 
 void set_flash_attention(bool on) {
   g_flash.store(on ? 1 : 0, std::memory_order_relaxed);
-}
-
-L2Ahead l2_ahead() {
-  std::lock_guard<std::mutex> lock(g_l2_mutex);
-  if (!g_l2_set) {
-    const char* env = std::getenv("CHANNEL_CUDA_L2_AHEAD");
-    g_l2 = env && *env ? parse_l2_ahead(env) : kDefaultL2Ahead;
-    g_l2_set = true;
-  }
-  return g_l2;
-}
-
-void set_l2_ahead(const L2Ahead& a) {
-  std::lock_guard<std::mutex> lock(g_l2_mutex);
-  g_l2 = a;
-  g_l2_set = true;
 }
 
 void set_decode_kernels(const std::string& spec) {
