@@ -449,7 +449,10 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
     }
   }
   try {
-    fill(KvRowsF16{recall_k_, recall_v_, row, n_tokens});
+    KvRowsF16 target{recall_k_, recall_v_, row, n_tokens};
+    if (compute_ && staging != recall_staging_.data())  // the device's own staging memory
+      target.ready = [this, rows](size_t plane) { compute_->recall_plane_ready(plane, rows); };
+    fill(target);
     if (compute_)  // staged as [g][K|V][n_tokens][row]: one call for every layer
       compute_->write_recall_f16(global_layers_, first, n_tokens, row, staging, rotate_keys_by);
     if (!compute_ && rotate_keys_by != 0.0) {  // the keys turned here, row by row

@@ -37,6 +37,7 @@ class CudaRing final : public RingCompute {
                       const uint16_t* v, double rotate_by) override;
   void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens, size_t row,
                         const uint16_t* staged, double rotate_by) override;
+  void recall_plane_ready(size_t plane, size_t plane_values) override;
   void load_bounded(int il, const BoundedState& state) override;
   uint16_t* recall_staging(size_t n_values) override;
   size_t kv_bytes() const override { return kv_.bytes() + bounded_.bytes(); }
@@ -77,6 +78,7 @@ class CudaRing final : public RingCompute {
   BoundedLayers bounded_;  // the bounded layers' rings (f32, mirroring the session's states)
   PinnedBuffer recall_pinned_;  // an episode's rows on their way to the recall tier
   DeviceBuffer episode_;        // ... and on the device, every global layer's (write_recall_f16)
+  std::vector<uint8_t> sent_;   // [2 n_layer] planes of the staged episode copied already
   DeviceBuffer episode_dst_;    // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
   size_t seen_offset_ = 0;
@@ -173,6 +175,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   if (recall_rows > 0) rows_ = DeviceBuffer(2 * recall_rows * kv_dim_ * 2, "recall rows");
   episode_dst_ = DeviceBuffer(h.n_layer * sizeof(EpisodeDst), "recall destinations");
   episode_dst_h_ = PinnedBuffer(h.n_layer * sizeof(EpisodeDst), "recall destinations");
+  sent_.assign(2 * static_cast<size_t>(h.n_layer), 0);
   header_ = DeviceBuffer(header_bytes_, "step inputs");
   runs_ = DeviceBuffer(runs_cap_ * sizeof(RingRun), "the step's runs");
   table_ = DeviceBuffer(table_cap_ * 4, "the active-slot table");
@@ -200,9 +203,27 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
 }
 
 uint16_t* CudaRing::recall_staging(size_t n_values) {
+  stream_.sync("recall rows");  // copies of a previous, failed fill may still read it
   if (recall_pinned_.bytes() < n_values * 2)  // grows to the largest episode, then stays
     recall_pinned_ = PinnedBuffer(n_values * 2, "recall rows");
+  if (episode_.bytes() < n_values * 2) {  // its planes' copies land here (recall_plane_ready)
+    episode_ = DeviceBuffer();
+    episode_ = DeviceBuffer(n_values * 2, "recall episode");
+  }
+  std::fill(sent_.begin(), sent_.end(), 0);
   return recall_pinned_.as<uint16_t>();
+}
+
+// From the store's threads: the device context made current on this thread first.
+void CudaRing::recall_plane_ready(size_t plane, size_t plane_values) {
+  const size_t bytes = plane_values * 2, at = plane * bytes;
+  if (plane >= sent_.size() || at + bytes > episode_.bytes() || at + bytes > recall_pinned_.bytes())
+    return;  // write_recall_f16 sends it
+  cuda::check(cudaSetDevice(w_->device().index), "cudaSetDevice");
+  cuda::check(cudaMemcpyAsync(episode_.as<char>() + at, recall_pinned_.as<char>() + at, bytes,
+                              cudaMemcpyHostToDevice, stream_.get()),
+              "recall rows");
+  sent_[plane] = 1;
 }
 
 // One copy of the whole staged episode, one kernel that turns the keys and writes every
@@ -226,14 +247,30 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
     const LayerKv& L = layers_[static_cast<size_t>(il)];
     dst[g] = EpisodeDst{L.k, L.v, L.cap};
   }
-  const size_t bytes = layers.size() * 2 * size_t{n_tokens} * row * 2;
+  const size_t plane_bytes = size_t{n_tokens} * row * 2, planes = 2 * layers.size();
+  const size_t bytes = planes * plane_bytes;
+  const bool from_staging = staged == recall_pinned_.as<uint16_t>();
   if (episode_.bytes() < bytes) {  // grows to the largest episode, then stays
     episode_ = DeviceBuffer();
     episode_ = DeviceBuffer(bytes, "recall episode");
+    std::fill(sent_.begin(), sent_.end(), 0);
   }
   const cudaStream_t cs = stream_.get();
-  cuda::check(cudaMemcpyAsync(episode_.get(), staged, bytes, cudaMemcpyHostToDevice, cs),
-              "recall rows");
+  // The planes recall_plane_ready did not send, in runs of consecutive ones.
+  for (size_t p = 0; p < planes;) {
+    if (from_staging && p < sent_.size() && sent_[p]) {
+      ++p;
+      continue;
+    }
+    size_t e = p + 1;
+    while (e < planes && !(from_staging && e < sent_.size() && sent_[e])) ++e;
+    cuda::check(cudaMemcpyAsync(episode_.as<char>() + p * plane_bytes,
+                                reinterpret_cast<const char*>(staged) + p * plane_bytes,
+                                (e - p) * plane_bytes, cudaMemcpyHostToDevice, cs),
+                "recall rows");
+    p = e;
+  }
+  std::fill(sent_.begin(), sent_.end(), 0);
   cuda::check(cudaMemcpyAsync(episode_dst_.get(), dst, layers.size() * sizeof(EpisodeDst),
                               cudaMemcpyHostToDevice, cs),
               "recall destinations");
