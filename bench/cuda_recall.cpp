@@ -6,7 +6,8 @@
 // of each per round; medians. A plain executable: the GPU machine has no Google Benchmark.
 //   cuda_recall_bench [--tokens 16,64,256] [--threads N] [--rounds 30]
 // --threads: the pool the store checks and copies the planes on (MemoryAttachment's query
-// pool), 1 for none.
+// pool), 1 for none. The store's read alone (the same rehydrate into page-locked host rows,
+// no device) is timed too, to see which side bounds a recall.
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,14 +155,25 @@ int run(int argc, char** argv) {
   std::printf("# cuda_recall_bench: %s, 12B geometry (%u layers x %u KV heads of %u), %d rounds, "
               "store threads %d\n",
               session.device_name().c_str(), kLayers, kHeads, kHeadDim, rounds, threads);
-  std::printf("| tokens | MB | pinned copy us | recall us | recall / pinned | recall GB/s |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  std::printf("| tokens | MB | pinned copy us | store read us | recall us | recall / pinned | recall "
+              "GB/s |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   for (size_t si = 0; si < sizes.size(); ++si) {
     const int n = sizes[si];
     const size_t bytes = 2ull * kLayers * static_cast<size_t>(n) * kKvDim * 2;  // f16 K and V
     cuda::PinnedBuffer host(bytes, "bench rows");
     std::memset(host.as<char>(), 1, bytes);
     cuda::DeviceBuffer dev(bytes, "bench rows");
+    cuda::PinnedBuffer rows(bytes, "bench rows");
+    std::vector<uint16_t*> kp(kLayers), vp(kLayers);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      kp[l] = rows.as<uint16_t>() + (2 * l) * static_cast<size_t>(n) * kKvDim;
+      vp[l] = kp[l] + static_cast<size_t>(n) * kKvDim;
+    }
+    auto read = [&] {
+      store.rehydrate(ids[si], {&rope, 1}, 0.0, KvRowsF16{kp, vp, kKvDim, static_cast<size_t>(n)},
+                      ro);
+    };
     auto recall = [&] {
       session.inject_recall(ids[si], static_cast<uint32_t>(n), stored_pos,
                             [&](const KvRowsF16& out) { store.rehydrate(ids[si], {&rope, 1}, 0.0, out, ro); },
@@ -175,19 +187,23 @@ int run(int argc, char** argv) {
     };
     recall();  // warm: the page cache, the staging buffers
     pinned();
-    std::vector<double> t_pinned, t_recall;
+    std::vector<double> t_pinned, t_recall, t_read;
     for (int r = 0; r < rounds; ++r) {
       auto t0 = Clock::now();
       pinned();
       auto t1 = Clock::now();
       recall();
       auto t2 = Clock::now();
+      read();
+      auto t3 = Clock::now();
       t_pinned.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       t_recall.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+      t_read.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count());
     }
-    const double p = median(t_pinned), rc = median(t_recall);
-    std::printf("| %d | %.1f | %.0f | %.0f | %.2f | %.1f |\n", n, static_cast<double>(bytes) / 1e6, p,
-                rc, rc / p, static_cast<double>(bytes) / rc / 1e3);
+    const double p = median(t_pinned), rc = median(t_recall), rd = median(t_read);
+    std::printf("| %d | %.1f | %.0f | %.0f | %.0f | %.2f | %.1f |\n", n,
+                static_cast<double>(bytes) / 1e6, p, rd, rc, rc / p,
+                static_cast<double>(bytes) / rc / 1e3);
   }
   std::filesystem::remove(path);
   return 0;
