@@ -123,13 +123,19 @@ const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDi
 }
 
 // Runs planes [0, n_planes) (plane i: layer i / 2, K or V) serially, or over the pool for an
-// episode of at least kParallelBytes of K/V. A template, so that the serial call (every small
-// recall) makes no std::function.
+// episode of at least kParallelBytes of K/V. On the pool thread t takes planes t, t + T, t +
+// 2T, ... (T threads), so the planes are done roughly in order, each round of T at about the
+// same time: whoever waits on them (a device copying the first ones) can start early. A
+// template, so that the serial call (every small recall) makes no std::function.
 template <typename F>
 void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_layers, F&& planes) {
   const auto n_planes = static_cast<int64_t>(2 * num_layers);
   if (options.pool && options.pool->size() > 1 && bytes >= RehydrateOptions::kParallelBytes) {
-    options.pool->parallel_for(n_planes, planes);
+    const auto lanes = std::min<int64_t>(options.pool->size(), n_planes);
+    options.pool->parallel_for(lanes, [&](int64_t begin, int64_t end, int thread) {
+      for (int64_t lane = begin; lane < end; ++lane)
+        for (int64_t i = lane; i < n_planes; i += lanes) planes(i, i + 1, thread);
+    });
   } else {
     planes(0, n_planes, 0);
   }
