@@ -39,11 +39,11 @@ struct KvRowsF16 {
   std::span<uint16_t*const> k, v;  // [n_layers] the episode's first row in each layer
   size_t row_dim = 0;              // f16 values per row
   size_t max_tokens = 0;           // rows each layer's target holds
-  // When set: called once for each plane (layer p / 2's keys for even p, values for odd p) as
-  // soon as its rows are in place, from whichever thread wrote them, so that a device can
-  // start copying it while the others are read. Whether the record verified is known only
-  // when the writer returns.
-  std::function<void(size_t plane)> ready = nullptr;
+  // When set: called with runs of consecutive planes (plane p: layer p / 2's keys for even p,
+  // values for odd p), each plane once, as soon as their rows are in place, from whichever
+  // thread wrote them, so that a device can start copying them while the rest is read.
+  // Whether the record verified is known only when the writer returns.
+  std::function<void(size_t first_plane, size_t n_planes)> ready = nullptr;
 };
 
 // Dense buffers k, v: [n_layers][n_tokens][n_heads * head_dim] as a target. Owns its pointer

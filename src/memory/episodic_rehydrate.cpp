@@ -123,23 +123,21 @@ const HeadRotation* key_rotations(const StoreLayout& L, std::span<const RotaryDi
 }
 
 // Runs planes [0, n_planes) (plane i: layer i / 2, K or V) serially, or over the pool for an
-// episode of at least kParallelBytes of K/V. On the pool thread t takes planes t, t + T, t +
-// 2T, ... (T threads), so the planes are done roughly in order, each round of T at about the
-// same time: whoever waits on them (a device copying the first ones) can start early. A
-// template, so that the serial call (every small recall) makes no std::function.
+// episode of at least kParallelBytes of K/V. A template, so that the serial call (every small
+// recall) makes no std::function.
 template <typename F>
 void for_planes(const RehydrateOptions& options, uint64_t bytes, uint32_t num_layers, F&& planes) {
   const auto n_planes = static_cast<int64_t>(2 * num_layers);
   if (options.pool && options.pool->size() > 1 && bytes >= RehydrateOptions::kParallelBytes) {
-    const auto lanes = std::min<int64_t>(options.pool->size(), n_planes);
-    options.pool->parallel_for(lanes, [&](int64_t begin, int64_t end, int thread) {
-      for (int64_t lane = begin; lane < end; ++lane)
-        for (int64_t i = lane; i < n_planes; i += lanes) planes(i, i + 1, thread);
-    });
+    options.pool->parallel_for(n_planes, planes);
   } else {
     planes(0, n_planes, 0);
   }
 }
+
+// A thread's planes are handed to KvRowsF16::ready in runs of at least this many bytes (and at
+// the end of its share): a device copies each run while the next is read, in few calls.
+constexpr uint64_t kReadyBytes = 512 << 10;
 
 }  // namespace
 
@@ -277,10 +275,9 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
         }
         for (int64_t j = from; j < i; ++j) crc = crc32c(crc, target(j), plane_bytes);
       }
-      for (int64_t j = from; j < i; ++j) {
+      for (int64_t j = from; j < i; ++j)
         if (j % 2 == 0) f16_rows_to_f16(&rots[j / 2], target(j), n, heads, head_dim, target(j));
-        if (out.ready) out.ready(static_cast<size_t>(j));
-      }
+      if (out.ready) out.ready(static_cast<size_t>(from), static_cast<size_t>(i - from));
     }
     if (options.verify) {
       SlabBlockHeader bh;
@@ -309,11 +306,15 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
     // mapping touched (a mapped read faults every page in again: the record is unmapped after
     // each read), the planes spread over the pool.
     for_planes(options, bytes, L.num_layers, [&](int64_t begin, int64_t end, int) {
+      int64_t run = begin;  // the first plane not yet handed over
       for (int64_t i = begin; i < end; ++i) {
         iovec iov{target(i), plane_bytes};
         m.preadv_all(&iov, 1, kv_at + static_cast<uint64_t>(i) * plane_bytes);
         if (options.verify) plane_crc[static_cast<size_t>(i)] = crc32c(0, target(i), plane_bytes);
-        if (out.ready) out.ready(static_cast<size_t>(i));
+        if (out.ready && (i + 1 == end || static_cast<uint64_t>(i + 1 - run) * plane_bytes >= kReadyBytes)) {
+          out.ready(static_cast<size_t>(run), static_cast<size_t>(i + 1 - run));
+          run = i + 1;
+        }
       }
     });
     verify_and_finish();
@@ -337,7 +338,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
           std::memcpy(dst, src, plane_bytes);
         }
         if (options.verify) plane_crc[static_cast<size_t>(i)] = crc32c(0, src, plane_bytes);
-        if (out.ready) out.ready(static_cast<size_t>(i));
+        if (out.ready) out.ready(static_cast<size_t>(i), 1);
         continue;
       }
       row.resize(2 * L.kv_dim);
@@ -349,7 +350,7 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
           dst[t * L.kv_dim + d] = fp32_to_fp16(row[L.kv_dim + d]);
       }
       if (options.verify) plane_crc[static_cast<size_t>(i)] = crc32c(0, src, plane_bytes);
-      if (out.ready) out.ready(static_cast<size_t>(i));
+      if (out.ready) out.ready(static_cast<size_t>(i), 1);
     }
   });
   verify_and_finish();

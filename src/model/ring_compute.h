@@ -97,11 +97,11 @@ class RingCompute {
       write_rows_f16(layers[g], slot, n_tokens, staged + 2 * g * rows, staged + (2 * g + 1) * rows,
                      rotate_by);
   }
-  // Called as each plane of an episode staged in recall_staging's memory is filled (plane p:
-  // its values [p * plane_values, (p + 1) * plane_values), layer p / 2's keys or values), from
-  // any thread: a device starts copying it while the rest is still read. write_recall_f16
-  // then sends only what was not sent this way.
-  virtual void recall_plane_ready(size_t plane, size_t plane_values) {}
+  // Called as runs of planes of an episode staged in recall_staging's memory are filled (plane
+  // p: its values [p * plane_values, (p + 1) * plane_values), layer p / 2's keys or values),
+  // from any thread: a device starts copying them while the rest is still read.
+  // write_recall_f16 then sends only what was not sent this way.
+  virtual void recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) {}
   // Host memory for n_values f16 values of an episode's rows on their way to write_rows_f16
   // (page-locked on a device, so the copy is a plain DMA), valid until the next call; null:
   // the session stages in its own memory.

@@ -451,7 +451,9 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
   try {
     KvRowsF16 target{recall_k_, recall_v_, row, n_tokens};
     if (compute_ && staging != recall_staging_.data())  // the device's own staging memory
-      target.ready = [this, rows](size_t plane) { compute_->recall_plane_ready(plane, rows); };
+      target.ready = [this, rows](size_t first, size_t count) {
+        compute_->recall_planes_ready(first, count, rows);
+      };
     fill(target);
     if (compute_)  // staged as [g][K|V][n_tokens][row]: one call for every layer
       compute_->write_recall_f16(global_layers_, first, n_tokens, row, staging, rotate_keys_by);

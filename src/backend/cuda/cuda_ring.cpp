@@ -2,9 +2,7 @@
 #include "backend/cuda/cuda_ring.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -39,7 +37,7 @@ class CudaRing final : public RingCompute {
                       const uint16_t* v, double rotate_by) override;
   void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens, size_t row,
                         const uint16_t* staged, double rotate_by) override;
-  void recall_plane_ready(size_t plane, size_t plane_values) override;
+  void recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) override;
   void load_bounded(int il, const BoundedState& state) override;
   uint16_t* recall_staging(size_t n_values) override;
   size_t kv_bytes() const override { return kv_.bytes() + bounded_.bytes(); }
@@ -81,10 +79,6 @@ class CudaRing final : public RingCompute {
   PinnedBuffer recall_pinned_;  // an episode's rows on their way to the recall tier
   DeviceBuffer episode_;        // ... and on the device, every global layer's (write_recall_f16)
   std::vector<uint8_t> sent_;   // [2 n_layer] planes of the staged episode copied already
-  // recall_plane_ready's chunks of consecutive planes: planes done in each, and the values
-  // staged (recall_staging's n_values).
-  std::unique_ptr<std::atomic<uint32_t>[]> chunk_done_;
-  size_t staged_values_ = 0;
   DeviceBuffer episode_dst_;    // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
   size_t seen_offset_ = 0;
@@ -182,7 +176,6 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   episode_dst_ = DeviceBuffer(h.n_layer * sizeof(EpisodeDst), "recall destinations");
   episode_dst_h_ = PinnedBuffer(h.n_layer * sizeof(EpisodeDst), "recall destinations");
   sent_.assign(2 * static_cast<size_t>(h.n_layer), 0);
-  chunk_done_ = std::make_unique<std::atomic<uint32_t>[]>(sent_.size());
   header_ = DeviceBuffer(header_bytes_, "step inputs");
   runs_ = DeviceBuffer(runs_cap_ * sizeof(RingRun), "the step's runs");
   table_ = DeviceBuffer(table_cap_ * 4, "the active-slot table");
@@ -218,29 +211,23 @@ uint16_t* CudaRing::recall_staging(size_t n_values) {
     episode_ = DeviceBuffer(n_values * 2, "recall episode");
   }
   std::fill(sent_.begin(), sent_.end(), 0);
-  for (size_t c = 0; c < sent_.size(); ++c) chunk_done_[c].store(0, std::memory_order_relaxed);
-  staged_values_ = n_values;
   return recall_pinned_.as<uint16_t>();
 }
 
-// From the store's threads. Planes go in chunks of about 2 MiB, each copied by the thread that
-// finishes its last plane: one copy a plane (96 for a 12B episode) cost more in API calls from
-// many threads than the copies themselves.
-void CudaRing::recall_plane_ready(size_t plane, size_t plane_values) {
-  constexpr size_t kChunkBytes = size_t{2} << 20;
-  const size_t bytes = plane_values * 2;
-  const size_t planes = plane_values == 0 ? 0 : staged_values_ / plane_values;
-  if (plane >= planes || planes > sent_.size() || planes * bytes > episode_.bytes()) return;
-  const size_t per_chunk = std::max<size_t>(1, kChunkBytes / bytes);
-  const size_t c = plane / per_chunk, first = c * per_chunk;
-  const size_t count = std::min(per_chunk, planes - first);
-  if (chunk_done_[c].fetch_add(1, std::memory_order_acq_rel) + 1 != count) return;
+// From the store's threads (each run in one copy: the store hands over runs of at least
+// 512 KiB, since one copy a plane, 96 for a 12B episode, cost more in API calls from many
+// threads than the copies themselves).
+void CudaRing::recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) {
+  const size_t bytes = plane_values * 2, at = first_plane * bytes, run = n_planes * bytes;
+  if (first_plane + n_planes > sent_.size() || at + run > episode_.bytes() ||
+      at + run > recall_pinned_.bytes())
+    return;  // write_recall_f16 sends them
   cuda::check(cudaSetDevice(w_->device().index), "cudaSetDevice");  // a pool thread
-  cuda::check(cudaMemcpyAsync(episode_.as<char>() + first * bytes,
-                              recall_pinned_.as<char>() + first * bytes, count * bytes,
+  cuda::check(cudaMemcpyAsync(episode_.as<char>() + at, recall_pinned_.as<char>() + at, run,
                               cudaMemcpyHostToDevice, stream_.get()),
               "recall rows");
-  for (size_t p = first; p < first + count; ++p) sent_[p] = 1;
+  std::fill(sent_.begin() + static_cast<ptrdiff_t>(first_plane),
+            sent_.begin() + static_cast<ptrdiff_t>(first_plane + n_planes), 1);
 }
 
 // One copy of the whole staged episode, one kernel that turns the keys and writes every
