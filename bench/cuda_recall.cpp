@@ -69,7 +69,8 @@ std::vector<int> parse_list(const std::string& s) {
   size_t at = 0;
   while (at < s.size()) {
     const size_t comma = s.find(',', at);
-    out.push_back(std::stoi(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
+    out.push_back(
+        std::stoi(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
     if (comma == std::string::npos) break;
     at = comma + 1;
   }
@@ -88,10 +89,14 @@ int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw_error("{}: needs a value", a);
-    if (a == "--tokens") sizes = parse_list(argv[++i]);
-    else if (a == "--threads") threads = std::stoi(argv[++i]);
-    else if (a == "--rounds") rounds = std::stoi(argv[++i]);
-    else throw_error("unknown flag {}", a);
+    if (a == "--tokens")
+      sizes = parse_list(argv[++i]);
+    else if (a == "--threads")
+      threads = std::stoi(argv[++i]);
+    else if (a == "--rounds")
+      rounds = std::stoi(argv[++i]);
+    else
+      throw_error("unknown flag {}", a);
   }
   const int max_tokens = *std::max_element(sizes.begin(), sizes.end());
 
@@ -152,11 +157,13 @@ int run(int argc, char** argv) {
   const double delta = static_cast<double>(stored_pos) - 123456.0;
 
   cuda::Stream stream;
-  std::printf("# cuda_recall_bench: %s, 12B geometry (%u layers x %u KV heads of %u), %d rounds, "
-              "store threads %d\n",
-              session.device_name().c_str(), kLayers, kHeads, kHeadDim, rounds, threads);
-  std::printf("| tokens | MB | pinned copy us | store read us | recall us | recall / pinned | recall "
-              "GB/s |\n");
+  std::printf(
+      "# cuda_recall_bench: %s, 12B geometry (%u layers x %u KV heads of %u), %d rounds, "
+      "store threads %d\n",
+      session.device_name().c_str(), kLayers, kHeads, kHeadDim, rounds, threads);
+  std::printf(
+      "| tokens | MB | pinned copy us | store read us | recall us | recall / pinned | recall "
+      "GB/s |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (size_t si = 0; si < sizes.size(); ++si) {
     const int n = sizes[si];
@@ -175,14 +182,18 @@ int run(int argc, char** argv) {
                       ro);
     };
     auto recall = [&] {
-      session.inject_recall(ids[si], static_cast<uint32_t>(n), stored_pos,
-                            [&](const KvRowsF16& out) { store.rehydrate(ids[si], {&rope, 1}, 0.0, out, ro); },
-                            delta);
+      session.inject_recall(
+          ids[si], static_cast<uint32_t>(n), stored_pos,
+          [&](const KvRowsF16& out) {
+            store.rehydrate(ids[si], {&rope, 1}, 0.0, out, ro);
+          },
+          delta);
       session.release_recall(ids[si]);
     };
     auto pinned = [&] {
-      cuda::check(cudaMemcpyAsync(dev.get(), host.as<char>(), bytes, cudaMemcpyHostToDevice, stream.get()),
-                  "pinned copy");
+      cuda::check(
+          cudaMemcpyAsync(dev.get(), host.as<char>(), bytes, cudaMemcpyHostToDevice, stream.get()),
+          "pinned copy");
       stream.sync("pinned copy");
     };
     recall();  // warm: the page cache, the staging buffers

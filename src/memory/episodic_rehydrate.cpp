@@ -236,10 +236,9 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   // Cached pages are read through the mapping; mapped ones (no system call to learn it) surely
   // are. Otherwise, or when asked to, the cold path (a Q8_0 record is always read through the
   // mapping: it is dequantized row by row).
-  const bool cached =
-      L.slab_type != SlabType::f16 ||
-      (!options.always_pread &&
-       (pages_mapped(m.map + kv_at, bytes) || pages_cached(m.fd, kv_at, m.map + kv_at, bytes)));
+  const bool cached = L.slab_type != SlabType::f16 ||
+                      (!options.always_pread && (pages_mapped(m.map + kv_at, bytes) ||
+                                                 pages_cached(m.fd, kv_at, m.map + kv_at, bytes)));
   if (!cached) {
     // Cold: read the planes straight into the target with preadv, as many per call as fit
     // kColdBatch bytes (a small episode in one call: the reads a plain pread of the record
@@ -311,7 +310,8 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
         iovec iov{target(i), plane_bytes};
         m.preadv_all(&iov, 1, kv_at + static_cast<uint64_t>(i) * plane_bytes);
         if (options.verify) plane_crc[static_cast<size_t>(i)] = crc32c(0, target(i), plane_bytes);
-        if (out.ready && (i + 1 == end || static_cast<uint64_t>(i + 1 - run) * plane_bytes >= kReadyBytes)) {
+        if (out.ready &&
+            (i + 1 == end || static_cast<uint64_t>(i + 1 - run) * plane_bytes >= kReadyBytes)) {
           out.ready(static_cast<size_t>(run), static_cast<size_t>(i + 1 - run));
           run = i + 1;
         }

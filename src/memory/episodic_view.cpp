@@ -241,8 +241,8 @@ std::string checksum_problem(const EpisodeHeader& e, uint64_t slot, uint64_t bof
       e.episode_id, slot, stored, computed, boff + 4);
 }
 
-std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data,
-                                          uint64_t slot, const uint32_t* kv_crc) {
+std::optional<std::string> record_problem(const StoreLayout& L, const uint8_t* data, uint64_t slot,
+                                          const uint32_t* kv_crc) {
   const EpisodeHeader e = read_episode_header(L, data, slot);
   const uint64_t boff = L.block_offset(slot);
   const uint8_t* block = data + boff;

@@ -46,8 +46,8 @@ TEST(Crc32c, CombinesParts) {
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
   for (size_t n : {0, 1, 9, 100}) {
     for (size_t split = 0; split <= n; ++split)
-      ASSERT_EQ(crc32c_combine(crc32c(0, buf.data(), split), crc32c(0, buf.data() + split, n - split),
-                               n - split),
+      ASSERT_EQ(crc32c_combine(crc32c(0, buf.data(), split),
+                               crc32c(0, buf.data() + split, n - split), n - split),
                 crc32c(0, buf.data(), n))
           << n << " split at " << split;
   }

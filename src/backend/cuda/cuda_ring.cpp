@@ -203,7 +203,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
 }
 
 uint16_t* CudaRing::recall_staging(size_t n_values) {
-  stream_.sync("recall rows");  // copies of a previous, failed fill may still read it
+  stream_.sync("recall rows");                // copies of a previous, failed fill may still read it
   if (recall_pinned_.bytes() < n_values * 2)  // grows to the largest episode, then stays
     recall_pinned_ = PinnedBuffer(n_values * 2, "recall rows");
   if (episode_.bytes() < n_values * 2) {  // its planes' copies land here (recall_plane_ready)
@@ -221,7 +221,7 @@ void CudaRing::recall_planes_ready(size_t first_plane, size_t n_planes, size_t p
   const size_t bytes = plane_values * 2, at = first_plane * bytes, run = n_planes * bytes;
   if (first_plane + n_planes > sent_.size() || at + run > episode_.bytes() ||
       at + run > recall_pinned_.bytes())
-    return;  // write_recall_f16 sends them
+    return;                                                         // write_recall_f16 sends them
   cuda::check(cudaSetDevice(w_->device().index), "cudaSetDevice");  // a pool thread
   cuda::check(cudaMemcpyAsync(episode_.as<char>() + at, recall_pinned_.as<char>() + at, run,
                               cudaMemcpyHostToDevice, stream_.get()),
@@ -237,9 +237,10 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
                                 size_t row, const uint16_t* staged, double rotate_by) {
   if (n_tokens == 0 || layers.empty()) return;
   if (row != static_cast<size_t>(kv_dim_) || layers.size() > layers_.size())
-    throw_error("cuda ring: recall rows of {} values for {} layers; the ring has rows of {} and {} "
-                "layers",
-                row, layers.size(), kv_dim_, layers_.size());
+    throw_error(
+        "cuda ring: recall rows of {} values for {} layers; the ring has rows of {} and {} "
+        "layers",
+        row, layers.size(), kv_dim_, layers_.size());
   auto* dst = episode_dst_h_.as<EpisodeDst>();
   for (size_t g = 0; g < layers.size(); ++g) {
     const int il = layers[g];

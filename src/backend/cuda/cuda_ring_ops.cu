@@ -249,8 +249,8 @@ void write_episode_f16(const uint16_t* rows, int n_layers, int n, int n_head_kv,
     launch_k(write_episode_kernel<float>, grid, 128, 0, s, src, n, n_head_kv, head_dim, dst, first,
              rope, delta);
   else
-    launch_k(write_episode_kernel<__half>, grid, 128, 0, s, src, n, n_head_kv, head_dim, dst,
-             first, rope, delta);
+    launch_k(write_episode_kernel<__half>, grid, 128, 0, s, src, n, n_head_kv, head_dim, dst, first,
+             rope, delta);
   check_launch("write_episode_f16");
 }
 
