@@ -357,17 +357,8 @@ void pack_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uin
   const int64_t record = group_record_bytes(kType), nibbles = group_nibbles_at(kType);
   const int64_t nb = w.cols / kQK;
   const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-  __m512i pick[2][4];  // Q5_0: which fifth bit each byte takes (quant_matvec_avx512.cpp)
-  if constexpr (kFive) {
-    for (int g = 0; g < 4; ++g) {
-      for (int half = 0; half < 2; ++half) {
-        alignas(64) uint8_t c[64];
-        for (int j = 0; j < 64; ++j)
-          c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
-        pick[half][g] = _mm512_load_si512(c);
-      }
-    }
-  }
+  __m512i pick[2][4];  // Q5_0: fifth_bit_picks (quant_matvec.h)
+  if constexpr (kFive) fifth_bit_picks(pick);
   for (int h = 0; h < 2; ++h) {
     const int rows_here = std::clamp(valid - 16 * h, 0, 16);
     const __mmask16 m = simd::lane_mask16<int64_t>(rows_here);

@@ -19,8 +19,22 @@ void matvec_q8_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr
 // xcorr its per-block corrections -8 * sum q (MatmulInput).
 void matvec_q4_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y);
+// Q5_0 with 16 rows in the lanes, their 32-bit fifth-bit words in a vector (two rows a 64-bit
+// lane): pick[half][g] tells vpshufbitqmb which bit each byte of dword group g takes, half 0
+// for elements 4g + i (the low nibbles), half 1 for 16 + 4g + i (the high ones).
+inline void fifth_bit_picks(__m512i pick[2][4]) {
+  for (int g = 0; g < 4; ++g) {
+    for (int half = 0; half < 2; ++half) {
+      alignas(64) uint8_t c[64];
+      for (int j = 0; j < 64; ++j)
+        c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
+      pick[half][g] = _mm512_load_si512(c);
+    }
+  }
+}
+
 #if defined(CHANNEL_SIMD_BITALG)
-// The same for Q5_0 (xcorr: -16 * sum q).
+// y[r] = row r of Q5_0 weights w · one token, as matvec_q4_0 (xcorr: -16 * sum q).
 void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,
                  int64_t r1, float* y);
 #endif

@@ -96,19 +96,8 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
   constexpr int64_t kNibbles = kFive ? 6 : 2;
   const int64_t nb = w.cols / kQK;
   const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-  // Q5_0: which bit of a 64-bit lane (two rows' fifth bits) each byte of dword group g takes:
-  // low nibbles are elements 4g + i, high nibbles 16 + 4g + i.
-  __m512i pick[2][4];
-  if constexpr (kFive) {
-    for (int g = 0; g < 4; ++g) {
-      for (int half = 0; half < 2; ++half) {
-        alignas(64) uint8_t c[64];
-        for (int j = 0; j < 64; ++j)
-          c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
-        pick[half][g] = _mm512_load_si512(c);
-      }
-    }
-  }
+  __m512i pick[2][4];  // Q5_0: fifth_bit_picks (quant_matvec.h)
+  if constexpr (kFive) fifth_bit_picks(pick);
   for (int64_t r = r0; r < r1; r += 16) {
     const uint8_t* rows[16];
     const __m512i gather_at = row_group(w, r, r1, rows);
@@ -243,17 +232,8 @@ void matvec_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xco
   const int64_t ahead = 8 * record;
   const int64_t nb = w.cols / kQK;
   const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-  __m512i pick[2][4];  // Q5_0: as in matvec16
-  if constexpr (kFive) {
-    for (int g = 0; g < 4; ++g) {
-      for (int half = 0; half < 2; ++half) {
-        alignas(64) uint8_t c[64];
-        for (int j = 0; j < 64; ++j)
-          c[j] = static_cast<uint8_t>((j % 8) / 4 * 32 + 16 * half + 4 * g + j % 4);
-        pick[half][g] = _mm512_load_si512(c);
-      }
-    }
-  }
+  __m512i pick[2][4];  // Q5_0: fifth_bit_picks (quant_matvec.h)
+  if constexpr (kFive) fifth_bit_picks(pick);
   for (int64_t r = r0; r < r1; r += kGroupRows) {
     const uint8_t* rec = w.groups + (r / kGroupRows) * nb * record;
     __m512 acc = _mm512_setzero_ps();
