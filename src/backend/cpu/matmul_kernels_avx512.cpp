@@ -356,7 +356,6 @@ void pack_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uin
   constexpr GgmlType kType = kFive ? GgmlType::Q5_0 : GgmlType::Q4_0;
   const int64_t record = group_record_bytes(kType), nibbles = group_nibbles_at(kType);
   const int64_t nb = w.cols / kQK;
-  const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
   __m512i pick[2][4];  // Q5_0: fifth_bit_picks (quant_matvec.h)
   if constexpr (kFive) fifth_bit_picks(pick);
   for (int h = 0; h < 2; ++h) {
@@ -375,14 +374,8 @@ void pack_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uin
         if constexpr (kFive) qh = _mm512_maskz_loadu_epi32(m, r + 32);
         for (int g = 0; g < 4; ++g) {
           const __m512i v = _mm512_maskz_loadu_epi32(m, r + nibbles + 64 * g);
-          __m512i lo = _mm512_and_si512(v, low4);
-          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-          if constexpr (kFive) {
-            lo = _mm512_or_si512(
-                lo, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
-            hi = _mm512_or_si512(
-                hi, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
-          }
+          __m512i lo, hi;
+          lane_quants<kFive>(v, qh, pick, g, lo, hi);
           _mm512_store_si512(pb + g * 128, lo);
           _mm512_store_si512(pb + (4 + g) * 128, hi);
         }

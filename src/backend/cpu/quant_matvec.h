@@ -33,6 +33,24 @@ inline void fifth_bit_picks(__m512i pick[2][4]) {
   }
 }
 
+// The unsigned quants of 16 rows (lane r: row r) from v, dword g of their 16 nibble bytes:
+// lo for elements 4g..4g+3 (the low nibbles), hi for 16+4g..16+4g+3 (the high ones); Q5_0
+// (kFive) with each element's fifth bit from qh (the rows' fifth-bit words) as bit 4.
+template <bool kFive>
+inline void lane_quants(__m512i v, __m512i qh, const __m512i pick[2][4], int g, __m512i& lo,
+                        __m512i& hi) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  lo = _mm512_and_si512(v, low4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+  if constexpr (kFive) {
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    lo = _mm512_or_si512(lo,
+                         _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
+    hi = _mm512_or_si512(hi,
+                         _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
+  }
+}
+
 #if defined(CHANNEL_SIMD_BITALG)
 // y[r] = row r of Q5_0 weights w · one token, as matvec_q4_0 (xcorr: -16 * sum q).
 void matvec_q5_0(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, int64_t r0,

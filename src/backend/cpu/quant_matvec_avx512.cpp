@@ -95,7 +95,6 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
   constexpr int64_t kBlock = kFive ? 22 : 18;  // f16 scale, (Q5_0: 4 bytes of fifth bits), nibbles
   constexpr int64_t kNibbles = kFive ? 6 : 2;
   const int64_t nb = w.cols / kQK;
-  const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
   __m512i pick[2][4];  // Q5_0: fifth_bit_picks (quant_matvec.h)
   if constexpr (kFive) fifth_bit_picks(pick);
   for (int64_t r = r0; r < r1; r += 16) {
@@ -119,14 +118,8 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
       const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
       __m512i sum = _mm512_set1_epi32(xcorr[b]);
       for (int g = 0; g < 4; ++g) {
-        __m512i lo = _mm512_and_si512(v[g], low4);
-        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low4);
-        if constexpr (kFive) {
-          lo = _mm512_or_si512(
-              lo, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
-          hi = _mm512_or_si512(
-              hi, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
-        }
+        __m512i lo, hi;
+        lane_quants<kFive>(v[g], qh, pick, g, lo, hi);
         sum = _mm512_dpbusd_epi32(sum, lo, _mm512_set1_epi32(load_i32(xb + 2 + 4 * g)));
         sum = _mm512_dpbusd_epi32(sum, hi, _mm512_set1_epi32(load_i32(xb + 2 + 16 + 4 * g)));
       }
@@ -231,7 +224,6 @@ void matvec_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xco
   const int64_t record = group_record_bytes(kType), nibbles = group_nibbles_at(kType);
   const int64_t ahead = 8 * record;
   const int64_t nb = w.cols / kQK;
-  const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
   __m512i pick[2][4];  // Q5_0: fifth_bit_picks (quant_matvec.h)
   if constexpr (kFive) fifth_bit_picks(pick);
   for (int64_t r = r0; r < r1; r += kGroupRows) {
@@ -246,14 +238,8 @@ void matvec_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xco
       __m512i sum = _mm512_set1_epi32(xcorr[b]);
       for (int g = 0; g < 4; ++g) {
         const __m512i v = _mm512_loadu_si512(rec + nibbles + 64 * g);
-        __m512i lo = _mm512_and_si512(v, low4);
-        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-        if constexpr (kFive) {
-          lo = _mm512_or_si512(
-              lo, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[0][g]), bit4));
-          hi = _mm512_or_si512(
-              hi, _mm512_maskz_mov_epi8(_mm512_bitshuffle_epi64_mask(qh, pick[1][g]), bit4));
-        }
+        __m512i lo, hi;
+        lane_quants<kFive>(v, qh, pick, g, lo, hi);
         sum = _mm512_dpbusd_epi32(sum, lo, _mm512_set1_epi32(load_i32(xb + 2 + 4 * g)));
         sum = _mm512_dpbusd_epi32(sum, hi, _mm512_set1_epi32(load_i32(xb + 2 + 16 + 4 * g)));
       }
