@@ -37,8 +37,8 @@ inline void fifth_bit_picks(__m512i pick[2][4]) {
 // lo for elements 4g..4g+3 (the low nibbles), hi for 16+4g..16+4g+3 (the high ones); Q5_0
 // (kFive) with each element's fifth bit from qh (the rows' fifth-bit words) as bit 4.
 template <bool kFive>
-inline void lane_quants(__m512i v, __m512i qh, const __m512i pick[2][4], int g, __m512i& lo,
-                        __m512i& hi) {
+[[gnu::always_inline]] inline void lane_quants(__m512i v, __m512i qh, const __m512i pick[2][4],
+                                               int g, __m512i& lo, __m512i& hi) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   lo = _mm512_and_si512(v, low4);
   hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
