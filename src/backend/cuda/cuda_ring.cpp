@@ -81,7 +81,7 @@ class CudaRing final : public RingCompute {
   DeviceBuffer episode_;        // ... and on the device, every global layer's (write_recall_f16)
   std::vector<uint8_t> sent_;   // [2 n_layer] planes of the staged episode copied already
   std::thread::id staging_thread_;  // the session's thread, which asked for recall_staging
-  DeviceBuffer episode_dst_;    // [n_layer] EpisodeDst: where write_episode_f16 puts them
+  DeviceBuffer episode_dst_;        // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_, rows_;
