@@ -80,29 +80,20 @@ class RingCompute {
   // The converse of kv_slots (rounded to the device's storage type).
   virtual void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
                             const float* v) = 0;
-  // n_tokens consecutive slots from `slot` of global layer il: k, v as f16 bits, token-major
-  // [n_tokens][n_head_kv * head_dim] (the recall tier's rows, RingSession::recall_k). With
-  // rotate_by != 0 the keys are first turned by rotate_by positions on the device (the rope
-  // of global layers, f64 angles rounded to f32, rotated in f32, rounded back to f16).
-  virtual void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
-                              const uint16_t* v, double rotate_by) = 0;
-  // An episode's rows of several global layers at once: staged [layers.size()][2][n_tokens]
-  // [row] f16 bits (row = n_head_kv * head_dim; layer g's keys, then its values), into
-  // n_tokens slots from `slot` of each layer layers[g], keys turned as write_rows_f16 does. A
-  // device copies them with one transfer; by default, write_rows_f16 layer by layer.
+  // An episode's rows of global layers into their recall tiers: staged [layers.size()][2]
+  // [n_tokens][row] f16 bits (row = n_head_kv * head_dim, token-major; layer g's keys, then
+  // its values, as RingSession::recall_k/recall_v), into n_tokens consecutive slots from `slot`
+  // of each layer layers[g]. With rotate_by != 0 the keys are first turned by rotate_by
+  // positions (the rope of global layers, f64 angles rounded to f32, rotated in f32, rounded
+  // back to f16).
   virtual void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
-                                size_t row, const uint16_t* staged, double rotate_by) {
-    const size_t rows = size_t{n_tokens} * row;
-    for (size_t g = 0; g < layers.size(); ++g)
-      write_rows_f16(layers[g], slot, n_tokens, staged + 2 * g * rows, staged + (2 * g + 1) * rows,
-                     rotate_by);
-  }
+                                size_t row, const uint16_t* staged, double rotate_by) = 0;
   // Called as runs of planes of an episode staged in recall_staging's memory are filled (plane
   // p: its values [p * plane_values, (p + 1) * plane_values), layer p / 2's keys or values),
   // from any thread: a device starts copying them while the rest is still read.
   // write_recall_f16 then sends only what was not sent this way.
   virtual void recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) {}
-  // Host memory for n_values f16 values of an episode's rows on their way to write_rows_f16
+  // Host memory for n_values f16 values of an episode's rows on their way to write_recall_f16
   // (page-locked on a device, so the copy is a plain DMA), valid until the next call; null:
   // the session stages in its own memory.
   virtual uint16_t* recall_staging(size_t n_values) { return nullptr; }

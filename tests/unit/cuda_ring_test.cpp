@@ -175,23 +175,28 @@ class HostRing final : public RingCompute {
     std::copy_n(k, hd, k_[il].begin() + at);
     std::copy_n(v, hd, v_[il].begin() + at);
   }
-  void write_rows_f16(int il, uint32_t slot, uint32_t n, const uint16_t* k, const uint16_t* v,
-                      double rotate_by) override {
+  void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n, size_t row_dim,
+                        const uint16_t* staged, double rotate_by) override {
     const ModelHparams& hp = model_->hparams();
-    const size_t hd = size_t(hp.head_dim);
+    const size_t hd = size_t(hp.head_dim), rows = size_t(n) * row_dim;
     std::vector<float> cs(shape_.rope_global.n_rot), head(hd);
     rope_cos_sin(shape_.rope_global, rotate_by, cs.data());
-    for (uint32_t t = 0; t < n; ++t)
-      for (int h = 0; h < hp.n_head_kv; ++h) {
-        const size_t src = (size_t(t) * hp.n_head_kv + h) * hd;
-        for (size_t d = 0; d < hd; ++d) head[d] = fp16_to_fp32(k[src + d]);
-        if (rotate_by != 0.0)  // in f32, rounded back to f16, as the device
-          rope_rotate(shape_.rope_global, cs.data(), head.data(), head.data(), 1, uint32_t(hd));
-        for (size_t d = 0; d < hd; ++d) {
-          k_[il][row(il, slot + t, h) + d] = fp16_to_fp32(fp32_to_fp16(head[d]));
-          v_[il][row(il, slot + t, h) + d] = fp16_to_fp32(v[src + d]);
+    for (size_t g = 0; g < layers.size(); ++g) {
+      const int il = layers[g];
+      const uint16_t* k = staged + 2 * g * rows;  // layer g's keys, then its values
+      const uint16_t* v = k + rows;
+      for (uint32_t t = 0; t < n; ++t)
+        for (int h = 0; h < hp.n_head_kv; ++h) {
+          const size_t src = (size_t(t) * hp.n_head_kv + h) * hd;
+          for (size_t d = 0; d < hd; ++d) head[d] = fp16_to_fp32(k[src + d]);
+          if (rotate_by != 0.0)  // in f32, rounded back to f16, as the device
+            rope_rotate(shape_.rope_global, cs.data(), head.data(), head.data(), 1, uint32_t(hd));
+          for (size_t d = 0; d < hd; ++d) {
+            k_[il][row(il, slot + t, h) + d] = fp16_to_fp32(fp32_to_fp16(head[d]));
+            v_[il][row(il, slot + t, h) + d] = fp16_to_fp32(v[src + d]);
+          }
         }
-      }
+    }
   }
   size_t kv_bytes() const override { return 0; }
   std::string device_name() const override { return "host emulation"; }

@@ -222,10 +222,6 @@ struct RingAttnArgs {
   void* out_q8 = nullptr;  // as AttnArgs::out_q8
 };
 void ring_attention(const RingAttnArgs& a, cudaStream_t s);
-// rows: device f16 [n][n_head_kv * head_dim] (token-major) into slots first .. first + n - 1 of
-// an arena [n_head_kv][cap][head_dim] (f16, or widened to f32 with kv_f32).
-void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, int64_t first,
-                      void* cache, bool kv_f32, int64_t cap, cudaStream_t s);
 // Where write_episode_f16 puts global layer g's rows: its K and V arenas (f16, or f32 with
 // kv_f32), [n_head_kv][cap][head_dim] each.
 struct EpisodeDst {
@@ -236,15 +232,12 @@ struct EpisodeDst {
 // An episode of n tokens into slots first .. first + n - 1 of n_layers layers at once: rows is
 // device f16 [n_layers][2][n][n_head_kv * head_dim] (layer g's keys, then its values, token-
 // major), dst device [n_layers]. Keys are turned by delta positions first (delta 0: as they
-// are), with rotate_rows_f16's arithmetic; then written as scatter_rows_f16 writes.
+// are: widened, rotated in f32 by the f64 angles rounded to f32, rounded back to f16
+// nearest-even, as the store's rehydration does on the host), then stored (widened to f32
+// for an f32 arena).
 void write_episode_f16(const uint16_t* rows, int n_layers, int n, int n_head_kv, int head_dim,
                        const EpisodeDst* dst, int64_t first, bool kv_f32, const RingRope& rope,
                        double delta, cudaStream_t s);
-// Recall re-rotation in place: each head of n token-major f16 rows [n][n_heads * head_dim]
-// turned by delta positions (widened, rotated in f32 by the f64 angles rounded to f32, rounded
-// back to f16 nearest-even), as the store's rehydration does on the host.
-void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
-                     double delta, cudaStream_t s);
 
 // ---- the bounded swa_sink_v1 layers (cuda_bounded.cu; bounded/bounded_attention_core.h) -----
 // Per-head RMSNorm in place of q (qn) and k (kn) heads of qkv [n][ld] = q | k | v (either may

@@ -34,8 +34,6 @@ class CudaRing final : public RingCompute {
   void kv_slots(int il, std::span<const uint32_t> slots, float* k, float* v) const override;
   void set_kv_slots(int il, std::span<const uint32_t> slots, const float* k,
                     const float* v) override;
-  void write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
-                      const uint16_t* v, double rotate_by) override;
   void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens, size_t row,
                         const uint16_t* staged, double rotate_by) override;
   void recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) override;
@@ -84,7 +82,7 @@ class CudaRing final : public RingCompute {
   DeviceBuffer episode_dst_;        // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
   size_t seen_offset_ = 0;
-  DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_, rows_;
+  DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
   DeviceBuffer header_, runs_, table_, inv_freq_;
   PinnedBuffer header_h_, runs_h_, table_h_, logits_h_, resid_h_;
   RingRope rope_global_, rope_sliding_;
@@ -135,13 +133,12 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   pos_offset_ = (kIntRows * B * 4 + 7) / 8 * 8;
   seen_offset_ = pos_offset_ + B * 8;  // the bounded layers' positions before the chunk
   header_bytes_ = seen_offset_ + 8;
-  const size_t recall_rows = shape_.layer_slots.empty() ? 0 : [&] {
-    uint32_t most = 0;
-    for (int il = 0; il < h.n_layer; ++il)
-      if (global_index_[static_cast<size_t>(il)] >= 0)
-        most = std::max(most, shape_.layer_slots[static_cast<size_t>(il)] - shape_.recall_begin);
-    return static_cast<size_t>(most);
-  }();
+  // The largest episode's rows on the device (episode_, grown on the first recalls): the
+  // recall tier of every global layer.
+  size_t recall_rows = 0;
+  for (int il = 0; il < h.n_layer && !shape_.layer_slots.empty(); ++il)
+    if (global_index_[static_cast<size_t>(il)] >= 0)
+      recall_rows += shape_.layer_slots[static_cast<size_t>(il)] - shape_.recall_begin;
   const size_t scratch = B * f * (2 * h.n_embd + qkv_w_ + attn_w_ + h.n_embd + 3 * h.n_ff) +
                          B * widest * f + part_floats * f + B * h.n_vocab * f + header_bytes_ +
                          runs_cap_ * sizeof(RingRun) + table_cap_ * 4 +
@@ -174,7 +171,6 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   act_ = DeviceBuffer(B * widest * f, "activations");
   part_ = DeviceBuffer(part_floats * f, "attention partials");
   logits_ = DeviceBuffer(B * h.n_vocab * f, "logits");
-  if (recall_rows > 0) rows_ = DeviceBuffer(2 * recall_rows * kv_dim_ * 2, "recall rows");
   episode_dst_ = DeviceBuffer(h.n_layer * sizeof(EpisodeDst), "recall destinations");
   episode_dst_h_ = PinnedBuffer(h.n_layer * sizeof(EpisodeDst), "recall destinations");
   sent_.assign(2 * static_cast<size_t>(h.n_layer), 0);
@@ -234,8 +230,8 @@ void CudaRing::recall_planes_ready(size_t first_plane, size_t n_planes, size_t p
 }
 
 // One copy of the whole staged episode, one kernel that turns the keys and writes every
-// layer's rows, one wait: layer by layer (write_rows_f16) a 48-layer episode took 96 copies,
-// 144 launches and 48 waits.
+// layer's rows, one wait: layer by layer a 48-layer episode took 96 copies, 144 launches and
+// 48 waits.
 void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
                                 size_t row, const uint16_t* staged, double rotate_by) {
   if (n_tokens == 0 || layers.empty()) return;
@@ -572,31 +568,6 @@ void CudaRing::set_kv_row(int il, uint32_t slot, int h, const float* k, const fl
                   "writing a K/V row");
     }
   }
-}
-
-void CudaRing::write_rows_f16(int il, uint32_t slot, uint32_t n_tokens, const uint16_t* k,
-                              const uint16_t* v, double rotate_by) {
-  const LayerKv& L = layers_.at(static_cast<size_t>(il));
-  const size_t row = static_cast<size_t>(kv_dim_);
-  if (n_tokens == 0) return;
-  if (slot + uint64_t{n_tokens} > static_cast<uint64_t>(L.cap) ||
-      global_index_[static_cast<size_t>(il)] < 0 || 2 * size_t{n_tokens} * row * 2 > rows_.bytes())
-    throw_error("cuda ring: layer {} has no rows for slots {} .. {}", il, slot,
-                slot + n_tokens - 1);
-  const cudaStream_t cs = stream_.get();
-  const size_t bytes = size_t{n_tokens} * row * 2;
-  auto* dk = rows_.as<uint16_t>();
-  uint16_t* dv = dk + size_t{n_tokens} * row;
-  cuda::check(cudaMemcpyAsync(dk, k, bytes, cudaMemcpyHostToDevice, cs), "recall rows");
-  cuda::check(cudaMemcpyAsync(dv, v, bytes, cudaMemcpyHostToDevice, cs), "recall rows");
-  if (rotate_by != 0.0)
-    rotate_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, rope_global_,
-                    rotate_by, cs);
-  scatter_rows_f16(dk, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.k,
-                   kv_f32_, L.cap, cs);
-  scatter_rows_f16(dv, static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim, slot, L.v,
-                   kv_f32_, L.cap, cs);
-  stream_.sync("writing recall rows");
 }
 
 }  // namespace

@@ -176,38 +176,8 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-template <typename T>
-__global__ void scatter_rows_kernel(const __half* rows, int n_head_kv, int head_dim, int64_t first,
-                                    T* cache, int64_t cap) {
-  pdl_wait();
-  const int t = blockIdx.x, h = blockIdx.y;
-  const __half* src = rows + (static_cast<int64_t>(t) * n_head_kv + h) * head_dim;
-  T* dst = cache + (h * cap + first + t) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
-    if constexpr (sizeof(T) == 2)
-      dst[i] = src[i];
-    else
-      dst[i] = __half2float(src[i]);
-  }
-}
-
-// Block per (token, head).
-__global__ void rotate_rows_kernel(__half* rows, int n_heads, int head_dim, RingRope rope,
-                                   double delta) {
-  pdl_wait();
-  __shared__ float head[256];
-  __shared__ float2 cs[128];
-  const int t = blockIdx.x, h = blockIdx.y;
-  __half* row = rows + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) head[i] = __half2float(row[i]);
-  for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
-  __syncthreads();
-  for (int i = threadIdx.x; i < rope.n_rot; i += blockDim.x)
-    row[i] = __float2half_rn(rotated(rope, cs, head, i));
-}
-
-// Block per (kEpisodeTokens tokens, layer and K|V): rotate_rows_kernel's rounding, then
-// scatter_rows_kernel's store. The angles depend on delta only, so a block computes them once
+// Block per (kEpisodeTokens tokens, layer and K|V): each key widened, turned in f32 and
+// rounded back to f16 (nearest even), then stored (widened again for an f32 arena). The angles depend on delta only, so a block computes them once
 // for all its tokens and heads (a block per token and head spent ~5 ns a block scheduling
 // 49,152 blocks for a 64-token 12B episode).
 constexpr int kEpisodeTokens = 4;
@@ -265,14 +235,6 @@ void write_episode_f16(const uint16_t* rows, int n_layers, int n, int n_head_kv,
   check_launch("write_episode_f16");
 }
 
-void rotate_rows_f16(uint16_t* rows, int n, int n_heads, int head_dim, const RingRope& rope,
-                     double delta, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
-  launch_k(rotate_rows_kernel, grid, 128, 0, s, reinterpret_cast<__half*>(rows), n_heads, head_dim,
-           rope, delta);
-  check_launch("rotate_rows_f16");
-}
-
 void ring_qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const float* kn,
                      float eps, const RingRope& rope, const double* key_pos, const int32_t* slots,
                      void* k_cache, void* v_cache, int64_t cap, cudaStream_t s) {
@@ -318,19 +280,6 @@ void ring_attention(const RingAttnArgs& a, cudaStream_t s) {
   }
   check_launch("ring_attention");
   finish_attention(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, a.out_q8, s);
-}
-
-void scatter_rows_f16(const uint16_t* rows, int n, int n_head_kv, int head_dim, int64_t first,
-                      void* cache, bool kv_f32, int64_t cap, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_head_kv));
-  const auto* src = reinterpret_cast<const __half*>(rows);
-  if (kv_f32)
-    launch_k(scatter_rows_kernel<float>, grid, 128, 0, s, src, n_head_kv, head_dim, first,
-             static_cast<float*>(cache), cap);
-  else
-    launch_k(scatter_rows_kernel<__half>, grid, 128, 0, s, src, n_head_kv, head_dim, first,
-             static_cast<__half*>(cache), cap);
-  check_launch("scatter_rows_f16");
 }
 
 }  // namespace channel::cuda
