@@ -177,9 +177,10 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
 }
 
 // Block per (kEpisodeTokens tokens, layer and K|V): each key widened, turned in f32 and
-// rounded back to f16 (nearest even), then stored (widened again for an f32 arena). The angles depend on delta only, so a block computes them once
-// for all its tokens and heads (a block per token and head spent ~5 ns a block scheduling
-// 49,152 blocks for a 64-token 12B episode).
+// rounded back to f16 (nearest even), then stored (widened again for an f32 arena). The angles
+// depend on delta only: a block computes them once for all its tokens and heads (768 blocks for
+// a 64-token 12B episode where a block per token and head made 49,152; the recall's time on the
+// H200 did not move with it, docs/cuda.md).
 constexpr int kEpisodeTokens = 4;
 template <typename T>
 __global__ void __launch_bounds__(256)
