@@ -27,12 +27,11 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_ring.h"
-#include "gguf/gguf_writer.h"
 #include "kv/kv_rows.h"
 #include "memory/episodic_store.h"
 #include "memory/rerotate.h"
 #include "model/model.h"
-#include "model/random_model.h"
+#include "recall_geometry_model.h"
 #include "runtime/ring_session.h"
 #include "util/error.h"
 
@@ -42,27 +41,6 @@ using namespace channel;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kLayers = 48, kHeads = 8, kHeadDim = 128, kKvDim = kHeads * kHeadDim;
-
-// A Gemma 3 shaped model of that K/V geometry whose every layer is global (so every layer
-// holds recall slots), tiny elsewhere.
-std::shared_ptr<const Model> geometry_model() {
-  RandomModelSpec s;
-  s.arch = Arch::gemma3;
-  s.window_pattern = 1;
-  s.hidden = 64;
-  s.layers = kLayers;
-  s.heads = kHeads;
-  s.kv_heads = kHeads;
-  s.head_dim = kHeadDim;
-  s.ffn = 64;
-  s.vocab = 300;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  auto m = Model::load_from_memory(*bytes, "recall-bench.gguf");
-  return std::shared_ptr<const Model>(m.get(), [m, bytes](const Model*) {});
-}
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;
@@ -130,7 +108,8 @@ int run(int argc, char** argv) {
   }
   store.sync();
 
-  const std::shared_ptr<const Model> model = geometry_model();
+  const std::shared_ptr<const Model> model =
+      bench::recall_geometry_model(kLayers, kHeads, kHeadDim);
   RingSessionConfig sc;
   sc.ring.n_slots = static_cast<uint32_t>(2 * max_tokens + 64);
   sc.ring.n_recall = static_cast<uint32_t>(max_tokens);

@@ -18,15 +18,14 @@
 #include <benchmark/benchmark.h>
 
 #include "backend/cpu/thread_pool.h"
-#include "gguf/gguf_writer.h"
 #include "kv/kv_rows.h"
 #include "memory/centroid_sketch.h"
 #include "memory/episodic_store.h"
 #include "memory/memory_kernels.h"
 #include "memory/rehydrate_kernels.h"
 #include "model/model.h"
-#include "model/random_model.h"
 #include "ops/fp16.h"
+#include "recall_geometry_model.h"
 #include "runtime/ring_session.h"
 #include "util/aligned_vector.h"
 #include "util/hash.h"
@@ -69,25 +68,8 @@ struct Geometry {
 constexpr Geometry kGeometries[] = {{48, 1024, 8, 128}, {2, 128, 2, 64}};
 constexpr int kSizes[] = {16, 64, 256};
 
-// A Gemma 3 shaped model (NEOX rope over the whole head, as channel-default and Gemma 3 12B)
-// whose every layer is global (window pattern 1), so every layer holds recall slots.
 std::shared_ptr<const Model> geometry_model(const Geometry& g) {
-  RandomModelSpec s;
-  s.arch = Arch::gemma3;
-  s.window_pattern = 1;
-  s.hidden = 64;
-  s.layers = static_cast<int>(g.layers);
-  s.heads = static_cast<int>(g.heads);
-  s.kv_heads = static_cast<int>(g.heads);
-  s.head_dim = static_cast<int>(g.head_dim);
-  s.ffn = 64;
-  s.vocab = 300;
-  ThreadPool pool(1);
-  GgufWriter w;
-  write_random_model(s, w, pool);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
-  auto m = Model::load_from_memory(*bytes, "bench.gguf");
-  return std::shared_ptr<const Model>(m.get(), [m, bytes](const Model*) {});
+  return bench::recall_geometry_model(g.layers, g.heads, g.head_dim);
 }
 
 struct RehydrateFixture {
