@@ -4,10 +4,20 @@
 // plain page-locked host-to-device copy of the same bytes. Spec 003's 12B geometry: 48 layers,
 // 8 KV heads of 128 (an episode of 64 tokens is 12.6 MB of f16 K/V). The two alternate, one
 // of each per round; medians. A plain executable: the GPU machine has no Google Benchmark.
-//   cuda_recall_bench [--tokens 16,64,256] [--threads N] [--rounds 30]
+//   cuda_recall_bench [--tokens 16,64,256] [--threads N] [--rounds 30] [--probes]
 // --threads: the pool the store checks and copies the planes on (MemoryAttachment's query
 // pool), 1 for none. The store's read alone (the same rehydrate into page-locked host rows,
-// no device) is timed too, to see which side bounds a recall.
+// no device) is timed too, with the pool's threads asleep (as a recall finds them) and awake
+// (right after another read), and the recall is split into its phases: before the store's
+// first row, the store's read, and after it (the rest of the copy, the kernel, the wait).
+// The stored recall (MemoryAttachment's path on a device: the planes copied by DMA straight
+// from the store's page-locked pages and checked on the device) is timed too: its first call
+// for an episode (which page-locks its pages) and the median of the later ones.
+// --probes: other ways to move an episode's bytes from the page cache to the device, on a
+// plain file of the same size: a copy straight from the file's mapping (pageable), and the
+// mapping page-locked with cudaHostRegister (the registration timed apart).
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,12 +70,108 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Other ways to move n bytes from the page cache to the device, on a plain file (cached: it
+// was just written): medians over rounds, each against the plain pinned copy.
+void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) {
+  std::printf(
+      "\n# probes: a file of the episode's bytes in the page cache -> device\n"
+      "| tokens | pinned copy us | mapped, pageable copy us | populated map, pageable copy "
+      "us | pageable heap copy us | register us | copy registered us | unregister us |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  auto us = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
+  for (const int n : sizes) {
+    const size_t bytes = 2ull * kLayers * static_cast<size_t>(n) * kKvDim * 2;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("channel_cuda_probe_" + std::to_string(::getpid()) + ".bin"))
+                                 .string();
+    std::vector<char> data(bytes, 3);
+    {
+      const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+      if (fd < 0 || ::write(fd, data.data(), bytes) != static_cast<ssize_t>(bytes))
+        throw_error("probe file {}: cannot write", path);
+      ::close(fd);
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw_error("probe file {}: cannot open", path);
+    cuda::DeviceBuffer dev(bytes, "probe rows");
+    cuda::PinnedBuffer host(bytes, "probe rows");
+    std::memset(host.as<char>(), 1, bytes);
+    auto copy = [&](const void* from) {
+      cuda::check(cudaMemcpyAsync(dev.get(), from, bytes, cudaMemcpyHostToDevice, stream),
+                  "probe copy");
+      cuda::check(cudaStreamSynchronize(stream), "probe copy");
+    };
+    auto map = [&](int flags) {
+      void* m = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | flags, fd, 0);
+      if (m == MAP_FAILED) throw_error("probe file {}: cannot map", path);
+      return m;
+    };
+    std::vector<double> t_pinned, t_mapped, t_populated, t_heap, t_reg, t_copy_reg, t_unreg;
+    std::string reg_error;
+    copy(host.as<char>());
+    copy(data.data());
+    for (int r = 0; r < rounds; ++r) {
+      auto t0 = Clock::now();
+      copy(host.as<char>());
+      auto t1 = Clock::now();
+      void* m = map(0);
+      copy(m);
+      ::munmap(m, bytes);
+      auto t2 = Clock::now();
+      m = map(MAP_POPULATE);
+      copy(m);
+      ::munmap(m, bytes);
+      auto t3 = Clock::now();
+      copy(data.data());
+      auto t4 = Clock::now();
+      t_pinned.push_back(us(t0, t1));
+      t_mapped.push_back(us(t1, t2));
+      t_populated.push_back(us(t2, t3));
+      t_heap.push_back(us(t3, t4));
+      if (!reg_error.empty()) continue;
+      m = map(MAP_POPULATE);
+      auto r0 = Clock::now();
+      const cudaError_t e = cudaHostRegister(m, bytes, cudaHostRegisterReadOnly);
+      auto r1 = Clock::now();
+      if (e != cudaSuccess) {
+        reg_error = cudaGetErrorName(e);
+        cudaGetLastError();
+        ::munmap(m, bytes);
+        continue;
+      }
+      copy(m);
+      auto r2 = Clock::now();
+      cudaHostUnregister(m);
+      auto r3 = Clock::now();
+      ::munmap(m, bytes);
+      t_reg.push_back(us(r0, r1));
+      t_copy_reg.push_back(us(r1, r2));
+      t_unreg.push_back(us(r2, r3));
+    }
+    ::close(fd);
+    std::filesystem::remove(path);
+    std::printf("| %d | %.0f | %.0f | %.0f | %.0f | ", n, median(t_pinned), median(t_mapped),
+                median(t_populated), median(t_heap));
+    if (!reg_error.empty())
+      std::printf("%s | | |\n", reg_error.c_str());
+    else
+      std::printf("%.0f | %.0f | %.0f |\n", median(t_reg), median(t_copy_reg), median(t_unreg));
+  }
+}
+
 int run(int argc, char** argv) {
   std::vector<int> sizes = {16, 64, 256};
   int threads = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   int rounds = 30;
+  bool probes = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--probes") {
+      probes = true;
+      continue;
+    }
     if (i + 1 >= argc) throw_error("{}: needs a value", a);
     if (a == "--tokens")
       sizes = parse_list(argv[++i]);
@@ -141,9 +247,10 @@ int run(int argc, char** argv) {
       "store threads %d\n",
       session.device_name().c_str(), kLayers, kHeads, kHeadDim, rounds, threads);
   std::printf(
-      "| tokens | MB | pinned copy us | store read us | recall us | recall / pinned | recall "
-      "GB/s |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+      "| tokens | MB | pinned copy us | store read us (pool asleep / awake) | staged recall us | "
+      "staged / pinned | staged: before / read / after us | stored recall: first us | stored "
+      "recall us (the session's part) | stored / pinned | stored GB/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t si = 0; si < sizes.size(); ++si) {
     const int n = sizes[si];
     const size_t bytes = 2ull * kLayers * static_cast<size_t>(n) * kKvDim * 2;  // f16 K and V
@@ -160,13 +267,27 @@ int run(int argc, char** argv) {
       store.rehydrate(ids[si], {&rope, 1}, 0.0, KvRowsF16{kp, vp, kKvDim, static_cast<size_t>(n)},
                       ro);
     };
+    Clock::time_point fill0, fill1;  // the store's read inside the recall
     auto recall = [&] {
       session.inject_recall(
           ids[si], static_cast<uint32_t>(n), stored_pos,
           [&](const KvRowsF16& out) {
+            fill0 = Clock::now();
             store.rehydrate(ids[si], {&rope, 1}, 0.0, out, ro);
+            fill1 = Clock::now();
           },
           delta);
+      session.release_recall(ids[si]);
+    };
+    double device_part = 0.0;  // of the last stored recall: the session's, inside the store's
+    auto stored = [&] {
+      const bool ok = store.with_stored_kv(ids[si], [&](const StoredKvF16& src) {
+        const auto d0 = Clock::now();
+        if (!session.inject_recall_stored(ids[si], stored_pos, src, delta))
+          throw_error("the device does not take the stored episode (page locks refused?)");
+        device_part = std::chrono::duration<double, std::micro>(Clock::now() - d0).count();
+      });
+      if (!ok) throw_error("the store is not f16");
       session.release_recall(ids[si]);
     };
     auto pinned = [&] {
@@ -177,25 +298,53 @@ int run(int argc, char** argv) {
     };
     recall();  // warm: the page cache, the staging buffers
     pinned();
-    std::vector<double> t_pinned, t_recall, t_read;
+    const auto s0 = Clock::now();
+    stored();  // the first: page-locks the episode's pages
+    const double stored_first =
+        std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
+    auto us = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::micro>(b - a).count();
+    };
+    // The pool's workers spin for a while after a job, then sleep: a recall finds them asleep.
+    auto let_pool_sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+    std::vector<double> t_pinned, t_recall, t_read_asleep, t_read_awake, t_before, t_fill,
+        t_after, t_stored, t_device_part;
     for (int r = 0; r < rounds; ++r) {
       auto t0 = Clock::now();
       pinned();
+      const auto t0e = Clock::now();
+      let_pool_sleep();
       auto t1 = Clock::now();
       recall();
       auto t2 = Clock::now();
-      read();
+      let_pool_sleep();
       auto t3 = Clock::now();
-      t_pinned.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-      t_recall.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
-      t_read.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count());
+      read();
+      auto t4 = Clock::now();
+      read();
+      auto t5 = Clock::now();
+      stored();
+      t_stored.push_back(us(t5, Clock::now()));
+      t_device_part.push_back(device_part);
+      t_pinned.push_back(us(t0, t0e));
+      t_recall.push_back(us(t1, t2));
+      t_read_asleep.push_back(us(t3, t4));
+      t_read_awake.push_back(us(t4, t5));
+      t_before.push_back(us(t1, fill0));
+      t_fill.push_back(us(fill0, fill1));
+      t_after.push_back(us(fill1, t2));
     }
-    const double p = median(t_pinned), rc = median(t_recall), rd = median(t_read);
-    std::printf("| %d | %.1f | %.0f | %.0f | %.0f | %.2f | %.1f |\n", n,
-                static_cast<double>(bytes) / 1e6, p, rd, rc, rc / p,
-                static_cast<double>(bytes) / rc / 1e3);
+    const double p = median(t_pinned), rc = median(t_recall), st = median(t_stored);
+    std::printf(
+        "| %d | %.1f | %.0f | %.0f / %.0f | %.0f | %.2f | %.0f / %.0f / %.0f | %.0f | %.0f (%.0f) "
+        "| %.2f | %.1f |\n",
+        n, static_cast<double>(bytes) / 1e6, p, median(t_read_asleep), median(t_read_awake), rc,
+        rc / p, median(t_before), median(t_fill), median(t_after), stored_first, st,
+        median(t_device_part), st / p,
+        static_cast<double>(bytes) / st / 1e3);
   }
   std::filesystem::remove(path);
+  if (probes) run_probes(sizes, rounds, stream.get());
   return 0;
 }
 

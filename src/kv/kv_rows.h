@@ -46,6 +46,22 @@ struct KvRowsF16 {
   std::function<void(size_t first_plane, size_t n_planes)> ready = nullptr;
 };
 
+// An episode's f16 K/V where it is stored (the store's mapping, held unchanged while this is
+// handed out): n_planes = 2 * layers planes of n_tokens rows of row_dim values, consecutive
+// from `planes`, plane p layer p / 2's keys (even p, as stored) or values (odd p). `region`
+// (region_bytes long) is the mapped memory around them, which stays valid while the store is
+// open: a device may page-lock it once for many recalls. verify(plane_crc) checks the whole
+// record against each plane's crc32c(0, plane) and throws when it is damaged.
+struct StoredKvF16 {
+  const uint16_t* planes = nullptr;
+  size_t n_tokens = 0, row_dim = 0, n_planes = 0;
+  const void* region = nullptr;
+  size_t region_bytes = 0;
+  std::function<void(std::span<const uint32_t> plane_crc)> verify;
+  size_t plane_values() const { return n_tokens * row_dim; }
+  size_t bytes() const { return n_planes * plane_values() * 2; }
+};
+
 // Dense buffers k, v: [n_layers][n_tokens][n_heads * head_dim] as a target. Owns its pointer
 // arrays (the target's spans point into them), so it is neither copied nor moved.
 class DenseKvRows {

@@ -356,4 +356,40 @@ void EpisodicStore::rehydrate(uint64_t id, std::span<const RotaryDims> rope, dou
   verify_and_finish();
 }
 
+bool EpisodicStore::with_stored_kv(uint64_t id,
+                                   const std::function<void(const StoredKvF16&)>& fn) const {
+  const Impl& m = *impl_;
+  const StoreLayout& L = m.L;
+  if (L.slab_type != SlabType::f16) return false;
+  std::shared_lock lock(m.state_mu);
+  const uint32_t slot = m.require_slot(id);
+  Impl::UnmapAfter unmap{[&] { m.unmap_record(slot); }};
+  const EpisodeHeader eh = m.header_of(slot);
+  const size_t n = eh.token_count;
+  StoredKvF16 src;
+  // [num_layers][K|V][n][kv_dim] f16 from the block's K/V on: planes are 2-byte aligned
+  // (blocks are 64-aligned and every offset in them is even).
+  src.planes = reinterpret_cast<const uint16_t*>(m.map + L.block_offset(slot) + L.block_kv);
+  src.n_tokens = n;
+  src.row_dim = L.kv_dim;
+  src.n_planes = 2ull * L.num_layers;
+  src.region = m.map;
+  src.region_bytes = m.map_size;
+  if (n > L.max_tokens || L.row_bytes != 2ull * L.kv_dim ||
+      L.block_offset(slot) + L.block_kv + L.kv_bytes(n) > m.map_size)
+    throw_error("episodic: {}: episode {} claims {} tokens (at most {}): its entry is damaged",
+                m.path, id, n, L.max_tokens);
+  const uint64_t plane_bytes = n * L.row_bytes;
+  src.verify = [&](std::span<const uint32_t> plane_crc) {
+    if (plane_crc.size() != src.n_planes)
+      throw_error("episodic: {}: {} plane checksums for {} planes", m.path, plane_crc.size(),
+                  src.n_planes);
+    const uint32_t kv_crc = crc32c_join(plane_crc, plane_bytes);
+    m.check_record(slot, &kv_crc);
+  };
+  fn(src);
+  m.check_unchanged(slot);  // a reader: the writer did not replace it while it was read
+  return true;
+}
+
 }  // namespace channel

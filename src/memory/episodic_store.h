@@ -152,6 +152,12 @@ class EpisodicStore {
   // errors as above.
   void rehydrate(uint64_t episode_id, std::span<const RotaryDims> rope, double delta,
                  const KvRowsF16& out, const RehydrateOptions& options = {}) const;
+  // The f16 K/V of episode `id` as stored, handed to fn (kv/kv_rows.h StoredKvF16) while the
+  // slot is held against rewrites: for a device that copies the planes straight from the
+  // store's pages and checks them where they land (source.verify: the whole record against
+  // the planes' CRC-32C). Returns false without calling fn for a Q8_0 store. Errors as
+  // rehydrate; a reader also finds a record the writer replaced meanwhile.
+  bool with_stored_kv(uint64_t episode_id, const std::function<void(const StoredKvF16&)>& fn) const;
   // Drops the episode's K/V pages from this process's mapping and asks the kernel to drop
   // them from the page cache (advisory: pages another process maps, or still being written
   // back, stay): for cold-recall benchmarks, or a caller done with a large episode.

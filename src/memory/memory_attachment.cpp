@@ -162,6 +162,8 @@ MemoryAttachment::~MemoryAttachment() {
     flush();
   } catch (...) {  // the worker counts its failures; a destructor must not throw
   }
+  // The store outlives the attachment, the device's page locks of its mapping do not.
+  if (stored_region_) session_.forget_host_region(stored_region_);
 }
 
 void MemoryAttachment::on_tokens(const TokenBatch& b) {
@@ -411,9 +413,21 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
   RehydrateOptions ro;
   ro.tables = rope_table_;
   ro.pool = pool_.get();
-  // On a device the rows go there as stored and the device turns the keys by delta.
+  // On a device the rows go there as stored and the device turns the keys by delta: straight
+  // from the store's pages where the device takes them from there (it page-locks them once,
+  // then copies and checks them itself), otherwise read on the pool into its staging.
   const bool device = session_.on_device();
-  r.slot_begin = session_.inject_recall(
+  bool placed = false;
+  if (device)
+    store_.with_stored_kv(id, [&](const StoredKvF16& source) {
+      stored_region_ = source.region;
+      if (auto first = session_.inject_recall_stored(id, r.stored_pos, source, delta)) {
+        r.slot_begin = *first;
+        placed = true;
+      }
+    });
+  if (!placed)
+    r.slot_begin = session_.inject_recall(
       id, n, r.stored_pos,
       [&](const KvRowsF16& out) { store_.rehydrate(id, rope_, device ? 0.0 : delta, out, ro); },
       device ? delta : 0.0);

@@ -214,6 +214,7 @@ class MemoryAttachment {
   std::vector<float> captured_;  // [n][n_embd]
   std::vector<float> captured_q_;  // probe_cue(): the probe's last queries
   std::unordered_map<uint64_t, uint64_t> recalled_at_;  // active episode -> recall tick
+  const void* stored_region_ = nullptr;  // the store's mapping, once handed to the device
   std::unordered_map<uint64_t, std::vector<int32_t>> tier3_tokens_;  // recall copy's sources
   std::vector<int32_t> copy_context_;  // scratch: recent_tokens() of bias_toward_recalled
   uint64_t tick_ = 0;

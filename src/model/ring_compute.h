@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bounded/bounded_state.h"
+#include "kv/kv_rows.h"
 #include "kv/virtual_positions.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -93,6 +94,21 @@ class RingCompute {
   // from any thread: a device starts copying them while the rest is still read.
   // write_recall_f16 then sends only what was not sent this way.
   virtual void recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) {}
+  // Whether write_recall_stored takes `source` from where it is stored at full speed (a device
+  // page-locks those pages once, within a budget); when not, the caller reads the rows into
+  // recall_staging itself and calls write_recall_f16.
+  virtual bool takes_stored(const StoredKvF16& source) { return false; }
+  // An episode straight from the memory it is stored in (source: planes laid out as
+  // write_recall_f16's staged rows): copied, then checked with source.verify against each
+  // plane's CRC-32C (a damaged record throws; the session leaves the episode inactive, so what
+  // reached its free slots is never attended), written as write_recall_f16. This default
+  // copies into recall_staging and checks before writing; a device copies from the store's
+  // pages and checks on the device while it writes.
+  virtual void write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                   const StoredKvF16& source, double rotate_by);
+  // Host memory once handed over as a StoredKvF16 region goes away (its store closes): a
+  // device unlocks what it page-locked of it.
+  virtual void forget_host_region(const void* region) {}
   // Host memory for n_values f16 values of an episode's rows on their way to write_recall_f16
   // (page-locked on a device, so the copy is a plain DMA), valid until the next call; null:
   // the session stages in its own memory.

@@ -476,6 +476,28 @@ uint32_t RingSession::inject_recall(uint64_t id, uint32_t n_tokens, uint64_t sto
   return first;
 }
 
+std::optional<uint32_t> RingSession::inject_recall_stored(uint64_t id, uint64_t stored_pos,
+                                                          const StoredKvF16& source,
+                                                          double rotate_keys_by) {
+  const ModelHparams& hp = model_->hparams();
+  if (source.row_dim != size_t(hp.n_head_kv) * hp.head_dim ||
+      source.n_planes != 2 * global_layers_.size())
+    throw_error("session: a stored episode of {} planes of rows of {} for {} global layers of {}",
+                source.n_planes, source.row_dim, global_layers_.size(),
+                size_t(hp.n_head_kv) * hp.head_dim);
+  if (!compute_ || !compute_->takes_stored(source)) return std::nullopt;
+  settle(0);
+  const auto n_tokens = static_cast<uint32_t>(source.n_tokens);
+  const uint32_t first = ring_.activate_recall(id, n_tokens, stored_pos);
+  try {
+    compute_->write_recall_stored(global_layers_, first, n_tokens, source, rotate_keys_by);
+  } catch (...) {
+    ring_.deactivate_recall(id);
+    throw;
+  }
+  return first;
+}
+
 std::span<const float> RingSession::append(SpanType type, std::span<const int32_t> tokens) {
   begin_span(type);
   try {

@@ -181,6 +181,17 @@ class RingSession final : public SessionBase {
   uint32_t inject_recall(uint64_t id, uint32_t n_tokens, uint64_t stored_pos,
                          const std::function<void(const KvRowsF16&)>& fill,
                          double rotate_keys_by = 0.0);
+  // On a device that takes it from where it is stored (RingCompute::takes_stored): activates
+  // the episode and has the device copy `source`, check it (source.verify) and turn the keys by
+  // rotate_keys_by; returns the first slot. A damaged record throws with the episode inactive
+  // (its slots are never attended). Returns nullopt, nothing changed, where the device does
+  // not take it (on the CPU, or its pages cannot be page-locked): use inject_recall.
+  std::optional<uint32_t> inject_recall_stored(uint64_t id, uint64_t stored_pos,
+                                               const StoredKvF16& source, double rotate_keys_by);
+  // The memory of a StoredKvF16 region goes away (its store closes).
+  void forget_host_region(const void* region) {
+    if (compute_) compute_->forget_host_region(region);
+  }
   void release_recall(uint64_t id) {
     settle(0);
     ring_.deactivate_recall(id);

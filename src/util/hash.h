@@ -19,6 +19,11 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t n);      // SSE4.2 crc32 
 uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 // crc32c(0, P0 ++ P1 ++ ...) from the parts' crc32c(0, Pi), every part part_len bytes long.
 uint32_t crc32c_join(std::span<const uint32_t> parts, uint64_t part_len);
+// The operator that shifts a checksum past len_b bytes (x^(8 len_b) mod P, reflected): a
+// device that combines parts itself gets it from here, crc32c_combine(a, b, len_b) being
+// crc32c_mul(a, crc32c_shift(len_b)) ^ b.
+uint32_t crc32c_shift(uint64_t len_b);
+uint32_t crc32c_mul(uint32_t a, uint32_t b);  // a * b mod P, reflected
 
 // FNV-1a 64 of `bytes`, continuing from `h` (the offset basis by default).
 inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;

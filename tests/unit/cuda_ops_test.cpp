@@ -35,6 +35,7 @@ TEST(CudaOps, BuiltWithoutCuda) {
 #include "ops/norm.h"
 #include "ops/quantize.h"
 #include "ops/rope.h"
+#include "util/hash.h"
 
 namespace channel {
 namespace {
@@ -153,6 +154,24 @@ INSTANTIATE_TEST_SUITE_P(
         // Rows past one 128 MiB chunk of dequantized weights (cuBLAS runs two).
         MatmulCase{GgmlType::Q4_0, 17000, 4096, 33}),
     case_name);
+
+// The planes' CRC-32C a stored recall is checked with: the host's crc32c of each plane, at
+// plane sizes that split into 256, a few, or one run of words.
+TEST(CudaOps, Crc32cPlanesMatchTheHost) {
+  CHANNEL_REQUIRE_CUDA();
+  std::mt19937 rng(11);
+  for (const uint64_t plane : {4ull, 12ull, 64ull, 1028ull, 2052ull, 131072ull, 196608ull}) {
+    const int planes = 5;
+    std::vector<uint8_t> bytes(plane * planes);
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+    cuda::DeviceBuffer data(bytes.size(), "crc data"), out(planes * 4, "crc out");
+    cuda::check(cudaMemcpy(data.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "up");
+    cuda::crc32c_planes(data.get(), planes, plane, out.as<uint32_t>(), nullptr);
+    const std::vector<uint32_t> got = from_device<uint32_t>(out, planes);
+    for (int p = 0; p < planes; ++p)
+      EXPECT_EQ(got[p], crc32c(0, bytes.data() + p * plane, plane)) << plane << " plane " << p;
+  }
+}
 
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
   CHANNEL_REQUIRE_CUDA();

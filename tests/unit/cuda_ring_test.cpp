@@ -9,6 +9,7 @@
 // on the CPU, and the one-line error.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -19,6 +20,7 @@
 #include "model/random_model.h"
 #include "runtime/ring_session.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 #if defined(CHANNEL_HAS_CUDA)
 
@@ -198,9 +200,19 @@ class HostRing final : public RingCompute {
         }
     }
   }
+  // A recall from where it is stored through RingCompute's default (a staged copy checked on
+  // the host) when set; otherwise the caller stages it (inject_recall with a fill).
+  bool takes_stored(const StoredKvF16&) override { return stored; }
+  void write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n,
+                           const StoredKvF16& source, double rotate_by) override {
+    ++stored_recalls;
+    RingCompute::write_recall_stored(layers, slot, n, source, rotate_by);
+  }
+  static inline int stored_recalls = 0;  // over every HostRing
   size_t kv_bytes() const override { return 0; }
   std::string device_name() const override { return "host emulation"; }
   int forwards = 0;
+  bool stored = true;
 
  private:
   size_t row(int il, uint32_t slot, int h) const {
@@ -298,9 +310,10 @@ class HostRing final : public RingCompute {
   const RingChunk* chunk_ = nullptr;
 };
 
-RingComputeFactory host_ring(HostRing** made = nullptr) {
-  return [made](std::shared_ptr<const Model> model, const RingComputeShape& shape) {
+RingComputeFactory host_ring(HostRing** made = nullptr, bool stored = true) {
+  return [made, stored](std::shared_ptr<const Model> model, const RingComputeShape& shape) {
     auto r = std::make_unique<HostRing>(std::move(model), shape);
+    r->stored = stored;
     if (made) *made = r.get();
     return std::unique_ptr<RingCompute>(std::move(r));
   };
@@ -629,9 +642,92 @@ TEST(CudaRingRecall, EpisodicMemoryRoundTrip) {
                     bounds_for(GgmlType::Q8_0).rows);
 }
 
-// No device needed: the memory's device path (rows through kv_row, keys turned by the device).
+// No device needed: the memory's device path (rows through kv_row, keys turned by the device),
+// the episodes taken from where they are stored and, where the device does not, staged.
 TEST(CudaRingHost, EpisodicMemoryRoundTrip) {
+  const int before = HostRing::stored_recalls;
   memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(), 1e-9, 1e-9);
+  EXPECT_EQ(HostRing::stored_recalls, before + 2);
+  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(nullptr, false), 1e-9,
+                    1e-9);
+  EXPECT_EQ(HostRing::stored_recalls, before + 2);
+}
+
+// An episode from where it is stored (inject_recall_stored): the device checks each plane's
+// CRC-32C (the verify callback sees the host's), writes values as they are and keys turned
+// as the CPU turns them; a record that fails its check throws with the episode inactive.
+void stored_recall(std::shared_ptr<const Model> model, RingComputeFactory device) {
+  RingSessionConfig config = small_ring();
+  config.compute = std::move(device);
+  RingSession s(model, config);
+  s.append(SpanType::system, std::vector<int32_t>{2, 40, 41});
+  s.seal();
+  const ModelHparams& hp = model->hparams();
+  const size_t row = size_t(hp.n_head_kv) * hp.head_dim, n = 3;
+  const size_t G = s.global_layers().size(), plane = n * row;
+  std::vector<uint16_t> planes(2 * G * plane);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  for (uint16_t& x : planes) x = fp32_to_fp16(nd(rng));
+  std::vector<uint32_t> host_crc(2 * G);
+  for (size_t p = 0; p < host_crc.size(); ++p)
+    host_crc[p] = crc32c(0, planes.data() + p * plane, plane * 2);
+  StoredKvF16 src;
+  src.planes = planes.data();
+  src.n_tokens = n;
+  src.row_dim = row;
+  src.n_planes = 2 * G;
+  src.region = planes.data();
+  src.region_bytes = planes.size() * 2;
+  int checked = 0;
+  src.verify = [&](std::span<const uint32_t> crc) {
+    EXPECT_EQ(std::vector<uint32_t>(crc.begin(), crc.end()), host_crc);
+    ++checked;
+  };
+  const double turn = 37.0;
+  const std::optional<uint32_t> first = s.inject_recall_stored(5, 200, src, turn);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(checked, 1);
+  std::vector<float> k(hp.head_dim), v(hp.head_dim), head(hp.head_dim), cs(hp.head_dim);
+  rope_cos_sin(s.rope_global(), turn, cs.data());
+  for (size_t g = 0; g < G; ++g)
+    for (uint32_t t = 0; t < n; ++t)
+      for (int h = 0; h < hp.n_head_kv; ++h) {
+        s.kv_row(s.global_layers()[g], *first + t, h, k.data(), v.data());
+        const size_t at = t * row + size_t(h) * hp.head_dim;
+        for (int d = 0; d < hp.head_dim; ++d) {
+          ASSERT_EQ(v[d], fp16_to_fp32(planes[(2 * g + 1) * plane + at + d])) << g << " " << t;
+          head[d] = fp16_to_fp32(planes[2 * g * plane + at + d]);
+        }
+        rope_rotate(s.rope_global(), cs.data(), head.data(), head.data(), 1,
+                    uint32_t(hp.head_dim));
+        for (int d = 0; d < hp.head_dim; ++d) {  // within an f16 rounding of the CPU's turn
+          const float want = fp16_to_fp32(fp32_to_fp16(head[d]));
+          ASSERT_NEAR(k[d], want, std::fabs(want) * 1e-3f + 1e-6f) << "key, layer " << g;
+        }
+      }
+  s.release_recall(5);
+  // A record that fails its check: the episode stays inactive (what reached its free slots is
+  // never attended), and the slots take the next episode.
+  auto good = src.verify;
+  src.verify = [](std::span<const uint32_t>) { throw_error("checksum mismatch (planted)"); };
+  EXPECT_THROW(s.inject_recall_stored(6, 200, src, turn), Error);
+  EXPECT_TRUE(s.ring().recall_episodes().empty());
+  src.verify = good;
+  EXPECT_EQ(s.inject_recall_stored(7, 200, src, turn), first);
+  EXPECT_EQ(checked, 2);
+  s.kv_row(s.global_layers()[0], *first, 0, k.data(), v.data());
+  EXPECT_EQ(v[0], fp16_to_fp32(planes[plane]));
+  s.forget_host_region(planes.data());  // before the memory goes
+}
+
+TEST(CudaRingHost, StoredRecallIsCheckedBeforeItIsWritten) {
+  stored_recall(ring_model(Arch::llama, GgmlType::Q8_0), host_ring());
+}
+
+TEST(CudaRingRecall, StoredRecallIsCheckedBeforeItIsWritten) {
+  CHANNEL_REQUIRE_CUDA();
+  stored_recall(ring_model(Arch::llama, GgmlType::Q8_0), cuda::ring_compute(0));
 }
 
 // A session file of a device session (its K/V read with kv_slots: on a device one copy per

@@ -15,6 +15,7 @@
 #include "memory_test_util.h"
 #include "ops/fp16.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace channel {
 namespace {
@@ -452,6 +453,35 @@ TEST(MemoryStore, VerifyFindsEveryDamagedRecord) {
                 }).find("checksum mismatch"),
                 std::string::npos)
           << "episode " << bad << " mode " << mode;
+  }
+  // As stored, for a device (with_stored_kv): the planes in place, and their CRC-32C checks
+  // the whole record.
+  const KvRowsF16 rows{kp, vp, 32, 3};
+  ASSERT_NO_THROW(s.rehydrate(0, {&rope, 1}, 0.0, rows));
+  for (uint64_t id : {0u, 1u, 2u, 3u}) {
+    bool called = false;
+    const std::string err = error_of([&] {
+      EXPECT_TRUE(s.with_stored_kv(id, [&](const StoredKvF16& src) {
+        called = true;
+        ASSERT_EQ(src.n_tokens, 3u);
+        ASSERT_EQ(src.n_planes, 6u);
+        ASSERT_EQ(src.row_dim, 32u);
+        if (id == 0)
+          for (size_t l = 0; l < 3; ++l) {
+            EXPECT_EQ(std::memcmp(src.planes + 2 * l * 96, kp[l], 96 * 2), 0) << "K " << l;
+            EXPECT_EQ(std::memcmp(src.planes + (2 * l + 1) * 96, vp[l], 96 * 2), 0) << "V " << l;
+          }
+        std::vector<uint32_t> crc(src.n_planes);
+        for (size_t p = 0; p < crc.size(); ++p)
+          crc[p] = crc32c(0, src.planes + p * src.plane_values(), src.plane_values() * 2);
+        src.verify(crc);
+      }));
+    });
+    EXPECT_TRUE(called);
+    if (id == 0)
+      EXPECT_EQ(err, "");
+    else
+      EXPECT_NE(err.find("checksum mismatch"), std::string::npos) << "episode " << id;
   }
   // Mutable fields (access, children, pin) are outside the checksum.
   b = read_bytes(path);

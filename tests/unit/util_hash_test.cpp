@@ -61,6 +61,11 @@ TEST(Crc32c, CombinesParts) {
   EXPECT_EQ(joined, crc32c(0, buf.data(), buf.size()));
   EXPECT_EQ(crc32c_join(parts, part), joined);
   EXPECT_EQ(crc32c_join({}, part), 0u);
+  // The shift operator a device combines with: the same as crc32c_combine.
+  for (size_t len : {0, 1, 7, 4096, 131072})
+    EXPECT_EQ(crc32c_mul(parts[0], crc32c_shift(len)) ^ parts[1],
+              crc32c_combine(parts[0], parts[1], len))
+        << len;
 }
 
 // Every length 0..2048 at every start offset 0..15. The reference for each prefix is chained

@@ -229,15 +229,20 @@ struct EpisodeDst {
   void* v = nullptr;
   int64_t cap = 0;
 };
-// An episode of n tokens into slots first .. first + n - 1 of n_layers layers at once: rows is
-// device f16 [n_layers][2][n][n_head_kv * head_dim] (layer g's keys, then its values, token-
-// major), dst device [n_layers]. Keys are turned by delta positions first (delta 0: as they
-// are: widened, rotated in f32 by the f64 angles rounded to f32, rounded back to f16
-// nearest-even, as the store's rehydration does on the host), then stored (widened to f32
-// for an f32 arena).
-void write_episode_f16(const uint16_t* rows, int n_layers, int n, int n_head_kv, int head_dim,
-                       const EpisodeDst* dst, int64_t first, bool kv_f32, const RingRope& rope,
-                       double delta, cudaStream_t s);
+// An episode of n tokens into slots first .. first + n - 1 of its layers: rows is device f16
+// [layers][2][n][n_head_kv * head_dim] (layer g's keys, then its values, token-major; plane p
+// is layer p / 2's keys or values), of which planes first_plane .. + n_planes - 1 are written;
+// dst device [layers]. Keys are turned by delta positions first (delta 0: as they are:
+// widened, rotated in f32 by the f64 angles rounded to f32, rounded back to f16 nearest-even,
+// as the store's rehydration does on the host), then stored (widened to f32 for an f32 arena).
+void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int n, int n_head_kv,
+                       int head_dim, const EpisodeDst* dst, int64_t first, bool kv_f32,
+                       const RingRope& rope, double delta, cudaStream_t s);
+
+// out[p] = crc32c(0, plane p) (util/hash.h) of n_planes consecutive planes of plane_bytes
+// (a multiple of 4) each at device memory data (4-byte aligned): a block per plane.
+void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_t* out,
+                   cudaStream_t s);
 
 // ---- the bounded swa_sink_v1 layers (cuda_bounded.cu; bounded/bounded_attention_core.h) -----
 // Per-head RMSNorm in place of q (qn) and k (kn) heads of qkv [n][ld] = q | k | v (either may

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_bounded_layers.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_forward.h"
+#include "backend/cuda/cuda_host_pins.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_ring_step.h"
 #include "backend/cuda/cuda_weights_impl.h"
@@ -37,6 +38,10 @@ class CudaRing final : public RingCompute {
   void write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens, size_t row,
                         const uint16_t* staged, double rotate_by) override;
   void recall_planes_ready(size_t first_plane, size_t n_planes, size_t plane_values) override;
+  bool takes_stored(const StoredKvF16& source) override;
+  void write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                           const StoredKvF16& source, double rotate_by) override;
+  void forget_host_region(const void* region) override { pins_.forget(region); }
   void load_bounded(int il, const BoundedState& state) override;
   uint16_t* recall_staging(size_t n_values) override;
   size_t kv_bytes() const override { return kv_.bytes() + bounded_.bytes(); }
@@ -58,6 +63,12 @@ class CudaRing final : public RingCompute {
   }
   template <typename Fn>
   void each_run(int il, std::span<const uint32_t> slots, Fn&& fn) const;
+  // Checks an episode's destinations (every layer global, the slots inside its arena) into
+  // episode_dst_h_; throws otherwise.
+  void episode_destinations(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                            size_t row);
+  // write_episode_f16 from episode_ into the arenas of episode_destinations(), then a wait.
+  void write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by);
   void unpack(size_t run, float* out) const;
   void pack(size_t run, const float* in) const;
 
@@ -81,6 +92,9 @@ class CudaRing final : public RingCompute {
   std::thread::id staging_thread_;  // the session's thread, which asked for recall_staging
   DeviceBuffer episode_dst_;        // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
+  HostPins pins_;                   // the store's pages a stored recall copies from
+  DeviceBuffer plane_crc_;          // [2 n_layer] a stored recall's planes' CRC-32C
+  PinnedBuffer plane_crc_h_;
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
   DeviceBuffer header_, runs_, table_, inv_freq_;
@@ -229,12 +243,8 @@ void CudaRing::recall_planes_ready(size_t first_plane, size_t n_planes, size_t p
             sent_.begin() + static_cast<ptrdiff_t>(first_plane + n_planes), 1);
 }
 
-// One copy of the whole staged episode, one kernel that turns the keys and writes every
-// layer's rows, one wait: layer by layer a 48-layer episode took 96 copies, 144 launches and
-// 48 waits.
-void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
-                                size_t row, const uint16_t* staged, double rotate_by) {
-  if (n_tokens == 0 || layers.empty()) return;
+void CudaRing::episode_destinations(std::span<const int> layers, uint32_t slot,
+                                    uint32_t n_tokens, size_t row) {
   if (row != static_cast<size_t>(kv_dim_) || layers.size() > layers_.size())
     throw_error(
         "cuda ring: recall rows of {} values for {} layers; the ring has rows of {} and {} "
@@ -251,6 +261,27 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
     const LayerKv& L = layers_[static_cast<size_t>(il)];
     dst[g] = EpisodeDst{L.k, L.v, L.cap};
   }
+}
+
+void CudaRing::write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens,
+                             double rotate_by) {
+  const cudaStream_t cs = stream_.get();
+  cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
+                              n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
+              "recall destinations");
+  write_episode_f16(episode_.as<uint16_t>(), 0, static_cast<int>(2 * n_layers),
+                    static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
+                    episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by, cs);
+  stream_.sync("writing recall rows");
+}
+
+// One copy of the whole staged episode, one kernel that turns the keys and writes every
+// layer's rows, one wait: layer by layer a 48-layer episode took 96 copies, 144 launches and
+// 48 waits.
+void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                size_t row, const uint16_t* staged, double rotate_by) {
+  if (n_tokens == 0 || layers.empty()) return;
+  episode_destinations(layers, slot, n_tokens, row);
   const size_t plane_bytes = size_t{n_tokens} * row * 2, planes = 2 * layers.size();
   const size_t bytes = planes * plane_bytes;
   const bool from_staging = staged == recall_pinned_.as<uint16_t>();
@@ -275,13 +306,65 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
     p = e;
   }
   std::fill(sent_.begin(), sent_.end(), 0);
-  cuda::check(cudaMemcpyAsync(episode_dst_.get(), dst, layers.size() * sizeof(EpisodeDst),
-                              cudaMemcpyHostToDevice, cs),
+  write_episode(layers.size(), slot, n_tokens, rotate_by);
+}
+
+bool CudaRing::takes_stored(const StoredKvF16& source) {
+  return source.bytes() > 0 &&
+         pins_.cover(source.planes, source.bytes(), source.region, source.region_bytes);
+}
+
+// Straight from the store's page-locked pages by DMA, then on the device each plane's CRC-32C
+// and the kernel that writes the recall slots (free until the session activates the episode:
+// a record that then fails its check is never attended), one wait, the check. No host core
+// reads the episode: on the H200 the store's read on 4-16 host threads took 1.1-6x a
+// page-locked copy of the same bytes, varying by machine. (Copying groups of planes on a
+// second stream while the first groups were checked and written was slower: 611-659 against
+// 404-483 us for 12.6 MB.)
+void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                   const StoredKvF16& source, double rotate_by) {
+  if (n_tokens == 0 || layers.empty()) return;
+  if (source.n_tokens != n_tokens || source.n_planes != 2 * layers.size())
+    throw_error("cuda ring: a stored episode of {} tokens in {} planes for {} tokens of {} layers",
+                source.n_tokens, source.n_planes, n_tokens, layers.size());
+  episode_destinations(layers, slot, n_tokens, source.row_dim);
+  const size_t bytes = source.bytes(), plane_bytes = source.plane_values() * 2;
+  const size_t n_planes = source.n_planes;
+  if (!pins_.cover(source.planes, bytes, source.region, source.region_bytes))
+    throw_error("cuda ring: the stored episode's pages cannot be page-locked");
+  stream_.sync("recall rows");  // a previous, failed recall's kernels may still read episode_
+  if (episode_.bytes() < bytes) {
+    episode_ = DeviceBuffer();
+    episode_ = DeviceBuffer(bytes, "recall episode");
+  }
+  if (plane_crc_.bytes() < n_planes * 4) {
+    plane_crc_ = DeviceBuffer(n_planes * 4, "recall checksums");
+    plane_crc_h_ = PinnedBuffer(n_planes * 4, "recall checksums");
+  }
+  const cudaStream_t cs = stream_.get();
+  const auto* from = reinterpret_cast<const char*>(source.planes);
+  for (size_t at = 0; at < bytes;) {  // a copy never spans two locked chunks
+    const auto addr = reinterpret_cast<uintptr_t>(from + at);
+    const size_t piece =
+        std::min(bytes - at, HostPins::kChunkBytes - (addr & (HostPins::kChunkBytes - 1)));
+    cuda::check(
+        cudaMemcpyAsync(episode_.as<char>() + at, from + at, piece, cudaMemcpyHostToDevice, cs),
+        "recall rows");
+    at += piece;
+  }
+  crc32c_planes(episode_.get(), static_cast<int>(n_planes), plane_bytes,
+                plane_crc_.as<uint32_t>(), cs);
+  cuda::check(cudaMemcpyAsync(plane_crc_h_.as<uint32_t>(), plane_crc_.get(), n_planes * 4,
+                              cudaMemcpyDeviceToHost, cs),
+              "recall checksums");
+  cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
+                              layers.size() * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
               "recall destinations");
-  write_episode_f16(episode_.as<uint16_t>(), static_cast<int>(layers.size()),
+  write_episode_f16(episode_.as<uint16_t>(), 0, static_cast<int>(n_planes),
                     static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
                     episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by, cs);
-  stream_.sync("writing recall rows");
+  stream_.sync("recalling an episode");
+  source.verify({plane_crc_h_.as<uint32_t>(), n_planes});
 }
 
 void CudaRing::load_bounded(int il, const BoundedState& state) {

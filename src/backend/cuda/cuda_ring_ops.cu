@@ -184,12 +184,12 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
 constexpr int kEpisodeTokens = 4;
 template <typename T>
 __global__ void __launch_bounds__(256)
-    write_episode_kernel(const __half* rows, int n, int n_head_kv, int head_dim,
+    write_episode_kernel(const __half* rows, int first_plane, int n, int n_head_kv, int head_dim,
                          const EpisodeDst* dst, int64_t first, RingRope rope, double delta) {
   pdl_wait();
   extern __shared__ float row[];  // one token's heads, widened [n_head_kv * head_dim]
   __shared__ float2 cs[128];
-  const int plane = blockIdx.y, g = plane / 2, kv = plane % 2;
+  const int plane = first_plane + static_cast<int>(blockIdx.y), g = plane / 2, kv = plane % 2;
   const int width = n_head_kv * head_dim;
   const EpisodeDst d = dst[g];
   T* base = static_cast<T*>(kv == 0 ? d.k : d.v);
@@ -220,19 +220,20 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
-void write_episode_f16(const uint16_t* rows, int n_layers, int n, int n_head_kv, int head_dim,
-                       const EpisodeDst* dst, int64_t first, bool kv_f32, const RingRope& rope,
-                       double delta, cudaStream_t s) {
+void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int n, int n_head_kv,
+                       int head_dim, const EpisodeDst* dst, int64_t first, bool kv_f32,
+                       const RingRope& rope, double delta, cudaStream_t s) {
+  if (n_planes <= 0) return;
   const dim3 grid(static_cast<unsigned>((n + kEpisodeTokens - 1) / kEpisodeTokens),
-                  static_cast<unsigned>(2 * n_layers));
+                  static_cast<unsigned>(n_planes));
   const size_t smem = static_cast<size_t>(n_head_kv) * head_dim * sizeof(float);
   const auto* src = reinterpret_cast<const __half*>(rows);
   if (kv_f32)
-    launch_k(write_episode_kernel<float>, grid, 256, smem, s, src, n, n_head_kv, head_dim, dst,
-             first, rope, delta);
+    launch_k(write_episode_kernel<float>, grid, 256, smem, s, src, first_plane, n, n_head_kv,
+             head_dim, dst, first, rope, delta);
   else
-    launch_k(write_episode_kernel<__half>, grid, 256, smem, s, src, n, n_head_kv, head_dim, dst,
-             first, rope, delta);
+    launch_k(write_episode_kernel<__half>, grid, 256, smem, s, src, first_plane, n, n_head_kv,
+             head_dim, dst, first, rope, delta);
   check_launch("write_episode_f16");
 }
 
