@@ -13,15 +13,14 @@
 // The stored recall (MemoryAttachment's path on a device: the planes copied by DMA straight
 // from the store's page-locked pages and checked on the device) is timed too: its first call
 // for an episode (which page-locks its pages) and the median of the later ones.
-// --probes: other ways to move an episode's bytes from the page cache to the device, on a
-// plain file of the same size: a copy straight from the file's mapping (pageable), and the
-// mapping page-locked with cudaHostRegister (the registration timed apart).
+// --probes: where a stored recall's time goes (run_probes).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -36,6 +35,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_ring.h"
 #include "kv/kv_rows.h"
 #include "memory/episodic_store.h"
@@ -70,19 +70,22 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Other ways to move n bytes from the page cache to the device, on a plain file (cached: it
-// was just written): medians over rounds, each against the plain pinned copy.
+// Where a stored recall's time goes, on a plain file of the episode's bytes (cached: it was
+// just written), its mapping page-locked once as HostPins does: the copy whole and in 2 MiB
+// pieces, the pieces again after the process's page tables dropped the pages (the store
+// does after every read), and the two kernels alone. Medians over rounds.
 void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) {
   std::printf(
-      "\n# probes: a file of the episode's bytes in the page cache -> device\n"
-      "| tokens | pinned copy us | mapped, pageable copy us | populated map, pageable copy "
-      "us | pageable heap copy us | register us | copy registered us | unregister us |\n"
-      "|---|---|---|---|---|---|---|---|\n");
+      "\n# probes: an episode's bytes, page-locked file mapping -> device\n"
+      "| tokens | pinned copy us | locked map, one copy us | locked map, 2 MiB pieces us | "
+      "pieces after MADV_DONTNEED us | crc32c_planes us | write_episode_f16 us |\n"
+      "|---|---|---|---|---|---|---|\n");
   auto us = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::micro>(b - a).count();
   };
   for (const int n : sizes) {
-    const size_t bytes = 2ull * kLayers * static_cast<size_t>(n) * kKvDim * 2;
+    const size_t plane = static_cast<size_t>(n) * kKvDim * 2, planes = 2 * kLayers;
+    const size_t bytes = planes * plane;
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("channel_cuda_probe_" + std::to_string(::getpid()) + ".bin"))
                                  .string();
@@ -95,69 +98,79 @@ void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) 
     }
     const int fd = ::open(path.c_str(), O_RDONLY);
     if (fd < 0) throw_error("probe file {}: cannot open", path);
-    cuda::DeviceBuffer dev(bytes, "probe rows");
+    void* m = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (m == MAP_FAILED) throw_error("probe file {}: cannot map", path);
+    cuda::check(cudaHostRegister(m, bytes, cudaHostRegisterReadOnly), "locking the map");
+    cuda::DeviceBuffer dev(bytes, "probe rows"),
+        crc(planes * cuda::crc32c_parts(plane) * 4, "probe crc");
+    cuda::DeviceBuffer arena(2 * bytes, "probe arena"), dst(kLayers * sizeof(cuda::EpisodeDst), "dst");
     cuda::PinnedBuffer host(bytes, "probe rows");
     std::memset(host.as<char>(), 1, bytes);
+    std::vector<cuda::EpisodeDst> dh(kLayers);
+    for (uint32_t g = 0; g < kLayers; ++g)
+      dh[g] = {arena.as<char>() + (2 * g) * plane, arena.as<char>() + (2 * g + 1) * plane,
+               static_cast<int64_t>(n)};
+    cuda::check(cudaMemcpy(dst.get(), dh.data(), kLayers * sizeof(cuda::EpisodeDst),
+                           cudaMemcpyHostToDevice), "dst");
+    std::vector<double> inv(kHeadDim / 2);
+    for (size_t i = 0; i < inv.size(); ++i) inv[i] = std::pow(10000.0, -2.0 * i / kHeadDim);
+    cuda::DeviceBuffer inv_d(inv.size() * 8, "inv_freq");
+    cuda::check(cudaMemcpy(inv_d.get(), inv.data(), inv.size() * 8, cudaMemcpyHostToDevice), "inv");
+    const cuda::RingRope rope{true, static_cast<int>(kHeadDim), inv_d.as<double>()};
+    auto sync = [&] { cuda::check(cudaStreamSynchronize(stream), "probe"); };
     auto copy = [&](const void* from) {
-      cuda::check(cudaMemcpyAsync(dev.get(), from, bytes, cudaMemcpyHostToDevice, stream),
-                  "probe copy");
-      cuda::check(cudaStreamSynchronize(stream), "probe copy");
+      cuda::check(cudaMemcpyAsync(dev.get(), from, bytes, cudaMemcpyHostToDevice, stream), "copy");
+      sync();
     };
-    auto map = [&](int flags) {
-      void* m = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | flags, fd, 0);
-      if (m == MAP_FAILED) throw_error("probe file {}: cannot map", path);
-      return m;
+    auto pieces = [&] {
+      const auto* from = static_cast<const char*>(m);
+      for (size_t at = 0; at < bytes;) {
+        const size_t piece = std::min(bytes - at, (size_t{2} << 20) -
+                                                      (reinterpret_cast<uintptr_t>(from + at) &
+                                                       ((size_t{2} << 20) - 1)));
+        cuda::check(cudaMemcpyAsync(dev.as<char>() + at, from + at, piece, cudaMemcpyHostToDevice,
+                                    stream),
+                    "piece");
+        at += piece;
+      }
+      sync();
     };
-    std::vector<double> t_pinned, t_mapped, t_populated, t_heap, t_reg, t_copy_reg, t_unreg;
-    std::string reg_error;
+    std::vector<double> t_pinned, t_one, t_pieces, t_dropped, t_crc, t_episode;
     copy(host.as<char>());
-    copy(data.data());
     for (int r = 0; r < rounds; ++r) {
       auto t0 = Clock::now();
       copy(host.as<char>());
       auto t1 = Clock::now();
-      void* m = map(0);
       copy(m);
-      ::munmap(m, bytes);
       auto t2 = Clock::now();
-      m = map(MAP_POPULATE);
-      copy(m);
-      ::munmap(m, bytes);
+      pieces();
       auto t3 = Clock::now();
-      copy(data.data());
+      ::madvise(m, bytes, MADV_DONTNEED);
       auto t4 = Clock::now();
+      pieces();
+      auto t5 = Clock::now();
+      cuda::crc32c_planes(dev.get(), static_cast<int>(planes), plane, crc.as<uint32_t>(), stream);
+      sync();
+      auto t6 = Clock::now();
+      cuda::write_episode_f16(dev.as<uint16_t>(), 0, static_cast<int>(planes), n,
+                              static_cast<int>(kHeads), static_cast<int>(kHeadDim),
+                              dst.as<cuda::EpisodeDst>(), 0, false, rope, 37.0, stream);
+      sync();
+      auto t7 = Clock::now();
       t_pinned.push_back(us(t0, t1));
-      t_mapped.push_back(us(t1, t2));
-      t_populated.push_back(us(t2, t3));
-      t_heap.push_back(us(t3, t4));
-      if (!reg_error.empty()) continue;
-      m = map(MAP_POPULATE);
-      auto r0 = Clock::now();
-      const cudaError_t e = cudaHostRegister(m, bytes, cudaHostRegisterReadOnly);
-      auto r1 = Clock::now();
-      if (e != cudaSuccess) {
-        reg_error = cudaGetErrorName(e);
-        cudaGetLastError();
-        ::munmap(m, bytes);
-        continue;
-      }
-      copy(m);
-      auto r2 = Clock::now();
-      cudaHostUnregister(m);
-      auto r3 = Clock::now();
-      ::munmap(m, bytes);
-      t_reg.push_back(us(r0, r1));
-      t_copy_reg.push_back(us(r1, r2));
-      t_unreg.push_back(us(r2, r3));
+      t_one.push_back(us(t1, t2));
+      t_pieces.push_back(us(t2, t3));
+      t_dropped.push_back(us(t4, t5));
+      t_crc.push_back(us(t5, t6));
+      t_episode.push_back(us(t6, t7));
     }
+    cudaHostUnregister(m);
+    ::munmap(m, bytes);
     ::close(fd);
     std::filesystem::remove(path);
-    std::printf("| %d | %.0f | %.0f | %.0f | %.0f | ", n, median(t_pinned), median(t_mapped),
-                median(t_populated), median(t_heap));
-    if (!reg_error.empty())
-      std::printf("%s | | |\n", reg_error.c_str());
-    else
-      std::printf("%.0f | %.0f | %.0f |\n", median(t_reg), median(t_copy_reg), median(t_unreg));
+    std::printf("| %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", n, median(t_pinned),
+                median(t_one), median(t_pieces), median(t_dropped), median(t_crc),
+                median(t_episode));
   }
 }
 

@@ -160,16 +160,25 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CudaOps, Crc32cPlanesMatchTheHost) {
   CHANNEL_REQUIRE_CUDA();
   std::mt19937 rng(11);
-  for (const uint64_t plane : {4ull, 12ull, 64ull, 1028ull, 2052ull, 131072ull, 196608ull}) {
+  for (const uint64_t plane :
+       {4ull, 12ull, 64ull, 1028ull, 2052ull, 16384ull, 131072ull, 196608ull, 524288ull}) {
     const int planes = 5;
     std::vector<uint8_t> bytes(plane * planes);
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
-    cuda::DeviceBuffer data(bytes.size(), "crc data"), out(planes * 4, "crc out");
+    const size_t parts = static_cast<size_t>(cuda::crc32c_parts(plane));
+    cuda::DeviceBuffer data(bytes.size(), "crc data"), out(planes * parts * 4, "crc out");
     cuda::check(cudaMemcpy(data.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "up");
     cuda::crc32c_planes(data.get(), planes, plane, out.as<uint32_t>(), nullptr);
-    const std::vector<uint32_t> got = from_device<uint32_t>(out, planes);
-    for (int p = 0; p < planes; ++p)
-      EXPECT_EQ(got[p], crc32c(0, bytes.data() + p * plane, plane)) << plane << " plane " << p;
+    const std::vector<uint32_t> got = from_device<uint32_t>(out, planes * parts);
+    for (int p = 0; p < planes; ++p) {
+      for (size_t i = 0; i < parts; ++i)
+        EXPECT_EQ(got[p * parts + i],
+                  crc32c(0, bytes.data() + p * plane + i * (plane / parts), plane / parts))
+            << plane << " plane " << p << " part " << i;
+      EXPECT_EQ(crc32c_join({got.data() + p * parts, parts}, plane / parts),
+                crc32c(0, bytes.data() + p * plane, plane))
+          << plane << " plane " << p;
+    }
   }
 }
 

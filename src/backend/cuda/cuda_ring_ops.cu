@@ -176,45 +176,72 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-// Block per (kEpisodeTokens tokens, layer and K|V): each key widened, turned in f32 and
-// rounded back to f16 (nearest even), then stored (widened again for an f32 arena). The angles
-// depend on delta only: a block computes them once for all its tokens and heads (768 blocks for
-// a 64-token 12B episode where a block per token and head made 49,152; the recall's time on the
-// H200 did not move with it, docs/cuda.md).
-constexpr int kEpisodeTokens = 4;
+// An f16 value into an arena of T (widened for an f32 arena).
+template <typename T>
+__device__ __forceinline__ void put(T* p, __half x) {
+  if constexpr (sizeof(T) == 2)
+    *p = x;
+  else
+    *p = __half2float(x);
+}
+
+// Block per (kEpisodeTokens tokens, plane). A key plane turned by delta: a thread per
+// rotation pair (and per dimension past n_rot) of a token's head, each key widened, turned in
+// f32 by the block's angles (computed once: they depend on delta only) and rounded back to
+// f16 (nearest even); otherwise the rows as they are, 16 bytes a thread where they align. (A
+// block per 4 tokens that staged each token's row in shared memory between two barriers took
+// 34 us for a 12.6 MB episode on the H200.)
+constexpr int kEpisodeTokens = 16;
 template <typename T>
 __global__ void __launch_bounds__(256)
     write_episode_kernel(const __half* rows, int first_plane, int n, int n_head_kv, int head_dim,
                          const EpisodeDst* dst, int64_t first, RingRope rope, double delta) {
   pdl_wait();
-  extern __shared__ float row[];  // one token's heads, widened [n_head_kv * head_dim]
   __shared__ float2 cs[128];
   const int plane = first_plane + static_cast<int>(blockIdx.y), g = plane / 2, kv = plane % 2;
   const int width = n_head_kv * head_dim;
   const EpisodeDst d = dst[g];
   T* base = static_cast<T*>(kv == 0 ? d.k : d.v);
-  const bool turn = kv == 0 && delta != 0.0;  // the same for the whole block
-  if (turn)
-    for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
   const int t0 = blockIdx.x * kEpisodeTokens, t1 = min(t0 + kEpisodeTokens, n);
-  for (int t = t0; t < t1; ++t) {
-    const __half* src = rows + (static_cast<int64_t>(plane) * n + t) * width;
-    if (turn) {
-      __syncthreads();  // the angles written, the previous token's row read
-      for (int e = threadIdx.x; e < width; e += blockDim.x) row[e] = __half2float(src[e]);
-      __syncthreads();
+  const int heads = (t1 - t0) * n_head_kv;  // (token, head) rows of this block
+  const __half* src = rows + static_cast<int64_t>(plane) * n * width;
+  auto row_in = [&](int th) { return src + static_cast<int64_t>(t0 + th / n_head_kv) * width +
+                                     (th % n_head_kv) * head_dim; };
+  auto row_out = [&](int th) {
+    return base + (static_cast<int64_t>(th % n_head_kv) * d.cap + first + t0 + th / n_head_kv) *
+                      head_dim;
+  };
+  if (kv == 0 && delta != 0.0) {  // the same for the whole block
+    for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
+    __syncthreads();
+    const int half = rope.n_rot / 2, per_head = half + (head_dim - rope.n_rot);
+    for (int idx = threadIdx.x; idx < heads * per_head; idx += blockDim.x) {
+      const int j = idx % per_head, th = idx / per_head;
+      const __half* x = row_in(th);
+      T* out = row_out(th);
+      if (j >= half) {  // past the rotated dimensions: as stored
+        put(out + rope.n_rot + (j - half), x[rope.n_rot + (j - half)]);
+        continue;
+      }
+      const int a = rope.neox ? j : 2 * j, b = rope.neox ? j + half : 2 * j + 1;
+      const float xa = __half2float(x[a]), xb = __half2float(x[b]);
+      const float2 c = cs[j];
+      put(out + a, __float2half_rn(__fsub_rn(__fmul_rn(xa, c.x), __fmul_rn(xb, c.y))));
+      put(out + b, __float2half_rn(__fadd_rn(__fmul_rn(xa, c.y), __fmul_rn(xb, c.x))));
     }
-    for (int e = threadIdx.x; e < width; e += blockDim.x) {
-      const int h = e / head_dim, i = e % head_dim;
-      const __half x = turn && i < rope.n_rot
-                           ? __float2half_rn(rotated(rope, cs, row + h * head_dim, i))
-                           : src[e];
-      T* out = base + (h * d.cap + first + t) * head_dim + i;
-      if constexpr (sizeof(T) == 2)
-        *out = x;
-      else
-        *out = __half2float(x);
+    return;
+  }
+  if (sizeof(T) == 2 && head_dim % 8 == 0 && reinterpret_cast<uintptr_t>(base) % 16 == 0) {
+    const int per_head = head_dim / 8;  // 16-byte pieces
+    for (int idx = threadIdx.x; idx < heads * per_head; idx += blockDim.x) {
+      const int j = idx % per_head, th = idx / per_head;
+      reinterpret_cast<uint4*>(row_out(th))[j] = reinterpret_cast<const uint4*>(row_in(th))[j];
     }
+    return;
+  }
+  for (int idx = threadIdx.x; idx < heads * head_dim; idx += blockDim.x) {
+    const int i = idx % head_dim, th = idx / head_dim;
+    put(row_out(th) + i, row_in(th)[i]);
   }
 }
 
@@ -226,13 +253,12 @@ void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int 
   if (n_planes <= 0) return;
   const dim3 grid(static_cast<unsigned>((n + kEpisodeTokens - 1) / kEpisodeTokens),
                   static_cast<unsigned>(n_planes));
-  const size_t smem = static_cast<size_t>(n_head_kv) * head_dim * sizeof(float);
   const auto* src = reinterpret_cast<const __half*>(rows);
   if (kv_f32)
-    launch_k(write_episode_kernel<float>, grid, 256, smem, s, src, first_plane, n, n_head_kv,
+    launch_k(write_episode_kernel<float>, grid, 256, 0, s, src, first_plane, n, n_head_kv,
              head_dim, dst, first, rope, delta);
   else
-    launch_k(write_episode_kernel<__half>, grid, 256, smem, s, src, first_plane, n, n_head_kv,
+    launch_k(write_episode_kernel<__half>, grid, 256, 0, s, src, first_plane, n, n_head_kv,
              head_dim, dst, first, rope, delta);
   check_launch("write_episode_f16");
 }
