@@ -101,8 +101,7 @@ void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) 
     void* m = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (m == MAP_FAILED) throw_error("probe file {}: cannot map", path);
     cuda::check(cudaHostRegister(m, bytes, cudaHostRegisterReadOnly), "locking the map");
-    cuda::DeviceBuffer dev(bytes, "probe rows"),
-        crc(planes * cuda::crc32c_parts(plane) * 4, "probe crc");
+    cuda::DeviceBuffer dev(bytes, "probe rows"), crc(planes * 4, "probe crc");
     cuda::DeviceBuffer arena(2 * bytes, "probe arena"), dst(kLayers * sizeof(cuda::EpisodeDst), "dst");
     cuda::PinnedBuffer host(bytes, "probe rows");
     std::memset(host.as<char>(), 1, bytes);

@@ -16,10 +16,10 @@ namespace channel::cuda {
 
 namespace {
 
-constexpr int kCrcThreads = 256;
+constexpr int kCrcThreads = 1024;
 constexpr uint64_t kCrcChunk = 64;          // bytes a thread checks, at most
 constexpr uint32_t kCrcPoly = 0x82F63B78u;  // reflected, as util/hash.cpp
-constexpr int kMaxLevels = 9;               // log2(kCrcThreads) + 1
+constexpr int kMaxLevels = 11;              // log2(kCrcThreads) + 1
 
 struct CrcLevels {
   uint32_t shift[kMaxLevels];  // [k] x^(8 chunk 2^k) mod P: a chunk pair's right part, level k
@@ -34,13 +34,14 @@ __device__ __forceinline__ uint32_t crc_mul(uint32_t a, uint32_t b) {  // a * b 
   return r;
 }
 
-// Block (part, plane): its `chunks` threads (a power of two) each take crc32c(0, .) of
+// Block per plane: its `chunks` threads (a power of two) each take crc32c(0, .) of
 // chunk_bytes consecutive bytes (4-byte words, slicing by four through shared tables), then
 // the chunks are combined pairwise in a tree (the left one shifted past the right one's
-// length, plus it) into the part's checksum. Parts of ~16 KiB give a 12B episode's 96 planes
-// ~770 blocks: a block per plane, each thread walking 512 bytes, took 46 us for 12.6 MB.
+// length, plus it) into the plane's checksum. (256 threads a plane, each walking 512 bytes of
+// a 12B episode's 131 KB planes, took ~22 us more than the launch for 12.6 MB; parts of a
+// plane joined on the host cost a slow host ~100 us more.)
 __global__ void __launch_bounds__(kCrcThreads)
-    crc32c_parts_kernel(const uint8_t* data, uint64_t plane_bytes, int chunks,
+    crc32c_planes_kernel(const uint8_t* data, uint64_t plane_bytes, int chunks,
                         uint64_t chunk_bytes, CrcLevels levels, uint32_t* out) {
   pdl_wait();
   __shared__ uint32_t table[4][256];
@@ -60,10 +61,9 @@ __global__ void __launch_bounds__(kCrcThreads)
   }
   __syncthreads();
   const int t = threadIdx.x;
-  const uint64_t part_bytes = chunk_bytes * chunks;
   if (t < chunks) {
-    const auto* w = reinterpret_cast<const uint32_t*>(
-        data + blockIdx.y * plane_bytes + blockIdx.x * part_bytes + t * chunk_bytes);
+    const auto* w = reinterpret_cast<const uint32_t*>(data + blockIdx.x * plane_bytes +
+                                                      static_cast<uint64_t>(t) * chunk_bytes);
     uint32_t c = 0xffffffffu;
     for (uint64_t i = 0; i < chunk_bytes / 4; ++i) {
       c ^= w[i];
@@ -79,22 +79,10 @@ __global__ void __launch_bounds__(kCrcThreads)
       part[t] = crc_mul(part[t], levels.shift[level]) ^ part[t + s];
     __syncthreads();
   }
-  if (t == 0) out[static_cast<uint64_t>(blockIdx.y) * gridDim.x + blockIdx.x] = part[0];
-}
-
-// Chunks of a plane: the most (a power of two) of at least 4 bytes each that split it
-// evenly, no more than one per kCrcChunk bytes.
-uint64_t plane_chunks(uint64_t plane_bytes) {
-  uint64_t k = 1;
-  while (2 * k * kCrcChunk <= plane_bytes && plane_bytes % (8 * k) == 0) k *= 2;
-  return k;
+  if (t == 0) out[blockIdx.x] = part[0];
 }
 
 }  // namespace
-
-int crc32c_parts(uint64_t plane_bytes) {
-  return static_cast<int>(std::max<uint64_t>(1, plane_chunks(plane_bytes) / kCrcThreads));
-}
 
 void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_t* out,
                    cudaStream_t s) {
@@ -102,16 +90,18 @@ void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_
   if (plane_bytes % 4 != 0 || reinterpret_cast<uintptr_t>(data) % 4 != 0)
     throw_error("crc32c_planes: planes of {} bytes at {}: needs 4-byte words", plane_bytes,
                 data);
-  const uint64_t chunks = plane_chunks(plane_bytes);
-  const int parts = crc32c_parts(plane_bytes);
-  const int per_part = static_cast<int>(chunks / parts);
+  // The most chunks (a power of two, up to a thread each) that split a plane into equal runs
+  // of words, no more than one per kCrcChunk bytes.
+  int chunks = 1;
+  while (2 * chunks <= kCrcThreads && 2 * chunks * kCrcChunk <= plane_bytes &&
+         plane_bytes % (8ull * chunks) == 0)
+    chunks *= 2;
   const uint64_t chunk_bytes = plane_bytes / chunks;
   CrcLevels levels{};
-  for (int k = 0; (1 << k) < per_part && k < kMaxLevels; ++k)
+  for (int k = 0; (1 << k) < chunks && k < kMaxLevels; ++k)
     levels.shift[k] = crc32c_shift(chunk_bytes << k);
-  launch_k(crc32c_parts_kernel, dim3(static_cast<unsigned>(parts), static_cast<unsigned>(n_planes)),
-           kCrcThreads, 0, s, static_cast<const uint8_t*>(data), plane_bytes, per_part,
-           chunk_bytes, levels, out);
+  launch_k(crc32c_planes_kernel, dim3(static_cast<unsigned>(n_planes)), kCrcThreads, 0, s,
+           static_cast<const uint8_t*>(data), plane_bytes, chunks, chunk_bytes, levels, out);
   check_launch("crc32c_planes");
 }
 

@@ -239,11 +239,8 @@ void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int 
                        int head_dim, const EpisodeDst* dst, int64_t first, bool kv_f32,
                        const RingRope& rope, double delta, cudaStream_t s);
 
-// The CRC-32C (util/hash.h crc32c) of n_planes consecutive planes of plane_bytes (a multiple
-// of 4) each at device memory data (4-byte aligned), in crc32c_parts(plane_bytes) equal parts
-// a plane: out [n_planes][parts], plane p's checksum crc32c_join(its parts, plane_bytes /
-// parts).
-int crc32c_parts(uint64_t plane_bytes);
+// out[p] = crc32c(0, plane p) (util/hash.h) of n_planes consecutive planes of plane_bytes
+// (a multiple of 4) each at device memory data (4-byte aligned): a block per plane.
 void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_t* out,
                    cudaStream_t s);
 

@@ -17,7 +17,6 @@
 #include "backend/cuda/cuda_weights_impl.h"
 #include "ops/fp16.h"
 #include "util/error.h"
-#include "util/hash.h"
 
 namespace channel::cuda {
 
@@ -94,7 +93,7 @@ class CudaRing final : public RingCompute {
   DeviceBuffer episode_dst_;        // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
   HostPins pins_;                   // the store's pages a stored recall copies from
-  DeviceBuffer plane_crc_;          // [planes][parts] a stored recall's CRC-32C (crc32c_planes)
+  DeviceBuffer plane_crc_;          // [2 n_layer] a stored recall's planes' CRC-32C
   PinnedBuffer plane_crc_h_;
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
@@ -338,10 +337,9 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
     episode_ = DeviceBuffer();
     episode_ = DeviceBuffer(bytes, "recall episode");
   }
-  const size_t parts = static_cast<size_t>(crc32c_parts(plane_bytes));
-  if (plane_crc_.bytes() < n_planes * parts * 4) {
-    plane_crc_ = DeviceBuffer(n_planes * parts * 4, "recall checksums");
-    plane_crc_h_ = PinnedBuffer(n_planes * parts * 4, "recall checksums");
+  if (plane_crc_.bytes() < n_planes * 4) {
+    plane_crc_ = DeviceBuffer(n_planes * 4, "recall checksums");
+    plane_crc_h_ = PinnedBuffer(n_planes * 4, "recall checksums");
   }
   const cudaStream_t cs = stream_.get();
   const auto* from = reinterpret_cast<const char*>(source.planes);
@@ -356,8 +354,8 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
   }
   crc32c_planes(episode_.get(), static_cast<int>(n_planes), plane_bytes,
                 plane_crc_.as<uint32_t>(), cs);
-  cuda::check(cudaMemcpyAsync(plane_crc_h_.as<uint32_t>(), plane_crc_.get(),
-                              n_planes * parts * 4, cudaMemcpyDeviceToHost, cs),
+  cuda::check(cudaMemcpyAsync(plane_crc_h_.as<uint32_t>(), plane_crc_.get(), n_planes * 4,
+                              cudaMemcpyDeviceToHost, cs),
               "recall checksums");
   cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
                               layers.size() * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
@@ -366,10 +364,7 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
                     static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
                     episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by, cs);
   stream_.sync("recalling an episode");
-  std::vector<uint32_t> plane_crc(n_planes);
-  for (size_t p = 0; p < n_planes; ++p)
-    plane_crc[p] = crc32c_join({plane_crc_h_.as<uint32_t>() + p * parts, parts}, plane_bytes / parts);
-  source.verify(plane_crc);
+  source.verify({plane_crc_h_.as<uint32_t>(), n_planes});
 }
 
 void CudaRing::load_bounded(int il, const BoundedState& state) {
