@@ -183,8 +183,10 @@ struct EpisodicStore::Impl {
     return it->second;
   }
   void check_record(uint32_t slot, const uint32_t* kv_crc = nullptr) const {
-    auto p = record_problem(L, map, slot, kv_crc);
-    if (!p) return;
+    if (auto p = record_problem(L, map, slot, kv_crc)) fail_record(slot, *p);
+  }
+  // Throws for a record that failed its check (problem says how).
+  [[noreturn]] void fail_record(uint32_t slot, const std::string& problem) const {
     // A reader shares the file with one writer, which rewrites a slot only after zeroing its
     // token_count and then gives it a new id: a record that fails while its entry no longer
     // holds the id this reader saw was replaced meanwhile, not damaged.
@@ -192,7 +194,7 @@ struct EpisodicStore::Impl {
       throw EpisodeReplaced(fmt::format(
           "episodic: {}: the episode in slot {} was replaced by the process writing the store",
           path, slot));
-    throw_error("episodic: {}: {}", path, *p);
+    throw_error("episodic: {}: {}", path, problem);
   }
   // After a reader copied a record out of the mapping: the writer empties a slot before it
   // rewrites it, so an entry that still holds the id means the copy is whole.
