@@ -102,7 +102,8 @@ void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) 
     if (m == MAP_FAILED) throw_error("probe file {}: cannot map", path);
     cuda::check(cudaHostRegister(m, bytes, cudaHostRegisterReadOnly), "locking the map");
     cuda::DeviceBuffer dev(bytes, "probe rows"), crc(planes * 4, "probe crc");
-    cuda::DeviceBuffer arena(2 * bytes, "probe arena"), dst(kLayers * sizeof(cuda::EpisodeDst), "dst");
+    cuda::DeviceBuffer arena(2 * bytes, "probe arena"),
+        dst(kLayers * sizeof(cuda::EpisodeDst), "dst");
     cuda::PinnedBuffer host(bytes, "probe rows");
     std::memset(host.as<char>(), 1, bytes);
     std::vector<cuda::EpisodeDst> dh(kLayers);
@@ -110,7 +111,8 @@ void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) 
       dh[g] = {arena.as<char>() + (2 * g) * plane, arena.as<char>() + (2 * g + 1) * plane,
                static_cast<int64_t>(n)};
     cuda::check(cudaMemcpy(dst.get(), dh.data(), kLayers * sizeof(cuda::EpisodeDst),
-                           cudaMemcpyHostToDevice), "dst");
+                           cudaMemcpyHostToDevice),
+                "dst");
     std::vector<double> inv(kHeadDim / 2);
     for (size_t i = 0; i < inv.size(); ++i) inv[i] = std::pow(10000.0, -2.0 * i / kHeadDim);
     cuda::DeviceBuffer inv_d(inv.size() * 8, "inv_freq");
@@ -124,12 +126,12 @@ void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) 
     auto pieces = [&] {
       const auto* from = static_cast<const char*>(m);
       for (size_t at = 0; at < bytes;) {
-        const size_t piece = std::min(bytes - at, (size_t{2} << 20) -
-                                                      (reinterpret_cast<uintptr_t>(from + at) &
-                                                       ((size_t{2} << 20) - 1)));
-        cuda::check(cudaMemcpyAsync(dev.as<char>() + at, from + at, piece, cudaMemcpyHostToDevice,
-                                    stream),
-                    "piece");
+        const size_t piece = std::min(
+            bytes - at,
+            (size_t{2} << 20) - (reinterpret_cast<uintptr_t>(from + at) & ((size_t{2} << 20) - 1)));
+        cuda::check(
+            cudaMemcpyAsync(dev.as<char>() + at, from + at, piece, cudaMemcpyHostToDevice, stream),
+            "piece");
         at += piece;
       }
       sync();
@@ -319,8 +321,8 @@ int run(int argc, char** argv) {
     };
     // The pool's workers spin for a while after a job, then sleep: a recall finds them asleep.
     auto let_pool_sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
-    std::vector<double> t_pinned, t_recall, t_read_asleep, t_read_awake, t_before, t_fill,
-        t_after, t_stored, t_device_part;
+    std::vector<double> t_pinned, t_recall, t_read_asleep, t_read_awake, t_before, t_fill, t_after,
+        t_stored, t_device_part;
     for (int r = 0; r < rounds; ++r) {
       auto t0 = Clock::now();
       pinned();
@@ -352,8 +354,7 @@ int run(int argc, char** argv) {
         "| %.2f | %.1f |\n",
         n, static_cast<double>(bytes) / 1e6, p, median(t_read_asleep), median(t_read_awake), rc,
         rc / p, median(t_before), median(t_fill), median(t_after), stored_first, st,
-        median(t_device_part), st / p,
-        static_cast<double>(bytes) / st / 1e3);
+        median(t_device_part), st / p, static_cast<double>(bytes) / st / 1e3);
   }
   std::filesystem::remove(path);
   if (probes) run_probes(sizes, rounds, stream.get());

@@ -428,9 +428,9 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
     });
   if (!placed)
     r.slot_begin = session_.inject_recall(
-      id, n, r.stored_pos,
-      [&](const KvRowsF16& out) { store_.rehydrate(id, rope_, device ? 0.0 : delta, out, ro); },
-      device ? delta : 0.0);
+        id, n, r.stored_pos,
+        [&](const KvRowsF16& out) { store_.rehydrate(id, rope_, device ? 0.0 : delta, out, ro); },
+        device ? delta : 0.0);
   recalled_at_[id] = ++tick_;
   ++recalls_;
   store_.record_access(id, now_ms());

@@ -9,9 +9,8 @@
 
 namespace channel {
 
-void RingCompute::write_recall_stored(std::span<const int> layers, uint32_t slot,
-                                      uint32_t n_tokens, const StoredKvF16& source,
-                                      double rotate_by) {
+void RingCompute::write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                      const StoredKvF16& source, double rotate_by) {
   if (source.n_tokens != n_tokens || source.n_planes != 2 * layers.size())
     throw_error("ring: a stored episode of {} tokens in {} planes for {} tokens of {} layers",
                 source.n_tokens, source.n_planes, n_tokens, layers.size());

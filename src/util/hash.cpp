@@ -51,8 +51,12 @@ uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
   return poly_mul(crc_a, poly_x_pow(8 * len_b)) ^ crc_b;
 }
 
-uint32_t crc32c_shift(uint64_t len_b) { return poly_x_pow(8 * len_b); }
-uint32_t crc32c_mul(uint32_t a, uint32_t b) { return poly_mul(a, b); }
+uint32_t crc32c_shift(uint64_t len_b) {
+  return poly_x_pow(8 * len_b);
+}
+uint32_t crc32c_mul(uint32_t a, uint32_t b) {
+  return poly_mul(a, b);
+}
 
 uint32_t crc32c_join(std::span<const uint32_t> parts, uint64_t part_len) {
   const uint32_t shift = poly_x_pow(8 * part_len);  // once: every part is as long

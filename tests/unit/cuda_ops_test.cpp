@@ -24,6 +24,7 @@ TEST(CudaOps, BuiltWithoutCuda) {
 
 #include <cstring>
 
+#include "backend/cpu/matmul.h"
 #include "backend/cuda/cuda_cublas.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/kquant_group.h"
@@ -31,7 +32,6 @@ TEST(CudaOps, BuiltWithoutCuda) {
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/fp16.h"
-#include "backend/cpu/matmul.h"
 #include "ops/norm.h"
 #include "ops/quantize.h"
 #include "ops/rope.h"

@@ -648,8 +648,7 @@ TEST(CudaRingHost, EpisodicMemoryRoundTrip) {
   const int before = HostRing::stored_recalls;
   memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(), 1e-9, 1e-9);
   EXPECT_EQ(HostRing::stored_recalls, before + 2);
-  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(nullptr, false), 1e-9,
-                    1e-9);
+  memory_round_trip(ring_model(Arch::llama, GgmlType::Q8_0), host_ring(nullptr, false), 1e-9, 1e-9);
   EXPECT_EQ(HostRing::stored_recalls, before + 2);
 }
 
@@ -699,8 +698,7 @@ void stored_recall(std::shared_ptr<const Model> model, RingComputeFactory device
           ASSERT_EQ(v[d], fp16_to_fp32(planes[(2 * g + 1) * plane + at + d])) << g << " " << t;
           head[d] = fp16_to_fp32(planes[2 * g * plane + at + d]);
         }
-        rope_rotate(s.rope_global(), cs.data(), head.data(), head.data(), 1,
-                    uint32_t(hp.head_dim));
+        rope_rotate(s.rope_global(), cs.data(), head.data(), head.data(), 1, uint32_t(hp.head_dim));
         for (int d = 0; d < hp.head_dim; ++d) {  // within an f16 rounding of the CPU's turn
           const float want = fp16_to_fp32(fp32_to_fp16(head[d]));
           ASSERT_NEAR(k[d], want, std::fabs(want) * 1e-3f + 1e-6f) << "key, layer " << g;

@@ -42,7 +42,7 @@ __device__ __forceinline__ uint32_t crc_mul(uint32_t a, uint32_t b) {  // a * b 
 // plane joined on the host cost a slow host ~100 us more.)
 __global__ void __launch_bounds__(kCrcThreads)
     crc32c_planes_kernel(const uint8_t* data, uint64_t plane_bytes, int chunks,
-                        uint64_t chunk_bytes, CrcLevels levels, uint32_t* out) {
+                         uint64_t chunk_bytes, CrcLevels levels, uint32_t* out) {
   pdl_wait();
   __shared__ uint32_t table[4][256];
   __shared__ uint32_t part[kCrcThreads];
@@ -88,8 +88,7 @@ void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_
                    cudaStream_t s) {
   if (n_planes <= 0) return;
   if (plane_bytes % 4 != 0 || reinterpret_cast<uintptr_t>(data) % 4 != 0)
-    throw_error("crc32c_planes: planes of {} bytes at {}: needs 4-byte words", plane_bytes,
-                data);
+    throw_error("crc32c_planes: planes of {} bytes at {}: needs 4-byte words", plane_bytes, data);
   // The most chunks (a power of two, up to a thread each) that split a plane into equal runs
   // of words, no more than one per kCrcChunk bytes.
   int chunks = 1;

@@ -92,8 +92,8 @@ class CudaRing final : public RingCompute {
   std::thread::id staging_thread_;  // the session's thread, which asked for recall_staging
   DeviceBuffer episode_dst_;        // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
-  HostPins pins_;                   // the store's pages a stored recall copies from
-  DeviceBuffer plane_crc_;          // [2 n_layer] a stored recall's planes' CRC-32C
+  HostPins pins_;           // the store's pages a stored recall copies from
+  DeviceBuffer plane_crc_;  // [2 n_layer] a stored recall's planes' CRC-32C
   PinnedBuffer plane_crc_h_;
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
@@ -243,8 +243,8 @@ void CudaRing::recall_planes_ready(size_t first_plane, size_t n_planes, size_t p
             sent_.begin() + static_cast<ptrdiff_t>(first_plane + n_planes), 1);
 }
 
-void CudaRing::episode_destinations(std::span<const int> layers, uint32_t slot,
-                                    uint32_t n_tokens, size_t row) {
+void CudaRing::episode_destinations(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                    size_t row) {
   if (row != static_cast<size_t>(kv_dim_) || layers.size() > layers_.size())
     throw_error(
         "cuda ring: recall rows of {} values for {} layers; the ring has rows of {} and {} "
@@ -263,8 +263,7 @@ void CudaRing::episode_destinations(std::span<const int> layers, uint32_t slot,
   }
 }
 
-void CudaRing::write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens,
-                             double rotate_by) {
+void CudaRing::write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by) {
   const cudaStream_t cs = stream_.get();
   cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
                               n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
@@ -352,8 +351,8 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
         "recall rows");
     at += piece;
   }
-  crc32c_planes(episode_.get(), static_cast<int>(n_planes), plane_bytes,
-                plane_crc_.as<uint32_t>(), cs);
+  crc32c_planes(episode_.get(), static_cast<int>(n_planes), plane_bytes, plane_crc_.as<uint32_t>(),
+                cs);
   cuda::check(cudaMemcpyAsync(plane_crc_h_.as<uint32_t>(), plane_crc_.get(), n_planes * 4,
                               cudaMemcpyDeviceToHost, cs),
               "recall checksums");

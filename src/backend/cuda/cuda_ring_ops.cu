@@ -205,11 +205,12 @@ __global__ void __launch_bounds__(256)
   const int t0 = blockIdx.x * kEpisodeTokens, t1 = min(t0 + kEpisodeTokens, n);
   const int heads = (t1 - t0) * n_head_kv;  // (token, head) rows of this block
   const __half* src = rows + static_cast<int64_t>(plane) * n * width;
-  auto row_in = [&](int th) { return src + static_cast<int64_t>(t0 + th / n_head_kv) * width +
-                                     (th % n_head_kv) * head_dim; };
+  auto row_in = [&](int th) {
+    return src + static_cast<int64_t>(t0 + th / n_head_kv) * width + (th % n_head_kv) * head_dim;
+  };
   auto row_out = [&](int th) {
-    return base + (static_cast<int64_t>(th % n_head_kv) * d.cap + first + t0 + th / n_head_kv) *
-                      head_dim;
+    return base +
+           (static_cast<int64_t>(th % n_head_kv) * d.cap + first + t0 + th / n_head_kv) * head_dim;
   };
   if (kv == 0 && delta != 0.0) {  // the same for the whole block
     for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
@@ -255,8 +256,8 @@ void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int 
                   static_cast<unsigned>(n_planes));
   const auto* src = reinterpret_cast<const __half*>(rows);
   if (kv_f32)
-    launch_k(write_episode_kernel<float>, grid, 256, 0, s, src, first_plane, n, n_head_kv,
-             head_dim, dst, first, rope, delta);
+    launch_k(write_episode_kernel<float>, grid, 256, 0, s, src, first_plane, n, n_head_kv, head_dim,
+             dst, first, rope, delta);
   else
     launch_k(write_episode_kernel<__half>, grid, 256, 0, s, src, first_plane, n, n_head_kv,
              head_dim, dst, first, rope, delta);
