@@ -65,6 +65,10 @@ std::vector<int> parse_list(const std::string& s) {
   return out;
 }
 
+double us(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -80,9 +84,6 @@ void run_probes(const std::vector<int>& sizes, int rounds, cudaStream_t stream) 
       "| tokens | pinned copy us | locked map, one copy us | locked map, 2 MiB pieces us | "
       "pieces after MADV_DONTNEED us | crc32c_planes us | write_episode_f16 us |\n"
       "|---|---|---|---|---|---|---|\n");
-  auto us = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double, std::micro>(b - a).count();
-  };
   for (const int n : sizes) {
     const size_t plane = static_cast<size_t>(n) * kKvDim * 2, planes = 2 * kLayers;
     const size_t bytes = planes * plane;
@@ -316,9 +317,6 @@ int run(int argc, char** argv) {
     stored();  // the first: page-locks the episode's pages
     const double stored_first =
         std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
-    auto us = [](Clock::time_point a, Clock::time_point b) {
-      return std::chrono::duration<double, std::micro>(b - a).count();
-    };
     // The pool's workers spin for a while after a job, then sleep: a recall finds them asleep.
     auto let_pool_sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
     std::vector<double> t_pinned, t_recall, t_read_asleep, t_read_awake, t_before, t_fill, t_after,
