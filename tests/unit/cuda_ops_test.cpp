@@ -165,12 +165,17 @@ TEST(CudaOps, Crc32cPlanesMatchTheHost) {
     const int planes = 5;
     std::vector<uint8_t> bytes(plane * planes);
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
-    cuda::DeviceBuffer data(bytes.size(), "crc data"), out(planes * 4, "crc out");
-    cuda::check(cudaMemcpy(data.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "up");
-    cuda::crc32c_planes(data.get(), planes, plane, out.as<uint32_t>(), nullptr);
-    const std::vector<uint32_t> got = from_device<uint32_t>(out, planes);
-    for (int p = 0; p < planes; ++p)
-      EXPECT_EQ(got[p], crc32c(0, bytes.data() + p * plane, plane)) << plane << " plane " << p;
+    for (const size_t offset : {0, 4}) {  // 16-byte loads where aligned, words otherwise
+      cuda::DeviceBuffer data(bytes.size() + offset, "crc data"), out(planes * 4, "crc out");
+      cuda::check(cudaMemcpy(data.as<char>() + offset, bytes.data(), bytes.size(),
+                             cudaMemcpyHostToDevice),
+                  "up");
+      cuda::crc32c_planes(data.as<char>() + offset, planes, plane, out.as<uint32_t>(), nullptr);
+      const std::vector<uint32_t> got = from_device<uint32_t>(out, planes);
+      for (int p = 0; p < planes; ++p)
+        EXPECT_EQ(got[p], crc32c(0, bytes.data() + p * plane, plane))
+            << plane << " plane " << p << " offset " << offset;
+    }
   }
 }
 

@@ -35,14 +35,15 @@ __device__ __forceinline__ uint32_t crc_mul(uint32_t a, uint32_t b) {  // a * b 
 }
 
 // Block per plane: its `chunks` threads (a power of two) each take crc32c(0, .) of
-// chunk_bytes consecutive bytes (4-byte words, slicing by four through shared tables), then
+// chunk_bytes consecutive bytes (4-byte words, slicing by four through shared tables; loaded
+// 16 bytes at a time when `wide`: chunks of 16-byte multiples, aligned), then
 // the chunks are combined pairwise in a tree (the left one shifted past the right one's
 // length, plus it) into the plane's checksum. (256 threads a plane, each walking 512 bytes of
 // a 12B episode's 131 KB planes, took ~22 us more than the launch for 12.6 MB; parts of a
 // plane joined on the host cost a slow host ~100 us more.)
 __global__ void __launch_bounds__(kCrcThreads)
     crc32c_planes_kernel(const uint8_t* data, uint64_t plane_bytes, int chunks,
-                         uint64_t chunk_bytes, CrcLevels levels, uint32_t* out) {
+                         uint64_t chunk_bytes, bool wide, CrcLevels levels, uint32_t* out) {
   pdl_wait();
   __shared__ uint32_t table[4][256];
   __shared__ uint32_t part[kCrcThreads];
@@ -62,13 +63,25 @@ __global__ void __launch_bounds__(kCrcThreads)
   __syncthreads();
   const int t = threadIdx.x;
   if (t < chunks) {
-    const auto* w = reinterpret_cast<const uint32_t*>(data + blockIdx.x * plane_bytes +
-                                                      static_cast<uint64_t>(t) * chunk_bytes);
+    const uint8_t* p = data + blockIdx.x * plane_bytes + static_cast<uint64_t>(t) * chunk_bytes;
     uint32_t c = 0xffffffffu;
-    for (uint64_t i = 0; i < chunk_bytes / 4; ++i) {
-      c ^= w[i];
+    auto word = [&](uint32_t w) {
+      c ^= w;
       c = table[3][c & 0xffu] ^ table[2][(c >> 8) & 0xffu] ^ table[1][(c >> 16) & 0xffu] ^
           table[0][c >> 24];
+    };
+    if (wide) {  // a quarter of the load instructions: the warp's 32 chunks are 32 lines apart
+      const auto* v = reinterpret_cast<const uint4*>(p);
+      for (uint64_t i = 0; i < chunk_bytes / 16; ++i) {
+        const uint4 q = v[i];
+        word(q.x);
+        word(q.y);
+        word(q.z);
+        word(q.w);
+      }
+    } else {
+      const auto* w = reinterpret_cast<const uint32_t*>(p);
+      for (uint64_t i = 0; i < chunk_bytes / 4; ++i) word(w[i]);
     }
     part[t] = ~c;
   }
@@ -96,11 +109,12 @@ void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_
          plane_bytes % (8ull * chunks) == 0)
     chunks *= 2;
   const uint64_t chunk_bytes = plane_bytes / chunks;
+  const bool wide = chunk_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
   CrcLevels levels{};
   for (int k = 0; (1 << k) < chunks && k < kMaxLevels; ++k)
     levels.shift[k] = crc32c_shift(chunk_bytes << k);
   launch_k(crc32c_planes_kernel, dim3(static_cast<unsigned>(n_planes)), kCrcThreads, 0, s,
-           static_cast<const uint8_t*>(data), plane_bytes, chunks, chunk_bytes, levels, out);
+           static_cast<const uint8_t*>(data), plane_bytes, chunks, chunk_bytes, wide, levels, out);
   check_launch("crc32c_planes");
 }
 
