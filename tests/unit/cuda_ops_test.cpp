@@ -167,9 +167,9 @@ TEST(CudaOps, Crc32cPlanesMatchTheHost) {
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
     for (const size_t offset : {0, 4}) {  // 16-byte loads where aligned, words otherwise
       cuda::DeviceBuffer data(bytes.size() + offset, "crc data"), out(planes * 4, "crc out");
-      cuda::check(cudaMemcpy(data.as<char>() + offset, bytes.data(), bytes.size(),
-                             cudaMemcpyHostToDevice),
-                  "up");
+      cuda::check(
+          cudaMemcpy(data.as<char>() + offset, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+          "up");
       cuda::crc32c_planes(data.as<char>() + offset, planes, plane, out.as<uint32_t>(), nullptr);
       const std::vector<uint32_t> got = from_device<uint32_t>(out, planes);
       for (int p = 0; p < planes; ++p)
