@@ -61,6 +61,10 @@ class CudaRing final : public RingCompute {
   size_t pitch_of(int il) const {  // bytes from one KV head's rows to the next in layer il
     return static_cast<size_t>(layers_.at(static_cast<size_t>(il)).cap) * hp().head_dim * kv_elem_;
   }
+  static bool select_device(const CudaWeights& w) {
+    cuda::check(cudaSetDevice(w.device().index), "selecting the device");
+    return true;
+  }
   template <typename Fn>
   void each_run(int il, std::span<const uint32_t> slots, Fn&& fn) const;
   // Checks an episode's destinations (every layer global, the slots inside its arena) into
@@ -73,6 +77,9 @@ class CudaRing final : public RingCompute {
   void pack(size_t run, const float* in) const;
 
   std::shared_ptr<const CudaWeights> w_;
+  // Selects the weights' device before the members below make streams and buffers on the
+  // current one (a thread that did not upload the weights may have another current).
+  bool on_device_ = select_device(*w_);
   RingComputeShape shape_;
   bool graphs_;
   Stream stream_;
@@ -112,7 +119,6 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
     : w_(std::move(weights)), shape_(shape), graphs_(graphs) {
   const ModelHparams& h = hp();
   const DeviceInfo& info = w_->device();
-  cuda::check(cudaSetDevice(info.index), "selecting the device");
   if (shape_.layer_slots.size() != static_cast<size_t>(h.n_layer))
     throw_error("cuda ring: {} layer slot counts for {} layers", shape_.layer_slots.size(),
                 h.n_layer);
