@@ -30,15 +30,18 @@ size_t budget_from_env() {
 HostPins::HostPins() : budget_(budget_from_env()) {}
 
 HostPins::~HostPins() {
-  for (const auto& [at, c] : chunks_) cudaHostUnregister(reinterpret_cast<void*>(c.begin));
+  for (const auto& [key, r] : runs_) cudaHostUnregister(reinterpret_cast<void*>(r.begin));
 }
 
-void HostPins::unlock(std::map<uintptr_t, Chunk>::iterator it) {
+void HostPins::unlock(std::map<uintptr_t, Run>::iterator it) {
   cudaHostUnregister(reinterpret_cast<void*>(it->second.begin));
+  for (uintptr_t at = it->second.first; at <= it->second.last; at += kChunk) chunk_.erase(at);
   locked_ -= it->second.bytes;
-  chunks_.erase(it);
+  runs_.erase(it);
 }
 
+// Registering costs about as much for one chunk as for many (on the H200: 434 us to lock a
+// 12.6 MB range in one call), so the chunks a request lacks are locked a run at a time.
 bool HostPins::cover(const void* p, size_t bytes, const void* region, size_t region_bytes) {
   if (refused_ || bytes == 0) return !refused_;
   const auto lo = reinterpret_cast<uintptr_t>(region);
@@ -47,23 +50,25 @@ bool HostPins::cover(const void* p, size_t bytes, const void* region, size_t reg
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (a < lo || a + bytes > lo + region_bytes) return false;
   const uintptr_t first = a & ~(kChunk - 1), last = (a + bytes - 1) & ~(kChunk - 1);
-  const size_t need = ((last - first) / kChunk + 1) * kChunk;
-  if (need > budget_) return false;
+  if (((last - first) / kChunk + 1) * kChunk > budget_) return false;
   const uint64_t now = ++tick_;
-  for (uintptr_t at = first; at <= last; at += kChunk) {
-    auto it = chunks_.find(at);
-    if (it != chunks_.end()) {
-      if (it->second.region != region) return false;  // another mapping's end shares it
-      it->second.used = now;
+  for (uintptr_t at = first; at <= last;) {
+    if (auto c = chunk_.find(at); c != chunk_.end()) {
+      Run& r = runs_.at(c->second);
+      if (r.region != region) return false;  // another mapping's end shares the chunk
+      r.used = now;
+      at += kChunk;
       continue;
     }
-    const uintptr_t b = std::max(at, lo), e = std::min(at + kChunk, hi);
-    while (locked_ + (e - b) > budget_) {  // the least recently used other chunk goes
-      auto lru = chunks_.end();
-      for (auto c = chunks_.begin(); c != chunks_.end(); ++c)
-        if (c->second.used != now && (lru == chunks_.end() || c->second.used < lru->second.used))
-          lru = c;
-      if (lru == chunks_.end()) return false;
+    uintptr_t end = at;  // the run of chunks this request lacks from `at`
+    while (end + kChunk <= last && !chunk_.count(end + kChunk)) end += kChunk;
+    const uintptr_t b = std::max(at, lo), e = std::min(end + kChunk, hi);
+    while (locked_ + (e - b) > budget_) {  // the least recently used other run goes
+      auto lru = runs_.end();
+      for (auto r = runs_.begin(); r != runs_.end(); ++r)
+        if (r->second.used != now && (lru == runs_.end() || r->second.used < lru->second.used))
+          lru = r;
+      if (lru == runs_.end()) return false;
       unlock(lru);
     }
     const cudaError_t err =
@@ -73,14 +78,16 @@ bool HostPins::cover(const void* p, size_t bytes, const void* region, size_t reg
       refused_ = true;
       return false;
     }
-    chunks_[at] = Chunk{b, e - b, region, now};
+    runs_[at] = Run{b, e - b, at, end, region, now};
+    for (uintptr_t c = at; c <= end; c += kChunk) chunk_[c] = at;
     locked_ += e - b;
+    at = end + kChunk;
   }
   return true;
 }
 
 void HostPins::forget(const void* region) {
-  for (auto it = chunks_.begin(); it != chunks_.end();) {
+  for (auto it = runs_.begin(); it != runs_.end();) {
     auto next = std::next(it);
     if (it->second.region == region) unlock(it);
     it = next;

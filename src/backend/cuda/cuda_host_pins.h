@@ -1,7 +1,8 @@
 // HostPins: page locks (cudaHostRegister, read-only) on host memory the engine does not own
 // but reads from often, such as the episodic store's mapping, so that the device copies
-// recalled episodes straight from the page cache by DMA. Locked in 2 MiB chunks as they are
-// first needed and kept, least recently used unlocked first, within a byte budget: locked
+// recalled episodes straight from the page cache by DMA. Locked as they are first needed, in
+// runs of 2 MiB chunks (the chunks a request lacks, one registration a run of consecutive
+// ones), and kept, the least recently used run unlocked first, within a byte budget: locked
 // pages cannot be reclaimed, so the budget bounds what this takes from the host.
 #pragma once
 
@@ -20,29 +21,31 @@ class HostPins {
   HostPins(const HostPins&) = delete;
   HostPins& operator=(const HostPins&) = delete;
 
-  // Locked ranges are chunks of this many bytes at this alignment (clipped to their region):
-  // a copy takes them one chunk at a time, each from one locked range.
+  // Locked ranges are unions of chunks of this many bytes at this alignment (clipped to their
+  // region): a copy that takes one chunk at a time takes each from one locked range.
   static constexpr size_t kChunkBytes = size_t{2} << 20;
 
   // Locks the chunks of [region, region + region_bytes) that cover [p, p + bytes), unlocking
-  // the least recently used others when over the budget. False when they cannot all be
+  // the least recently used other runs when over the budget. False when they cannot all be
   // locked (more than the budget, or the driver refuses read-only locks of that memory): the
   // caller then copies another way.
   bool cover(const void* p, size_t bytes, const void* region, size_t region_bytes);
-  // Unlocks every chunk of the region that begins at `region`.
+  // Unlocks every run of the region that begins at `region`.
   void forget(const void* region);
   size_t locked_bytes() const { return locked_; }
 
  private:
-  struct Chunk {
+  struct Run {
     uintptr_t begin = 0;  // the locked range, inside its region
     size_t bytes = 0;
+    uintptr_t first = 0, last = 0;  // its chunks' aligned addresses
     const void* region = nullptr;
     uint64_t used = 0;
   };
-  void unlock(std::map<uintptr_t, Chunk>::iterator it);
+  void unlock(std::map<uintptr_t, Run>::iterator it);
 
-  std::map<uintptr_t, Chunk> chunks_;  // by the chunk's 2 MiB-aligned address
+  std::map<uintptr_t, Run> runs_;         // by their first chunk's address
+  std::map<uintptr_t, uintptr_t> chunk_;  // chunk address -> its run's key
   size_t budget_ = 0, locked_ = 0;
   uint64_t tick_ = 0;
   bool refused_ = false;  // the driver refused once: no more tries
