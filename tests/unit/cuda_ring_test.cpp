@@ -24,6 +24,7 @@
 
 #if defined(CHANNEL_HAS_CUDA)
 
+#include "backend/cuda/cuda_host_pins.h"
 #include "backend/cuda/cuda_ring.h"
 #include "backend/cuda/cuda_ring_step.h"
 #include "bounded/bounded_attention_core.h"
@@ -717,6 +718,71 @@ void stored_recall(std::shared_ptr<const Model> model, RingComputeFactory device
   s.kv_row(s.global_layers()[0], *first, 0, k.data(), v.data());
   EXPECT_EQ(v[0], fp16_to_fp32(planes[plane]));
   s.forget_host_region(planes.data());  // before the memory goes
+}
+
+// The page locks of stored recalls, without a driver (the lock and unlock calls counted):
+// the chunks a request lacks locked a run at a time, kept, the least recently used run
+// unlocked first within the budget, every run unlocked when its region is forgotten.
+TEST(CudaRingHost, HostPinsLockRunsWithinTheBudget) {
+  constexpr size_t C = cuda::HostPins::kChunkBytes;
+  std::vector<std::pair<uintptr_t, size_t>> locks;
+  std::vector<uintptr_t> unlocks;
+  bool refuse = false;
+  cuda::HostPins pins(
+      5 * C,
+      [&](void* p, size_t n) {
+        if (refuse) return false;
+        locks.emplace_back(reinterpret_cast<uintptr_t>(p), n);
+        return true;
+      },
+      [&](void* p) { unlocks.push_back(reinterpret_cast<uintptr_t>(p)); });
+  // A region of 9.5 chunks, starting half a chunk into an aligned chunk (never dereferenced).
+  const uintptr_t base = (uintptr_t{1} << 40) + C / 2;
+  const auto* region = reinterpret_cast<const char*>(base);
+  const size_t region_bytes = 9 * C + C / 2;
+  auto at = [&](size_t off) { return region + off; };
+  // Chunks 0..2 of the aligned grid: one run, clipped to the region's start.
+  ASSERT_TRUE(pins.cover(at(0), 2 * C, region, region_bytes));
+  ASSERT_EQ(locks.size(), 1u);
+  EXPECT_EQ(locks[0].first, base);
+  EXPECT_EQ(locks[0].second, 3 * C - C / 2);
+  // Inside what is locked: nothing new.
+  ASSERT_TRUE(pins.cover(at(C), C, region, region_bytes));
+  EXPECT_EQ(locks.size(), 1u);
+  // Chunks 2..4: only 3 and 4 are missing, one run.
+  ASSERT_TRUE(pins.cover(at(2 * C), 2 * C, region, region_bytes));
+  ASSERT_EQ(locks.size(), 2u);
+  EXPECT_EQ(locks[1].first, base - C / 2 + 3 * C);
+  EXPECT_EQ(locks[1].second, 2 * C);
+  EXPECT_EQ(pins.locked_bytes(), 5 * C - C / 2);
+  // Chunks 7..9 (up to the region's end) need room: the first run goes (least recently used),
+  // the second stays.
+  ASSERT_TRUE(pins.cover(at(7 * C), 2 * C + C / 4, region, region_bytes));
+  ASSERT_EQ(unlocks.size(), 1u);
+  EXPECT_EQ(unlocks[0], base);
+  ASSERT_EQ(locks.size(), 3u);
+  EXPECT_EQ(locks[2].first, base - C / 2 + 7 * C);
+  EXPECT_EQ(locks[2].second, 3 * C);
+  // More than the budget at once, or outside the region: refused, nothing locked.
+  EXPECT_FALSE(pins.cover(at(0), 6 * C, region, region_bytes));
+  EXPECT_FALSE(pins.cover(at(9 * C), C, region, region_bytes));
+  EXPECT_EQ(locks.size(), 3u);
+  // A driver that refuses once is not asked again.
+  refuse = true;
+  EXPECT_FALSE(pins.cover(at(0), C, region, region_bytes));
+  refuse = false;
+  EXPECT_FALSE(pins.cover(at(0), C, region, region_bytes));
+  EXPECT_EQ(locks.size(), 3u);
+  pins.forget(region);
+  EXPECT_EQ(unlocks.size(), 3u);
+  EXPECT_EQ(pins.locked_bytes(), 0u);
+  // A region that ends inside a page: its last page locked whole.
+  cuda::HostPins tail(
+      C, [&](void* p, size_t n) { return locks.emplace_back(reinterpret_cast<uintptr_t>(p), n), true; },
+      [&](void*) {});
+  ASSERT_TRUE(tail.cover(at(9 * C + C / 2), 100, region, 9 * C + C / 2 + 100));
+  EXPECT_EQ(locks.back().first, base - C / 2 + 10 * C);
+  EXPECT_EQ(locks.back().second, 4096u);
 }
 
 TEST(CudaRingHost, StoredRecallIsCheckedBeforeItIsWritten) {

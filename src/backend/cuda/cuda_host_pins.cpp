@@ -27,14 +27,25 @@ size_t budget_from_env() {
 
 }  // namespace
 
-HostPins::HostPins() : budget_(budget_from_env()) {}
+HostPins::HostPins()
+    : HostPins(
+          budget_from_env(),
+          [](void* p, size_t bytes) {
+            if (cudaHostRegister(p, bytes, cudaHostRegisterReadOnly) == cudaSuccess) return true;
+            cudaGetLastError();  // not sticky: clear it
+            return false;
+          },
+          [](void* p) { cudaHostUnregister(p); }) {}
+
+HostPins::HostPins(size_t budget_bytes, LockFn lock, UnlockFn unlock)
+    : lock_(std::move(lock)), unlock_(std::move(unlock)), budget_(budget_bytes) {}
 
 HostPins::~HostPins() {
-  for (const auto& [key, r] : runs_) cudaHostUnregister(reinterpret_cast<void*>(r.begin));
+  for (const auto& [key, r] : runs_) unlock_(reinterpret_cast<void*>(r.begin));
 }
 
 void HostPins::unlock(std::map<uintptr_t, Run>::iterator it) {
-  cudaHostUnregister(reinterpret_cast<void*>(it->second.begin));
+  unlock_(reinterpret_cast<void*>(it->second.begin));
   for (uintptr_t at = it->second.first; at <= it->second.last; at += kChunk) chunk_.erase(at);
   locked_ -= it->second.bytes;
   runs_.erase(it);
@@ -71,10 +82,7 @@ bool HostPins::cover(const void* p, size_t bytes, const void* region, size_t reg
       if (lru == runs_.end()) return false;
       unlock(lru);
     }
-    const cudaError_t err =
-        cudaHostRegister(reinterpret_cast<void*>(b), e - b, cudaHostRegisterReadOnly);
-    if (err != cudaSuccess) {
-      cudaGetLastError();  // not sticky: clear it
+    if (!lock_(reinterpret_cast<void*>(b), e - b)) {
       refused_ = true;
       return false;
     }

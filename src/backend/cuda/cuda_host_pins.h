@@ -8,15 +8,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 
 namespace channel::cuda {
 
 class HostPins {
  public:
+  // Locks [p, p + bytes) (false: refused) and unlocks a range by its start: cudaHostRegister
+  // (read-only) and cudaHostUnregister unless given (tests count them instead).
+  using LockFn = std::function<bool(void* p, size_t bytes)>;
+  using UnlockFn = std::function<void(void* p)>;
   // budget_bytes: CHANNEL_CUDA_PIN_MIB (MiB; 0: never lock) when set, else 1 GiB.
   HostPins();
-  explicit HostPins(size_t budget_bytes) : budget_(budget_bytes) {}
+  HostPins(size_t budget_bytes, LockFn lock, UnlockFn unlock);
   ~HostPins();
   HostPins(const HostPins&) = delete;
   HostPins& operator=(const HostPins&) = delete;
@@ -44,6 +49,8 @@ class HostPins {
   };
   void unlock(std::map<uintptr_t, Run>::iterator it);
 
+  LockFn lock_;
+  UnlockFn unlock_;
   std::map<uintptr_t, Run> runs_;         // by their first chunk's address
   std::map<uintptr_t, uintptr_t> chunk_;  // chunk address -> its run's key
   size_t budget_ = 0, locked_ = 0;
