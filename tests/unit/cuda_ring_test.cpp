@@ -778,7 +778,10 @@ TEST(CudaRingHost, HostPinsLockRunsWithinTheBudget) {
   EXPECT_EQ(pins.locked_bytes(), 0u);
   // A region that ends inside a page: its last page locked whole.
   cuda::HostPins tail(
-      C, [&](void* p, size_t n) { return locks.emplace_back(reinterpret_cast<uintptr_t>(p), n), true; },
+      C,
+      [&](void* p, size_t n) {
+        return locks.emplace_back(reinterpret_cast<uintptr_t>(p), n), true;
+      },
       [&](void*) {});
   ASSERT_TRUE(tail.cover(at(9 * C + C / 2), 100, region, 9 * C + C / 2 + 100));
   EXPECT_EQ(locks.back().first, base - C / 2 + 10 * C);
