@@ -1,6 +1,8 @@
 // libFuzzer target for the .episodic.mem parser: any bytes go through verify_store, and
 // through EpisodicStore::open on an in-memory file (memfd), then every accessor: list, read,
-// rehydrate, query, and a version 2 or 3 store's retrieval queries (with the lexical half).
+// rehydrate, a device recall's view of the planes as stored (with_stored_kv, every plane read
+// and the record checked from their CRC-32C), query, and a version 2 or 3 store's retrieval
+// queries (with the lexical half).
 // Only channel::Error may escape; anything else is a bug.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace {
 
@@ -36,6 +39,16 @@ void exercise(const std::string& path) {
         r = channel::RotaryDims::make(channel::RopeStyle::neox, 1, L.kv_dim, L.kv_dim, 10000.0);
         s.rehydrate(e.episode_id, {&r, 1}, 17.0, k.data(), v.data());
       }
+    } catch (const channel::Error&) {
+    }
+    try {
+      s.with_stored_kv(e.episode_id, [&](const channel::StoredKvF16& src) {
+        std::vector<uint32_t> crc(src.n_planes);
+        for (size_t p = 0; p < crc.size(); ++p)
+          crc[p] = channel::crc32c(0, src.planes + p * src.plane_values(), src.plane_values() * 2);
+        src.verify(crc);
+        h += src.n_tokens;
+      });
     } catch (const channel::Error&) {
     }
   }
