@@ -371,6 +371,9 @@ RecallResult MemoryAttachment::recall(uint64_t id, float score) {
   const auto header = store_.find(id);
   if (!header) throw_error("episodic: {}: no episode {} to recall", store_.path(), id);
   const uint32_t n = header->token_count;
+  // A tentative decode is settled first, before the store's lock is taken below: settling can
+  // evict, and an eviction can wait for the writer, which needs that lock to append.
+  session_.truncate_last(0);
   const SlotRing& ring = session_.ring();
   const uint32_t n_recall = ring.config().n_recall;
   if (n > n_recall)

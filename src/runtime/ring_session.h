@@ -185,7 +185,9 @@ class RingSession final : public SessionBase {
   // the episode and has the device copy `source`, check it (source.verify) and turn the keys by
   // rotate_keys_by; returns the first slot. A damaged record throws with the episode inactive
   // (its slots are never attended). Returns nullopt, nothing changed, where the device does
-  // not take it (on the CPU, or its pages cannot be page-locked): use inject_recall.
+  // not take it (on the CPU, or its pages cannot be page-locked): use inject_recall. Called
+  // while the store holds the slot: settle a tentative decode before (truncate_last(0)), since
+  // settling can evict and an eviction can wait for the store's writer.
   std::optional<uint32_t> inject_recall_stored(uint64_t id, uint64_t stored_pos,
                                                const StoredKvF16& source, double rotate_keys_by);
   // The memory of a StoredKvF16 region goes away (its store closes).
