@@ -9,11 +9,16 @@
 
 namespace channel {
 
-void RingCompute::write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
-                                      const StoredKvF16& source, double rotate_by) {
+void RingCompute::check_stored(std::span<const int> layers, uint32_t n_tokens,
+                               const StoredKvF16& source) {
   if (source.n_tokens != n_tokens || source.n_planes != 2 * layers.size())
     throw_error("ring: a stored episode of {} tokens in {} planes for {} tokens of {} layers",
                 source.n_tokens, source.n_planes, n_tokens, layers.size());
+}
+
+void RingCompute::write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
+                                      const StoredKvF16& source, double rotate_by) {
+  check_stored(layers, n_tokens, source);
   const size_t values = source.n_planes * source.plane_values();
   std::vector<uint16_t> own;
   uint16_t* staged = recall_staging(values);

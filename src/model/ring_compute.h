@@ -118,6 +118,11 @@ class RingCompute {
   virtual void load_bounded(int il, const BoundedState& state) = 0;
   virtual size_t kv_bytes() const = 0;
   virtual std::string device_name() const = 0;
+
+ protected:
+  // Throws unless `source` holds n_tokens tokens of every layer of `layers` (K and V planes).
+  static void check_stored(std::span<const int> layers, uint32_t n_tokens,
+                           const StoredKvF16& source);
 };
 
 // Makes the RingCompute of a session of `model` with `shape` (uploading the weights); a

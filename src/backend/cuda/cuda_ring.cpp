@@ -71,8 +71,10 @@ class CudaRing final : public RingCompute {
   // episode_dst_h_; throws otherwise.
   void episode_destinations(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
                             size_t row);
-  // write_episode_f16 from episode_ into the arenas of episode_destinations(), then a wait.
-  void write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by);
+  // Enqueues write_episode_f16 from episode_ into the arenas of episode_destinations().
+  void enqueue_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by);
+  // Makes episode_ hold at least `bytes` (grows to the largest episode, then stays).
+  void reserve_episode(size_t bytes);
   void unpack(size_t run, float* out) const;
   void pack(size_t run, const float* in) const;
 
@@ -224,10 +226,7 @@ uint16_t* CudaRing::recall_staging(size_t n_values) {
   stream_.sync("recall rows");                // copies of a previous, failed fill may still read it
   if (recall_pinned_.bytes() < n_values * 2)  // grows to the largest episode, then stays
     recall_pinned_ = PinnedBuffer(n_values * 2, "recall rows");
-  if (episode_.bytes() < n_values * 2) {  // its planes' copies land here (recall_plane_ready)
-    episode_ = DeviceBuffer();
-    episode_ = DeviceBuffer(n_values * 2, "recall episode");
-  }
+  reserve_episode(n_values * 2);  // its planes' copies land here (recall_plane_ready)
   std::fill(sent_.begin(), sent_.end(), 0);
   staging_thread_ = std::this_thread::get_id();
   return recall_pinned_.as<uint16_t>();
@@ -269,7 +268,15 @@ void CudaRing::episode_destinations(std::span<const int> layers, uint32_t slot, 
   }
 }
 
-void CudaRing::write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by) {
+void CudaRing::reserve_episode(size_t bytes) {
+  if (episode_.bytes() >= bytes) return;
+  episode_ = DeviceBuffer();  // the old one first: both at once may not fit
+  episode_ = DeviceBuffer(bytes, "recall episode");
+  std::fill(sent_.begin(), sent_.end(), 0);
+}
+
+void CudaRing::enqueue_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens,
+                               double rotate_by) {
   const cudaStream_t cs = stream_.get();
   cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
                               n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
@@ -277,7 +284,6 @@ void CudaRing::write_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, 
   write_episode_f16(episode_.as<uint16_t>(), 0, static_cast<int>(2 * n_layers),
                     static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
                     episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by, cs);
-  stream_.sync("writing recall rows");
 }
 
 // One copy of the whole staged episode, one kernel that turns the keys and writes every
@@ -290,11 +296,7 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
   const size_t plane_bytes = size_t{n_tokens} * row * 2, planes = 2 * layers.size();
   const size_t bytes = planes * plane_bytes;
   const bool from_staging = staged == recall_pinned_.as<uint16_t>();
-  if (episode_.bytes() < bytes) {  // grows to the largest episode, then stays
-    episode_ = DeviceBuffer();
-    episode_ = DeviceBuffer(bytes, "recall episode");
-    std::fill(sent_.begin(), sent_.end(), 0);
-  }
+  reserve_episode(bytes);
   const cudaStream_t cs = stream_.get();
   // The planes recall_plane_ready did not send, in runs of consecutive ones.
   for (size_t p = 0; p < planes;) {
@@ -311,7 +313,8 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
     p = e;
   }
   std::fill(sent_.begin(), sent_.end(), 0);
-  write_episode(layers.size(), slot, n_tokens, rotate_by);
+  enqueue_episode(layers.size(), slot, n_tokens, rotate_by);
+  stream_.sync("writing recall rows");
 }
 
 bool CudaRing::takes_stored(const StoredKvF16& source) {
@@ -329,19 +332,14 @@ bool CudaRing::takes_stored(const StoredKvF16& source) {
 void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
                                    const StoredKvF16& source, double rotate_by) {
   if (n_tokens == 0 || layers.empty()) return;
-  if (source.n_tokens != n_tokens || source.n_planes != 2 * layers.size())
-    throw_error("cuda ring: a stored episode of {} tokens in {} planes for {} tokens of {} layers",
-                source.n_tokens, source.n_planes, n_tokens, layers.size());
+  check_stored(layers, n_tokens, source);
   episode_destinations(layers, slot, n_tokens, source.row_dim);
   const size_t bytes = source.bytes(), plane_bytes = source.plane_values() * 2;
   const size_t n_planes = source.n_planes;
   if (!pins_.cover(source.planes, bytes, source.region, source.region_bytes))
     throw_error("cuda ring: the stored episode's pages cannot be page-locked");
   stream_.sync("recall rows");  // a previous, failed recall's kernels may still read episode_
-  if (episode_.bytes() < bytes) {
-    episode_ = DeviceBuffer();
-    episode_ = DeviceBuffer(bytes, "recall episode");
-  }
+  reserve_episode(bytes);
   if (plane_crc_.bytes() < n_planes * 4) {
     plane_crc_ = DeviceBuffer(n_planes * 4, "recall checksums");
     plane_crc_h_ = PinnedBuffer(n_planes * 4, "recall checksums");
@@ -362,12 +360,7 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
   cuda::check(cudaMemcpyAsync(plane_crc_h_.as<uint32_t>(), plane_crc_.get(), n_planes * 4,
                               cudaMemcpyDeviceToHost, cs),
               "recall checksums");
-  cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
-                              layers.size() * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
-              "recall destinations");
-  write_episode_f16(episode_.as<uint16_t>(), 0, static_cast<int>(n_planes),
-                    static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
-                    episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by, cs);
+  enqueue_episode(layers.size(), slot, n_tokens, rotate_by);
   stream_.sync("recalling an episode");
   source.verify({plane_crc_h_.as<uint32_t>(), n_planes});
 }
