@@ -4,7 +4,8 @@
 // --device cuda runs the same tests on the GPU (backend/cuda). A table goes to stderr and one
 // JSON line, {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s", "device"}, ends stdout.
 // --cuda-decode v0,v2f,... repeats tg per decode kernel choice (CHANNEL_CUDA_MATVEC variant,
-// f = CHANNEL_CUDA_FUSE), alternating them in each round: a JSON line {"decode", ...} each.
+// f = CHANNEL_CUDA_FUSE, p = CHANNEL_CUDA_PDL, a = CHANNEL_CUDA_DECODE_ATTN=one),
+// alternating them in each round: a JSON line {"decode", ...} each.
 #include <unistd.h>
 
 #include <chrono>
@@ -309,8 +310,9 @@ const CommandRegistrar registrar{
       sub.add_flag("--no-cuda-graphs", args->no_cuda_graphs,
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
       sub.add_option("--cuda-decode", args->cuda_decode,
-                     "CUDA: also run tg once per decode kernel choice (v0..v7, f = fused), e.g. "
-                     "v0,v2f; one JSON line each before the summary");
+                     "CUDA: also run tg once per decode kernel choice (v0..v7, f = fused, p = "
+                     "PDL, a = one-kernel attention), e.g. v6fp,v6fpa; one JSON line each before "
+                     "the summary");
       return [args] { return run_bench(*args); };
     }};
 

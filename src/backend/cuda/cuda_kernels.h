@@ -108,9 +108,16 @@ struct RopeDev {
   float theta_scale = 1.0f;  // std::pow(base, -2 / n_rot) computed on the host, as the CPU does
   float freq_scale = 1.0f;
   const float* freq_factors = nullptr;  // device [n_rot/2] or null
+  // When set: (cos, sin) of every pair at each token of the step, [n][n_rot/2] (rope_table),
+  // read instead of computed (the angle's float recurrence is n_rot/2 multiplications long,
+  // and every layer of a step would repeat it).
+  const float2* table = nullptr;
 };
 RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
                   const float* freq_factors_dev);
+// table[t][i] = (cos, sin) of pair i at positions[t], t < n: the values every kernel computes
+// without a table. A RopeDev with .table = table then rotates the step's n tokens.
+void rope_table(const RopeDev& p, const int32_t* positions, int n, float2* table, cudaStream_t s);
 // In place on x: [n][ldx], heads of head_dim at x + t*ldx + h*head_dim; positions: device [n].
 // Angles follow the CPU's float recurrence (ops/rope.h) exactly.
 void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,
@@ -176,6 +183,38 @@ void set_flash_attention(bool on);
 // into out's Q8_0 activation blocks at out_q8 when that is set (splits 1: nothing to do).
 void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits,
                       float* out, void* out_q8, cudaStream_t s);
+
+// Attention of one token, or of each token of a speculative verify (n <= kVerifyTokens), in
+// one kernel: each query's slots split over up to a.splits blocks (fewer for a short range),
+// whose parts (in a.part, attention_kernel's layout) the last block to finish merges, counted
+// in `arrivals` (device [n][n_head_kv], zero, left zero). With `finish` (one token) it also
+// does qkv_finish's work for that token: q and k normed and rotated from the raw q | k | v
+// row in a.q (ldq: the row's width), k and v stored at store_slots[0], whose key and value
+// the blocks take from that work, not from the cache; so nothing runs between the q|k|v
+// product and it. Same bits as qkv_finish then decode_attention without finish
+// (cuda_head_finish.cuh).
+struct DecodeAttnArgs {
+  AttnArgs a;
+  bool finish = false;
+  const float* qn = nullptr;  // device [head_dim] or null (no norm)
+  const float* kn = nullptr;
+  float eps = 0.0f;
+  RopeDev rope;
+  const int32_t* positions = nullptr;    // device [n]
+  const int32_t* store_slots = nullptr;  // device [n]
+  unsigned* arrivals = nullptr;
+};
+// The shapes it takes: attention_shape_supported's, at most kVerifyTokens tokens and 64
+// splits.
+bool decode_attention_supported(const AttnArgs& a);
+void decode_attention(const DecodeAttnArgs& d, cudaStream_t s);
+// CHANNEL_CUDA_DECODE_ATTN=one|split (read once; default split): whether one-token attention
+// takes decode_attention where it is supported, or qkv_finish, attention() and its merge
+// kernel. On the H200 the three kernels are faster (docs/cuda.md: 12B q8_0 tg128 210.9
+// against 203.3 t/s, 168.2 against 149.2 at depth 16,384). set_one_kernel_attention overrides
+// it.
+bool one_kernel_attention();
+void set_one_kernel_attention(bool on);
 
 // ---- the slot ring (cuda_ring_ops.cu; kv/virtual_positions.h, kv/slot_attention.h) -------
 // A rotation with f64 angles (ops/rope.h RopeFreqs): pair i of the first n_rot dimensions

@@ -11,6 +11,53 @@
 
 namespace channel::cuda {
 
+// This lane's D elements of a cached key or value row (f32, or f16 widened to f32).
+template <int D>
+__device__ __forceinline__ void load_kv(const float* p, float* out) {
+  if constexpr (D % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < D / 4; ++i) {
+      const float4 v = reinterpret_cast<const float4*>(p)[i];
+      out[4 * i] = v.x;
+      out[4 * i + 1] = v.y;
+      out[4 * i + 2] = v.z;
+      out[4 * i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < D; ++i) out[i] = p[i];
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void load_kv(const __half* p, float* out) {
+  if constexpr (D == 8) {
+    const int4 v = *reinterpret_cast<const int4*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h[i]);
+      out[2 * i] = f.x;
+      out[2 * i + 1] = f.y;
+    }
+  } else if constexpr (D == 4) {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float2 f = __half22float2(h[i]);
+      out[2 * i] = f.x;
+      out[2 * i + 1] = f.y;
+    }
+  } else if constexpr (D == 2) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
+    out[0] = f.x;
+    out[1] = f.y;
+  } else {
+    out[0] = __half2float(*p);
+  }
+}
+
 // One slot (this lane's D elements of its key kv and value vv) into the running m (max), l
 // (sum of exp) and o (output) of query heads 0 .. group - 1 (q: this lane's D elements each).
 template <int D, int G>

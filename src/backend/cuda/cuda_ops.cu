@@ -9,6 +9,7 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_head_finish.cuh"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_online_softmax.cuh"
 
@@ -106,47 +107,27 @@ constexpr int64_t kMaxRow = 8 * kRowThreads;
       launch_k(kernel<8>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
   } while (0)
 
-// cos, sin of pair i at pos: theta_0 = pos, theta_{i+1} = theta_i * theta_scale in float.
-__device__ __forceinline__ float2 rope_cs(const RopeDev& p, int32_t pos, int i) {
-  float theta = static_cast<float>(pos);
-  for (int k = 0; k < i; ++k) theta = __fmul_rn(theta, p.theta_scale);
-  const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-  const float angle = __fmul_rn(p.freq_scale, __fdiv_rn(theta, ff));
-  return make_float2(cosf(angle), sinf(angle));
+// Rotates the head in v (shared or global) of token t at pos, threads over pairs.
+__device__ __forceinline__ void rope_head(const RopeDev& p, int t, int32_t pos, float* v) {
+  for (int i = threadIdx.x; i < p.n_rot / 2; i += blockDim.x)
+    rope_pair_cs(p, rope_cs_at(p, t, pos, i), i, v);
 }
 
-// Rotates the head in v (shared or global), threads over pairs.
-__device__ __forceinline__ void rope_head(const RopeDev& p, int32_t pos, float* v) {
+__global__ void rope_table_kernel(RopeDev p, const int32_t* positions, int n, float2* table) {
+  pdl_wait();
   const int half = p.n_rot / 2;
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const int a = p.mode == RopeMode::normal ? 2 * i : i;
-    const int b = p.mode == RopeMode::normal ? 2 * i + 1 : i + half;
-    const float2 cs = rope_cs(p, pos, i);
-    const float x0 = v[a], x1 = v[b];
-    v[a] = __fsub_rn(__fmul_rn(x0, cs.x), __fmul_rn(x1, cs.y));
-    v[b] = __fadd_rn(__fmul_rn(x0, cs.y), __fmul_rn(x1, cs.x));
-  }
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n * half; k += gridDim.x * blockDim.x)
+    table[k] = rope_cs(p, positions[k / half], k % half);
 }
 
 __global__ void rope_kernel(RopeDev p, float* x, int64_t ldx, int head_dim,
                             const int32_t* positions) {
   pdl_wait();
   const int h = blockIdx.x, t = blockIdx.y;
-  rope_head(p, positions[t], x + t * ldx + static_cast<int64_t>(h) * head_dim);
+  rope_head(p, t, positions[t], x + t * ldx + static_cast<int64_t>(h) * head_dim);
 }
 
 // Block per (head of q | k | v, token).
-template <typename T>
-__device__ __forceinline__ T to_cache(float v);
-template <>
-__device__ __forceinline__ __half to_cache<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ float to_cache<float>(float v) {
-  return v;
-}
-
 template <typename T>
 __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, const float* kn,
                                   float eps, RopeDev rope, const int32_t* positions,
@@ -171,15 +152,17 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
   const float* nw = is_q ? qn : kn;
   for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = src[i];
   __syncthreads();
-  if (nw) {
-    float ss = 0.0f;
-    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) ss += head[i] * head[i];
-    ss = block_sum(ss, red);
-    const float scale = 1.0f / sqrtf(ss / static_cast<float>(l.head_dim) + eps);
+  if (nw) {  // one warp's sum, as the one-token attention that finishes its own heads
+    if (threadIdx.x < 32) {
+      const float scale = head_rms_scale(head, l.head_dim, eps);
+      if (threadIdx.x == 0) red[0] = scale;
+    }
+    __syncthreads();
+    const float scale = red[0];
     for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = (head[i] * scale) * nw[i];
     __syncthreads();
   }
-  rope_head(rope, positions[t], head);
+  rope_head(rope, t, positions[t], head);
   __syncthreads();
   if (is_q) {
     for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) src[i] = head[i];
@@ -192,52 +175,6 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
 // ---- attention ------------------------------------------------------------------------------
 
 constexpr int kMaxGroup = 8, kAttnWarps = 4;
-
-template <int D>
-__device__ __forceinline__ void load_kv(const float* p, float* out) {
-  if constexpr (D % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < D / 4; ++i) {
-      const float4 v = reinterpret_cast<const float4*>(p)[i];
-      out[4 * i] = v.x;
-      out[4 * i + 1] = v.y;
-      out[4 * i + 2] = v.z;
-      out[4 * i + 3] = v.w;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < D; ++i) out[i] = p[i];
-  }
-}
-
-template <int D>
-__device__ __forceinline__ void load_kv(const __half* p, float* out) {
-  if constexpr (D == 8) {
-    const int4 v = *reinterpret_cast<const int4*>(p);
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(h[i]);
-      out[2 * i] = f.x;
-      out[2 * i + 1] = f.y;
-    }
-  } else if constexpr (D == 4) {
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float2 f = __half22float2(h[i]);
-      out[2 * i] = f.x;
-      out[2 * i + 1] = f.y;
-    }
-  } else if constexpr (D == 2) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
-    out[0] = f.x;
-    out[1] = f.y;
-  } else {
-    out[0] = __half2float(*p);
-  }
-}
 
 // Block per (KV head, split, token); each warp takes every 4th slot of the split with an
 // online softmax per query head of the group, then the warps merge through shared memory.
@@ -451,6 +388,16 @@ void add_normed(const float* x, const float* norm_w, int64_t rows, int64_t n, fl
   CHANNEL_LAUNCH_ROW_KERNEL(add_normed_kernel, n, static_cast<unsigned>(rows), s, x, norm_w, n, eps,
                             resid);
   check_launch("add_normed");
+}
+
+void rope_table(const RopeDev& p, const int32_t* positions, int n, float2* table, cudaStream_t s) {
+  const int count = n * (p.n_rot / 2);
+  if (count == 0) return;
+  const unsigned blocks = grid_for(count, 128) < 132 ? grid_for(count, 128) : 132;
+  RopeDev computed = p;
+  computed.table = nullptr;
+  launch_k(rope_table_kernel, blocks, 128, 0, s, computed, positions, n, table);
+  check_launch("rope_table");
 }
 
 void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,

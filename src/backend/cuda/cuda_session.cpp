@@ -43,6 +43,8 @@ struct CudaSession::State {
   bool bounded_dirty = false;
   size_t seen_offset = 0, step_bytes = 0;
   DeviceBuffer x, xn, qkv, attn, proj, gu, ff, act, part, logits, step, table;
+  DeviceBuffer arrivals;  // decode_attention's counters, [max_batch][n_head_kv], kept zero
+  DeviceBuffer rope_cs;   // rope_table's, [2: global, sliding][max_batch][n_rot / 2]
   PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
   // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
   // (a speculative verify): graph_index(n, all), each captured on its first use.
@@ -93,9 +95,11 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   const size_t widest = static_cast<size_t>(std::max({s.q_dim, s.attn_w, static_cast<int64_t>(hp.n_embd),
                                                       static_cast<int64_t>(hp.n_ff)}));
   const size_t f = sizeof(float);
-  const size_t scratch = B * f * (2 * hp.n_embd + s.qkv_w + s.attn_w + hp.n_embd + 3 * hp.n_ff) +
-                         B * widest * f + attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f +
-                         B * hp.n_vocab * f + s.step_bytes + cap * 4 + bounded_bytes;
+  const size_t scratch =
+      B * f * (2 * hp.n_embd + s.qkv_w + s.attn_w + hp.n_embd + 3 * hp.n_ff) + B * widest * f +
+      attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f + B * hp.n_vocab * f +
+      s.step_bytes + cap * 4 + bounded_bytes + B * static_cast<size_t>(hp.n_head_kv) * 4 +
+      2 * B * static_cast<size_t>(hp.n_rot / 2) * 8;
   require_device_memory(info, kv_bytes + scratch,
                         fmt::format("a session of {} slots (KV arena and activations)", cap));
   s.kv = DeviceBuffer(std::max<size_t>(kv_bytes, 1), "the KV arena");
@@ -111,6 +115,10 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   s.act = DeviceBuffer(B * widest * f, "activations");
   s.part = DeviceBuffer(attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f,
                         "attention partials");
+  s.arrivals = DeviceBuffer(B * static_cast<size_t>(hp.n_head_kv) * 4, "attention counters");
+  cuda::check(cudaMemset(s.arrivals.get(), 0, s.arrivals.bytes()), "clearing the counters");
+  s.rope_cs = DeviceBuffer(std::max<size_t>(2 * B * static_cast<size_t>(hp.n_rot / 2) * 8, 8),
+                           "rotation tables");
   s.logits = DeviceBuffer(B * hp.n_vocab * f, "logits");
   s.step = DeviceBuffer(s.step_bytes, "step inputs");
   s.table = DeviceBuffer(cap * 4, "the slot table");
@@ -184,8 +192,14 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   const int32_t* positions = step + kPositions * B;
   const size_t cap = static_cast<size_t>(config_.n_ctx);
   const RopeMode mode = hp.rope_style == RopeStyle::neox ? RopeMode::neox : RopeMode::normal;
-  const RopeDev rope_global = make_rope(mode, hp.n_rot, hp.rope_base, hp.rope_freq_scale, W.rope_freqs);
-  const RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
+  // Each rotation's (cos, sin) at the step's positions, once for all its layers.
+  RopeDev rope_global = make_rope(mode, hp.n_rot, hp.rope_base, hp.rope_freq_scale, W.rope_freqs);
+  RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
+  float2* tables = s.rope_cs.as<float2>();
+  rope_table(rope_global, positions, n, tables, cs);
+  rope_table(rope_sliding, positions, n, tables + B * (hp.n_rot / 2), cs);
+  rope_global.table = tables;
+  rope_sliding.table = tables + B * (hp.n_rot / 2);
   const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w, s.kv_f32};
   const int splits = attention_splits(n, hp.n_head_kv, weights_->device().sm_count);
   ForwardBufs bufs{s.x.as<float>(),    s.xn.as<float>(), s.qkv.as<float>(), s.attn.as<float>(),
@@ -206,9 +220,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     const size_t layer_v = kv_layer * s.v_dim * cap;
     void* kc = static_cast<char*>(s.k_cache) + layer_k * s.kv_elem;
     void* vc = static_cast<char*>(s.v_cache) + layer_v * s.kv_elem;
-    qkv_finish(ql, s.qkv.as<float>(), n, L.q_norm, L.k_norm, hp.rms_eps,
-               sliding ? rope_sliding : rope_global, positions, positions, kc, vc,
-               static_cast<int64_t>(cap), cs);
+    const RopeDev& rope = sliding ? rope_sliding : rope_global;
     AttnArgs a;
     a.q = s.qkv.as<float>();
     a.ldq = s.qkv_w;
@@ -229,7 +241,20 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     a.part = s.part.as<float>();
     a.out = s.attn.as<float>();
     a.out_q8 = q8;
-    attention(a, cs);
+    // One token: its q|k|v finish and attention in one kernel. A verify's tokens take the same
+    // attention after qkv_finish (same bits, so each verified token's logits are decode's).
+    const bool one_kernel = one_kernel_attention() && decode_attention_supported(a);
+    if (!one_kernel || n > 1)
+      qkv_finish(ql, s.qkv.as<float>(), n, L.q_norm, L.k_norm, hp.rms_eps, rope, positions,
+                 positions, kc, vc, static_cast<int64_t>(cap), cs);
+    if (one_kernel) {
+      DecodeAttnArgs d{a,         n == 1,     L.q_norm,
+                       L.k_norm,  hp.rms_eps, rope,
+                       positions, positions,  s.arrivals.as<unsigned>()};
+      decode_attention(d, cs);
+    } else {
+      attention(a, cs);
+    }
     return q8 != nullptr;
   };
   enqueue_model(*weights_, bufs, step + kTokens * B, n, all_logits ? n : 1, cs, attend);

@@ -41,6 +41,7 @@ std::atomic<int> g_fuse{-1};
 std::atomic<int> g_pdl{-1};
 std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
+std::atomic<int> g_one_attn{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -128,18 +129,39 @@ void set_flash_attention(bool on) {
   g_flash.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
+bool one_kernel_attention() {
+  int v = g_one_attn.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  const char* env = std::getenv("CHANNEL_CUDA_DECODE_ATTN");
+  const std::string e = env ? env : "";
+  if (!e.empty() && e != "one" && e != "split")
+    throw_error("CHANNEL_CUDA_DECODE_ATTN: expected one or split, got '{}'", e);
+  v = e == "one" ? 1 : 0;
+  g_one_attn.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_one_kernel_attention(bool on) {
+  g_one_attn.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
 void set_decode_kernels(const std::string& spec) {
   std::string v = spec;
+  const bool one = !v.empty() && v.back() == 'a';
+  if (one) v.pop_back();
   const bool pdl = !v.empty() && v.back() == 'p';
   if (pdl) v.pop_back();
   const bool fused = !v.empty() && v.back() == 'f';
   if (fused) v.pop_back();
   if (v.size() != 2 || v[0] != 'v' || v[1] < '0' || v[1] >= '0' + kMatvecVariants)
-    throw_error("decode kernels: expected v0..v{}, then f (fused) and p (PDL) if wanted, got '{}'",
-                kMatvecVariants - 1, spec);
+    throw_error(
+        "decode kernels: expected v0..v{}, then f (fused), p (PDL) and a (one-kernel attention) if "
+        "wanted, got '{}'",
+        kMatvecVariants - 1, spec);
   set_matvec_variant(v[1] - '0');
   set_fused_decode(fused);
   set_pdl(pdl);
+  set_one_kernel_attention(one);
 }
 
 }  // namespace channel::cuda
