@@ -7,7 +7,8 @@
 // context takes as few splits as hold it at kSlotsPerSplit (the merge reads fewer parts). The
 // warps load several slots' keys and values before scoring any, and the next slots' before
 // scoring these (attention_kernel's warps waited for one slot's loads at a time). CPU
-// reference: attend_ref (ops/attention.h); tests: cuda_decode_attention_test.cpp.
+// reference: attend_ref (ops/attention.h); tests: cuda_decode_attention_test.cpp. Opt-in
+// (CHANNEL_CUDA_DECODE_ATTN=one): on the H200 the three kernels are faster (docs/cuda.md).
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
