@@ -1,6 +1,6 @@
-// The online softmax of the slot attention kernels (attention_kernel in cuda_ops.cu, the
-// cached rows' loader load_kv also decode_attention's in cuda_decode_attention.cu,
-// ring_attention_kernel in cuda_ring_ops.cu): one slot scored into each warp's running
+// The online softmax of the slot attention kernels (attention_kernel in cuda_ops.cu,
+// ring_attention_kernel in cuda_ring_ops.cu), and load_kv, the cached-row loader they share
+// with decode_attention (cuda_decode_attention.cu): one slot scored into each warp's running
 // (max, sum, output) per query head, and the block's warps merged through shared memory into
 // the output row or the split's partial (O, max, L) that attention_merge combines.
 #pragma once
