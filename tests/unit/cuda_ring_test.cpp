@@ -755,6 +755,10 @@ TEST(CudaRingHost, HostPinsLockRunsWithinTheBudget) {
   EXPECT_EQ(locks[1].first, base - C / 2 + 3 * C);
   EXPECT_EQ(locks[1].second, 2 * C);
   EXPECT_EQ(pins.locked_bytes(), 5 * C - C / 2);
+  // A copy from a locked address reaches the end of its run, not past it (two registrations).
+  EXPECT_EQ(pins.locked_from(at(C)), C + C / 2);
+  EXPECT_EQ(pins.locked_from(at(3 * C)), C + C / 2);
+  EXPECT_EQ(pins.locked_from(at(5 * C)), 0u);
   // Chunks 7..9 (up to the region's end) need room: the first run goes (least recently used),
   // the second stays.
   ASSERT_TRUE(pins.cover(at(7 * C), 2 * C + C / 4, region, region_bytes));

@@ -94,6 +94,14 @@ bool HostPins::cover(const void* p, size_t bytes, const void* region, size_t reg
   return true;
 }
 
+size_t HostPins::locked_from(const void* p) const {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const auto c = chunk_.find(a & ~(kChunk - 1));
+  if (c == chunk_.end()) return 0;
+  const Run& r = runs_.at(c->second);
+  return a >= r.begin && a < r.begin + r.bytes ? r.begin + r.bytes - a : 0;
+}
+
 void HostPins::forget(const void* region) {
   for (auto it = runs_.begin(); it != runs_.end();) {
     auto next = std::next(it);

@@ -35,6 +35,9 @@ class HostPins {
   // locked (more than the budget, or the driver refuses read-only locks of that memory): the
   // caller then copies another way.
   bool cover(const void* p, size_t bytes, const void* region, size_t region_bytes);
+  // Bytes locked in one registration from p on (to the end of p's run); 0 when p is not
+  // locked. A copy of at most that many bytes from p reads one locked range.
+  size_t locked_from(const void* p) const;
   // Unlocks every run of the region that begins at `region`.
   void forget(const void* region);
   size_t locked_bytes() const { return locked_; }

@@ -346,10 +346,11 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
   }
   const cudaStream_t cs = stream_.get();
   const auto* from = reinterpret_cast<const char*>(source.planes);
-  for (size_t at = 0; at < bytes;) {  // a copy never spans two locked chunks
-    const auto addr = reinterpret_cast<uintptr_t>(from + at);
-    const size_t piece =
-        std::min(bytes - at, HostPins::kChunkBytes - (addr & (HostPins::kChunkBytes - 1)));
+  // A copy a locked run: one registration each (a copy spanning two may not take the locked
+  // path). The probes: 235 us for 12.6 MB in one copy, 249 in 2 MiB pieces.
+  for (size_t at = 0; at < bytes;) {
+    const size_t piece = std::min(bytes - at, pins_.locked_from(from + at));
+    if (piece == 0) throw_error("cuda ring: a stored episode's page is not locked");
     cuda::check(
         cudaMemcpyAsync(episode_.as<char>() + at, from + at, piece, cudaMemcpyHostToDevice, cs),
         "recall rows");
