@@ -160,22 +160,10 @@ TEST(CudaDecodeAttention, MatchesReference) {
           // As Q8_0 blocks: per token the bits of convert_act over the float output.
           const int64_t row = static_cast<int64_t>(n_head) * hd;
           const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
-          cuda::DeviceBuffer got_q8(q8_bytes, "q8"),
-              one(cuda::act_bytes(GgmlType::Q8_0, 1, row), "q8");
+          cuda::DeviceBuffer got_q8(q8_bytes, "q8");
           d.a.out_q8 = got_q8.get();
           cuda::decode_attention(d, nullptr);
-          const std::vector<uint8_t> all = from_device<uint8_t>(got_q8, q8_bytes);
-          for (int t = 0; t < n; ++t) {
-            cuda::convert_act(GgmlType::Q8_0, out.as<float>() + t * row, 1, row, row, one.get(),
-                              nullptr);
-            const std::vector<uint8_t> want1 =
-                from_device<uint8_t>(one, static_cast<size_t>(row + row / 32 * 4));
-            const auto* qs = all.data() + t * row;
-            const auto* ds = all.data() + n * row + t * (row / 32) * 4;
-            EXPECT_TRUE(std::equal(qs, qs + row, want1.begin()) &&
-                        std::equal(ds, ds + row / 32 * 4, want1.begin() + row))
-                << what << " token " << t << " (Q8_0 output)";
-          }
+          test::expect_q8_rows(got_q8, out.as<float>(), n, row, what);
         }
       }
 }

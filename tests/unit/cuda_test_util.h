@@ -16,7 +16,10 @@
 #include "model/random_model.h"
 
 #if defined(CHANNEL_HAS_CUDA)
+#include <algorithm>
+
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
 #include "util/error.h"
 
 namespace channel::test {
@@ -47,6 +50,26 @@ std::vector<T> from_device(const cuda::DeviceBuffer& b, size_t count) {
   cuda::check(cudaDeviceSynchronize(), "test sync");
   cuda::check(cudaMemcpy(v.data(), b.get(), count * sizeof(T), cudaMemcpyDeviceToHost), "test download");
   return v;
+}
+
+// An attention output written as Q8_0 blocks (got_q8: [n][row] quants, then [n][row / 32]
+// f32 scales) must be, token by token, the bits convert_act makes of the float output
+// (out: device [n][row]).
+inline void expect_q8_rows(const cuda::DeviceBuffer& got_q8, const float* out, int n, int64_t row,
+                           const std::string& what) {
+  const size_t bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
+  const std::vector<uint8_t> all = from_device<uint8_t>(got_q8, bytes);
+  cuda::DeviceBuffer one(cuda::act_bytes(GgmlType::Q8_0, 1, row), "q8");
+  for (int t = 0; t < n; ++t) {
+    cuda::convert_act(GgmlType::Q8_0, out + t * row, 1, row, row, one.get(), nullptr);
+    const std::vector<uint8_t> want =
+        from_device<uint8_t>(one, static_cast<size_t>(row + row / 32 * 4));
+    const auto* qs = all.data() + t * row;
+    const auto* ds = all.data() + n * row + t * (row / 32) * 4;
+    EXPECT_TRUE(std::equal(qs, qs + row, want.begin()) &&
+                std::equal(ds, ds + row / 32 * 4, want.begin() + row))
+        << what << " token " << t << " (Q8_0 output)";
+  }
 }
 
 }  // namespace channel::test

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_head_finish.cuh"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_online_softmax.cuh"
 
@@ -44,17 +45,6 @@ __device__ __forceinline__ float rotated(const RingRope& r, const float2* cs, co
                 : __fadd_rn(__fmul_rn(xa, c.y), __fmul_rn(xb, c.x));
 }
 
-template <typename T>
-__device__ __forceinline__ T to_store(float v);
-template <>
-__device__ __forceinline__ __half to_store<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ float to_store<float>(float v) {
-  return v;
-}
-
 // Block per (head of q | k | v, token).
 template <typename T>
 __global__ void ring_qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, const float* kn,
@@ -72,7 +62,7 @@ __global__ void ring_qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn,
     const float* src = row + static_cast<int64_t>(l.n_head + l.n_head_kv) * l.head_dim +
                        static_cast<int64_t>(hv) * l.head_dim_v;
     T* dst = v_cache + (hv * cap + slot) * l.head_dim_v;
-    for (int i = threadIdx.x; i < l.head_dim_v; i += blockDim.x) dst[i] = to_store<T>(src[i]);
+    for (int i = threadIdx.x; i < l.head_dim_v; i += blockDim.x) dst[i] = to_cache<T>(src[i]);
     return;
   }
   const bool is_q = h < l.n_head;
@@ -97,7 +87,7 @@ __global__ void ring_qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn,
   __syncthreads();
   T* dst = k_cache + ((h - l.n_head) * cap + slot) * l.head_dim;
   for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x)
-    dst[i] = to_store<T>(rotated(rope, cs, head, i));
+    dst[i] = to_cache<T>(rotated(rope, cs, head, i));
 }
 
 template <int D>
