@@ -156,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
     case_name);
 
 // The planes' CRC-32C a stored recall is checked with: the host's crc32c of each plane, at
-// plane sizes that split into 1024, a few, or one run of words.
+// plane sizes that split into 1024, a few, or one run of words; written to device memory, and
+// (as a stored recall takes them) straight to page-locked host memory.
 TEST(CudaOps, Crc32cPlanesMatchTheHost) {
   CHANNEL_REQUIRE_CUDA();
   std::mt19937 rng(11);
@@ -172,9 +173,14 @@ TEST(CudaOps, Crc32cPlanesMatchTheHost) {
           "up");
       cuda::crc32c_planes(data.as<char>() + offset, planes, plane, out.as<uint32_t>(), nullptr);
       const std::vector<uint32_t> got = from_device<uint32_t>(out, planes);
-      for (int p = 0; p < planes; ++p)
-        EXPECT_EQ(got[p], crc32c(0, bytes.data() + p * plane, plane))
-            << plane << " plane " << p << " offset " << offset;
+      cuda::PinnedBuffer host(planes * 4, "crc out on the host");
+      cuda::crc32c_planes(data.as<char>() + offset, planes, plane, host.as<uint32_t>(), nullptr);
+      cuda::check(cudaDeviceSynchronize(), "crc to the host");
+      for (int p = 0; p < planes; ++p) {
+        const uint32_t want = crc32c(0, bytes.data() + p * plane, plane);
+        EXPECT_EQ(got[p], want) << plane << " plane " << p << " offset " << offset;
+        EXPECT_EQ(host.as<uint32_t>()[p], want) << plane << " plane " << p << " to the host";
+      }
     }
   }
 }

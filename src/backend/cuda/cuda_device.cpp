@@ -105,4 +105,17 @@ Stream::~Stream() {
 
 void Stream::sync(const char* what) const { check(cudaStreamSynchronize(s_), what); }
 
+Event::Event() {
+  check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "creating an event");
+}
+
+Event::~Event() {
+  if (e_) cudaEventDestroy(e_);
+}
+
+void Event::order(cudaStream_t done, cudaStream_t waiter, const char* what) const {
+  check(cudaEventRecord(e_, done), what);
+  check(cudaStreamWaitEvent(waiter, e_, 0), what);
+}
+
 }  // namespace channel::cuda

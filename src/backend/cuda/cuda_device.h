@@ -101,4 +101,18 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
+// An event without timing, to order one stream's work after another's.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  // `waiter` runs what it is given next only after what `done` has been given so far.
+  void order(cudaStream_t done, cudaStream_t waiter, const char* what) const;
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 }  // namespace channel::cuda

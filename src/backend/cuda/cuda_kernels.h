@@ -279,7 +279,9 @@ void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int 
                        const RingRope& rope, double delta, cudaStream_t s);
 
 // out[p] = crc32c(0, plane p) (util/hash.h) of n_planes consecutive planes of plane_bytes
-// (a multiple of 4) each at device memory data (4-byte aligned): a block per plane.
+// (a multiple of 4) each at device memory data (4-byte aligned): a block per plane. out may
+// be device memory or page-locked host memory (cudaMallocHost: mapped where addressing is
+// unified), which saves a copy back.
 void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_t* out,
                    cudaStream_t s);
 

@@ -71,8 +71,10 @@ class CudaRing final : public RingCompute {
   // episode_dst_h_; throws otherwise.
   void episode_destinations(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
                             size_t row);
-  // Enqueues write_episode_f16 from episode_ into the arenas of episode_destinations().
-  void enqueue_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by);
+  // Enqueues the copy of episode_destinations() to the device, and write_episode_f16 from
+  // episode_ into those arenas.
+  void send_destinations(size_t n_layers);
+  void launch_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by);
   // Makes episode_ hold at least `bytes` (grows to the largest episode, then stays).
   void reserve_episode(size_t bytes);
   void unpack(size_t run, float* out) const;
@@ -85,6 +87,8 @@ class CudaRing final : public RingCompute {
   RingComputeShape shape_;
   bool graphs_;
   Stream stream_;
+  Stream check_stream_;      // a stored recall's checksums, beside its keys being turned
+  Event copied_, checked_;  // ... after the copy, and before the recall returns
   int B_ = 0;
   int64_t q_dim_ = 0, kv_dim_ = 0, qkv_w_ = 0, attn_w_ = 0;
   bool kv_f32_ = false;
@@ -102,8 +106,7 @@ class CudaRing final : public RingCompute {
   DeviceBuffer episode_dst_;        // [n_layer] EpisodeDst: where write_episode_f16 puts them
   PinnedBuffer episode_dst_h_;
   HostPins pins_;           // the store's pages a stored recall copies from
-  DeviceBuffer plane_crc_;  // [2 n_layer] a stored recall's planes' CRC-32C
-  PinnedBuffer plane_crc_h_;
+  PinnedBuffer plane_crc_h_;  // [2 n_layer] a stored recall's planes' CRC-32C
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
   DeviceBuffer header_, runs_, table_, inv_freq_;
@@ -275,15 +278,19 @@ void CudaRing::reserve_episode(size_t bytes) {
   std::fill(sent_.begin(), sent_.end(), 0);
 }
 
-void CudaRing::enqueue_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens,
-                               double rotate_by) {
-  const cudaStream_t cs = stream_.get();
+void CudaRing::send_destinations(size_t n_layers) {
   cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
-                              n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice, cs),
+                              n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice,
+                              stream_.get()),
               "recall destinations");
+}
+
+void CudaRing::launch_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens,
+                              double rotate_by) {
   write_episode_f16(episode_.as<uint16_t>(), 0, static_cast<int>(2 * n_layers),
                     static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
-                    episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by, cs);
+                    episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by,
+                    stream_.get());
 }
 
 // One copy of the whole staged episode, one kernel that turns the keys and writes every
@@ -298,6 +305,7 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
   const bool from_staging = staged == recall_pinned_.as<uint16_t>();
   reserve_episode(bytes);
   const cudaStream_t cs = stream_.get();
+  send_destinations(layers.size());
   // The planes recall_plane_ready did not send, in runs of consecutive ones.
   for (size_t p = 0; p < planes;) {
     if (from_staging && p < sent_.size() && sent_[p]) {
@@ -313,7 +321,7 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
     p = e;
   }
   std::fill(sent_.begin(), sent_.end(), 0);
-  enqueue_episode(layers.size(), slot, n_tokens, rotate_by);
+  launch_episode(layers.size(), slot, n_tokens, rotate_by);
   stream_.sync("writing recall rows");
 }
 
@@ -322,13 +330,13 @@ bool CudaRing::takes_stored(const StoredKvF16& source) {
          pins_.cover(source.planes, source.bytes(), source.region, source.region_bytes);
 }
 
-// Straight from the store's page-locked pages by DMA, then on the device each plane's CRC-32C
-// and the kernel that writes the recall slots (free until the session activates the episode:
-// a record that then fails its check is never attended), one wait, the check. No host core
-// reads the episode: on the H200 the store's read on 4-16 host threads took 1.1-6x a
-// page-locked copy of the same bytes, varying by machine. (Copying groups of planes on a
-// second stream while the first groups were checked and written was slower: 611-659 against
-// 404-483 us for 12.6 MB.)
+// Straight from the store's page-locked pages by DMA, then on the device, side by side, each
+// plane's CRC-32C (written straight to page-locked host memory) and the kernel that writes the
+// recall slots (free until the session activates the episode: a record that then fails its
+// check is never attended), one wait, the check. No host core reads the episode: on the H200
+// the store's read on 4-16 host threads took 1.1-6x a page-locked copy of the same bytes,
+// varying by machine. (Copying groups of planes on a second stream while the first groups were
+// checked and written was slower: 611-659 against 404-483 us for 12.6 MB.)
 void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, uint32_t n_tokens,
                                    const StoredKvF16& source, double rotate_by) {
   if (n_tokens == 0 || layers.empty()) return;
@@ -339,12 +347,12 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
   if (!pins_.cover(source.planes, bytes, source.region, source.region_bytes))
     throw_error("cuda ring: the stored episode's pages cannot be page-locked");
   stream_.sync("recall rows");  // a previous, failed recall's kernels may still read episode_
+  check_stream_.sync("recall checksums");
   reserve_episode(bytes);
-  if (plane_crc_.bytes() < n_planes * 4) {
-    plane_crc_ = DeviceBuffer(n_planes * 4, "recall checksums");
+  if (plane_crc_h_.bytes() < n_planes * 4)
     plane_crc_h_ = PinnedBuffer(n_planes * 4, "recall checksums");
-  }
   const cudaStream_t cs = stream_.get();
+  send_destinations(layers.size());  // small: ahead of the copy, not between it and the kernels
   const auto* from = reinterpret_cast<const char*>(source.planes);
   // A copy a locked run: one registration each (a copy spanning two may not take the locked
   // path). The probes: 235 us for 12.6 MB in one copy, 249 in 2 MiB pieces.
@@ -356,12 +364,11 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
         "recall rows");
     at += piece;
   }
-  crc32c_planes(episode_.get(), static_cast<int>(n_planes), plane_bytes, plane_crc_.as<uint32_t>(),
-                cs);
-  cuda::check(cudaMemcpyAsync(plane_crc_h_.as<uint32_t>(), plane_crc_.get(), n_planes * 4,
-                              cudaMemcpyDeviceToHost, cs),
-              "recall checksums");
-  enqueue_episode(layers.size(), slot, n_tokens, rotate_by);
+  copied_.order(cs, check_stream_.get(), "recall checksums");
+  crc32c_planes(episode_.get(), static_cast<int>(n_planes), plane_bytes,
+                plane_crc_h_.as<uint32_t>(), check_stream_.get());
+  launch_episode(layers.size(), slot, n_tokens, rotate_by);
+  checked_.order(check_stream_.get(), cs, "recall checksums");
   stream_.sync("recalling an episode");
   source.verify({plane_crc_h_.as<uint32_t>(), n_planes});
 }
