@@ -87,7 +87,7 @@ class CudaRing final : public RingCompute {
   RingComputeShape shape_;
   bool graphs_;
   Stream stream_;
-  Stream check_stream_;      // a stored recall's checksums, beside its keys being turned
+  Stream check_stream_;     // a stored recall's checksums, beside its keys being turned
   Event copied_, checked_;  // ... after the copy, and before the recall returns
   int B_ = 0;
   int64_t q_dim_ = 0, kv_dim_ = 0, qkv_w_ = 0, attn_w_ = 0;
@@ -280,13 +280,11 @@ void CudaRing::reserve_episode(size_t bytes) {
 
 void CudaRing::send_destinations(size_t n_layers) {
   cuda::check(cudaMemcpyAsync(episode_dst_.get(), episode_dst_h_.as<EpisodeDst>(),
-                              n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice,
-                              stream_.get()),
+                              n_layers * sizeof(EpisodeDst), cudaMemcpyHostToDevice, stream_.get()),
               "recall destinations");
 }
 
-void CudaRing::launch_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens,
-                              double rotate_by) {
+void CudaRing::launch_episode(size_t n_layers, uint32_t slot, uint32_t n_tokens, double rotate_by) {
   write_episode_f16(episode_.as<uint16_t>(), 0, static_cast<int>(2 * n_layers),
                     static_cast<int>(n_tokens), hp().n_head_kv, hp().head_dim,
                     episode_dst_.as<EpisodeDst>(), slot, kv_f32_, rope_global_, rotate_by,
