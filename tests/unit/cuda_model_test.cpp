@@ -332,16 +332,19 @@ TEST_P(CudaGoldens, LastPositionLogitsWithinGoldenTolerance) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Micro, CudaGoldens,
-                         ::testing::Values("llama-micro-f32", "llama-micro-q8_0", "llama-micro-q4_0",
-                                           "gemma3-micro-f32", "gemma3-micro-f16",
-                                           "gemma3-micro-q8_0", "gemma3-micro-q4_0",
-                                           "qwen3-micro-f32", "qwen3-micro-q8_0"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Micro, CudaGoldens,
+    ::testing::Values("llama-micro-f32", "llama-micro-q8_0", "llama-micro-q4_0", "gemma3-micro-f32",
+                      "gemma3-micro-f16", "gemma3-micro-q8_0", "gemma3-micro-q4_0",
+                      "gemma3-micro-q4_1", "gemma3-micro-q5_0", "gemma3-micro-q5_1",
+                      "gemma3-micro-q4_k_m", "gemma3-k-q2_k", "gemma3-k-q4_k_m", "gemma3-k-q6_k",
+                      "llama-k-q3_k_m", "llama-k-q5_k_m", "qwen3-micro-f32", "qwen3-micro-q8_0",
+                      "qwen3-k-q4_k_m"),
+    [](const auto& info) {
+      std::string s = info.param;
+      std::replace(s.begin(), s.end(), '-', '_');
+      return s;
+    });
 
 }  // namespace
 }  // namespace channel

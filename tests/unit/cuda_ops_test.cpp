@@ -114,10 +114,11 @@ TEST_P(CudaMatmul, MatchesCpuReference) {
     const double e = nmse(got, want);
     // One token: the CPU's own arithmetic (integer block dots, rounded activations), summed in
     // another order. Several tokens: f16 / bf16 tensor-core inputs, llama.cpp's mul_mat bound.
-    // K-quants: f32 activations (one token) or f16 (several) against the reference's Q8_K
-    // activations, so the bound is the activation quantization's, at any n.
+    // The file's blocks (K-quants, Q4_1/Q5_0/Q5_1): f32 activations (one token) or f16
+    // (several) against the reference's Q8_K / Q8_0 / Q8_1 activations, so the bound is the
+    // activation quantization's, at any n.
     const bool quant = c.type == GgmlType::Q8_0 || c.type == GgmlType::Q4_0;
-    const bool kquant = cuda::is_kquant(c.type);
+    const bool kquant = cuda::is_file_block(c.type);
     const double bound = kquant ? 5e-4 : c.n == 1 || c.type == GgmlType::F32 || !quant ? 1e-6 : 5e-4;
     const char* how = c.n == 1 ? "" : v == 1 ? " cublas" : " tiles";
     std::printf("[ cuda ] matmul %s v%d%s nmse %.3g (bound %.0e)\n", case_name({c, 0}).c_str(),
@@ -151,6 +152,11 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{GgmlType::Q4_0, 67, 8224, 1}, MatmulCase{GgmlType::Q4_0, 3, 64, 1},
         MatmulCase{GgmlType::F16, 67, 2056, 1}, MatmulCase{GgmlType::F16, 5, 8, 1},
         MatmulCase{GgmlType::BF16, 19, 2056, 1},
+        // The legacy blocks of K-quant files' fallbacks (rows of 32 elements, not 256).
+        MatmulCase{GgmlType::Q4_1, 67, 96, 1}, MatmulCase{GgmlType::Q4_1, 300, 1152, 70},
+        MatmulCase{GgmlType::Q5_0, 67, 160, 1}, MatmulCase{GgmlType::Q5_0, 129, 1152, 33},
+        MatmulCase{GgmlType::Q5_0, 300, 1152, 1}, MatmulCase{GgmlType::Q5_1, 67, 96, 1},
+        MatmulCase{GgmlType::Q5_1, 129, 224, 130}, MatmulCase{GgmlType::Q4_1, 3, 32, 5},
         // Rows past one 128 MiB chunk of dequantized weights (cuBLAS runs two).
         MatmulCase{GgmlType::Q4_0, 17000, 4096, 33}),
     case_name);
@@ -187,8 +193,10 @@ TEST(CudaOps, Crc32cPlanesMatchTheHost) {
 
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
   CHANNEL_REQUIRE_CUDA();
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                        GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type :
+       {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K,
+        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const int64_t cols = cuda::is_kquant(type) ? 512 : 160;
     TestMatrix w(type, 50, cols, 3);
     const std::vector<int32_t> tokens = {0, 7, 49, 7};

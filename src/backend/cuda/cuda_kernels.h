@@ -4,7 +4,8 @@
 //
 // Weights live on the device in a repacked form (repack_weight): float types as in the file;
 // Q8_0 as int8 quants [rows][cols] plus f16 scales [rows][cols/32]; Q4_0 as the file's 16-byte
-// nibble blocks [rows][cols/32][16] plus f16 scales [rows][cols/32].
+// nibble blocks [rows][cols/32][16] plus f16 scales [rows][cols/32]; the K-quants and
+// Q4_1/Q5_0/Q5_1 as the file's blocks (kquant_group.h).
 //
 // Activations reach a product in the weight type's input form (convert_act):
 //   F32: f32; F16: f16; BF16: bf16 (each as the CPU rounds them);
@@ -12,7 +13,8 @@
 //     [n][cols/32], with the CPU's arithmetic: d = f16(amax / 127), q = round-half-even(x * 127
 //     / amax)), so a matvec is the CPU's integer dot per block;
 //   Q8_0/Q4_0, more tokens: f16, for the tensor-core product of f16-dequantized weights.
-//   (K-quants: f32 up to kVerifyTokens tokens, f16 for more.)
+//   (The file's blocks, K-quants and Q4_1/Q5_0/Q5_1: f32 up to kVerifyTokens tokens, f16 for
+//   more.)
 #pragma once
 
 #include <cstddef>
@@ -71,7 +73,8 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 //   v6, v7 (matvec_stream_kernel): a resident grid whose warps stream rows in chunks of two
 //     (v6) or one (v7) loads a thread, the next chunk's loads issued before the current
 //     chunk's dots, and each warp's first row sent towards L2 before waiting (PDL).
-// F32 weights, the K-quants and F16/BF16 rows not a multiple of 8 always run v0.
+// F32 weights, the file's blocks (K-quants, Q4_1/Q5_0/Q5_1) and F16/BF16 rows not a multiple
+// of 8 always run v0.
 // Default: CHANNEL_CUDA_MATVEC=v0..v7 when set (a bad value is a one-line error), else the
 // fastest measured on the H200 for the weight type (cuda_variant.cpp: v6 for Q8_0 and Q4_0,
 // v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).

@@ -1,10 +1,11 @@
 // Weight repacking, activation input forms, and the products y = x . W^T for F32, F16, BF16,
-// Q8_0, Q4_0 and the K-quants Q2_K..Q6_K (see cuda_kernels.h for the layouts). One token: a
-// warp per output row (v0) or per one to four rows with a chunk's loads issued together
-// (v1..v5, cuda_kernels.h) streams the row with 16-byte loads, integer dp4a dots
-// for Q8_0/Q4_0; K-quant rows are dequantized 16 elements at a time (kquant_group.h) against
-// f32 activations. Several tokens: 128 x 64 tiles on the tensor cores (wmma, f16 or bf16
-// inputs, f32 accumulation), weights dequantized into shared memory.
+// Q8_0, Q4_0, the K-quants Q2_K..Q6_K and Q4_1/Q5_0/Q5_1 (see cuda_kernels.h for the
+// layouts). One token: a warp per output row (v0) or per one to four rows with a chunk's loads
+// issued together (v1..v5, cuda_kernels.h) streams the row with 16-byte loads, integer dp4a
+// dots for Q8_0/Q4_0; rows of the file's blocks (K-quants, Q4_1/Q5_0/Q5_1) are dequantized 16
+// elements at a time (kquant_group.h) against f32 activations. Several tokens: 128 x 64 tiles on
+// the tensor cores (wmma, f16 or bf16 inputs, f32 accumulation), weights dequantized into shared
+// memory.
 #include <mma.h>
 
 #include <map>
@@ -215,13 +216,12 @@ __device__ __forceinline__ float row_dot(const DevMatrix& w, const void* act, in
     for (int64_t e = lane * 4; e < cols; e += 32 * 4)
       sum += dot4_f(__ldg(reinterpret_cast<const float4*>(wr + e)),
                     *reinterpret_cast<const float4*>(xr + e));
-  } else if constexpr (K == kKq) {  // the file's super-blocks, a 16-element group per step
-    const int bb = kq_block_bytes(w.type);
-    const uint8_t* wr = static_cast<const uint8_t*>(w.q) + r * (cols / kKqElements) * bb;
+  } else if constexpr (K == kKq) {  // the file's blocks, a 16-element group per step
+    const uint8_t* wr = static_cast<const uint8_t*>(w.q) + r * kq_row_bytes(w.type, cols);
     const float* xr = static_cast<const float*>(act) + t * cols;
     float v[16];
     for (int64_t g = lane; g < cols / 16; g += 32) {
-      kq_group16(w.type, wr + (g / 16) * bb, static_cast<int>(g % 16), v);
+      kq_row_group16(w.type, wr, g, v);
       const float4* xg = reinterpret_cast<const float4*>(xr + g * 16);
 #pragma unroll
       for (int i = 0; i < 4; ++i)
@@ -591,11 +591,9 @@ __device__ __forceinline__ void load_a16(const DevMatrix& w, int64_t r, int64_t 
 #pragma unroll
     for (int i = 0; i < 16; ++i) dst[i] = from_float<T>(d * static_cast<float>(qs[i]));
   } else if constexpr (K == kKq) {
-    const int bb = kq_block_bytes(w.type);
     float v[16];
-    kq_group16(w.type,
-               static_cast<const uint8_t*>(w.q) + (r * (cols / kKqElements) + k / kKqElements) * bb,
-               static_cast<int>((k % kKqElements) / 16), v);
+    kq_row_group16(w.type, static_cast<const uint8_t*>(w.q) + r * kq_row_bytes(w.type, cols),
+                   k / 16, v);
 #pragma unroll
     for (int i = 0; i < 16; ++i) dst[i] = from_float<T>(v[i]);
   } else {  // kQ4: elements 0..15 are the low nibbles of the block's 16 bytes, 16..31 the high
@@ -707,12 +705,10 @@ __device__ __forceinline__ float weight_at(const DevMatrix& w, int64_t r, int64_
       const int nib = j < 16 ? (byte & 0x0f) : (byte >> 4);
       return __half2float(static_cast<const __half*>(w.d)[b]) * static_cast<float>(nib - 8);
     }
-    default: {  // a K-quant: the element's group, dequantized
-      const int bb = kq_block_bytes(w.type);
+    default: {  // the file's blocks: the element's group, dequantized
       float v[16];
-      kq_group16(w.type,
-                 static_cast<const uint8_t*>(w.q) + (r * (cols / kKqElements) + i / kKqElements) * bb,
-                 static_cast<int>((i % kKqElements) / 16), v);
+      kq_row_group16(w.type, static_cast<const uint8_t*>(w.q) + r * kq_row_bytes(w.type, cols),
+                     i / 16, v);
       return v[i % 16];
     }
   }
@@ -745,7 +741,7 @@ bool type_supported(GgmlType type) {
     case GgmlType::Q4_0:
       return true;
     default:
-      return is_kquant(type);
+      return is_file_block(type);
   }
 }
 
@@ -761,8 +757,8 @@ size_t repacked_q_bytes(GgmlType type, int64_t rows, int64_t cols) {
       return n;
     case GgmlType::Q4_0:
       return n / 2;
-    default:  // K-quants: the file's super-blocks
-      return static_cast<size_t>(rows * (cols / kKqElements)) * static_cast<size_t>(kq_block_bytes(type));
+    default:  // K-quants and the legacy types with a minimum or a fifth bit: the file's blocks
+      return static_cast<size_t>(rows * kq_row_bytes(type, cols));
   }
 }
 
@@ -797,7 +793,7 @@ size_t act_bytes(GgmlType type, int64_t n, int64_t cols) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:  // Q8_0 blocks up to kVerifyTokens tokens, f16 for more
       return n <= kVerifyTokens ? e + static_cast<size_t>(n * (cols / kQ)) * 4 : e * 2;
-    default:  // K-quants: f32 up to kVerifyTokens tokens, f16 for more
+    default:  // the file's blocks: f32 up to kVerifyTokens tokens, f16 for more
       return n <= kVerifyTokens ? e * 4 : e * 2;
   }
 }
@@ -810,7 +806,7 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
     launch_k(quantize_q8_kernel, grid_for(blocks * 32, 256), 256, 0, s,
         x, n, cols, ldx, static_cast<int8_t*>(out),
         reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * cols));
-  } else if (type == GgmlType::F32 || (is_kquant(type) && n <= kVerifyTokens)) {
+  } else if (type == GgmlType::F32 || (is_file_block(type) && n <= kVerifyTokens)) {
     launch_k(convert_kernel<float>, grid, 256, 0, s, x, cols, ldx, static_cast<float*>(out));
   } else if (type == GgmlType::BF16) {
     launch_k(convert_kernel<__nv_bfloat16>, grid, 256, 0, s, x, cols, ldx,

@@ -74,9 +74,10 @@ struct Uploader {
 
   DevMatrix place(const WeightMatrix& w, void* q, void* d, const char* what) {
     if (!type_supported(w.type))
-      throw_error("cuda: {} has type {}, which the CUDA backend does not compute with (f32, f16, "
-                  "bf16, q8_0, q4_0 are)",
-                  what, type_name(w.type));
+      throw_error(
+          "cuda: {} has type {}, which the CUDA backend does not compute with (f32, f16, "
+          "bf16, q8_0, q4_0, q4_1, q5_0, q5_1 and q2_K..q6_K are)",
+          what, type_name(w.type));
     DevMatrix m{w.type, w.rows, w.cols, q, d};
     if (!staging) return m;
     const size_t raw = w.row_bytes * static_cast<size_t>(w.rows);
