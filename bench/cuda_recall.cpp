@@ -230,7 +230,7 @@ int run(int argc, char** argv) {
   store.sync();
 
   const std::shared_ptr<const Model> model =
-      bench::recall_geometry_model(kLayers, kHeads, kHeadDim);
+      bench::recall_geometry_model(kLayers, kHeads, kHeadDim, GgmlType::F16);  // f16 arena
   RingSessionConfig sc;
   sc.ring.n_slots = static_cast<uint32_t>(2 * max_tokens + 64);
   sc.ring.n_recall = static_cast<uint32_t>(max_tokens);

@@ -1,7 +1,8 @@
 // A model for the recall benchmarks (memory_rehydrate_bench, cuda_recall_bench): Gemma 3
 // shaped (NEOX rope over the whole head, as channel-default and Gemma 3 12B), every layer
 // global (window pattern 1) so every layer holds recall slots, with the given K/V geometry and
-// tiny everywhere else.
+// tiny everywhere else. Its 2-D weights are `type`: f32 weights give the device an f32 K/V
+// arena, any other type f16 (as a 12B q8_0 model's).
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,10 @@
 namespace channel::bench {
 
 inline std::shared_ptr<const Model> recall_geometry_model(uint32_t layers, uint32_t kv_heads,
-                                                          uint32_t head_dim) {
+                                                          uint32_t head_dim,
+                                                          GgmlType type = GgmlType::F32) {
   RandomModelSpec s;
+  s.type = type;
   s.arch = Arch::gemma3;
   s.window_pattern = 1;
   s.hidden = 64;

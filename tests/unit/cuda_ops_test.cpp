@@ -191,6 +191,93 @@ TEST(CudaOps, Crc32cPlanesMatchTheHost) {
   }
 }
 
+// A recalled episode written into its layers' arenas (write_episode_f16): values as stored,
+// keys turned by delta as the host's rehydration turns them (f32 arithmetic on the f64 angle
+// rounded to f32, back to f16 nearest-even), through the 16-byte pieces path (NEOX and
+// NORMAL, whole and partial rotation) and the element path (rows it cannot take whole), into
+// f16 and f32 arenas, with a token count that leaves a partial block.
+TEST(CudaOps, EpisodeRowsMatchTheHostTurn) {
+  CHANNEL_REQUIRE_CUDA();
+  struct Case {
+    int head_dim, n_rot;
+    bool neox;
+    size_t src_offset;  // halves: 1 makes the rows unaligned (element path)
+  };
+  const int n = 37, n_kv = 3, layers = 2;
+  const int64_t cap = 60, first = 5;
+  for (const Case c : {Case{128, 128, true, 0}, Case{128, 128, false, 0}, Case{128, 64, true, 0},
+                       Case{64, 48, false, 0}, Case{72, 72, true, 0}, Case{128, 128, true, 1}}) {
+    for (const bool f32 : {false, true}) {
+      for (const double delta : {0.0, 1234.5, -77.0}) {
+        const int width = n_kv * c.head_dim;
+        const size_t values = static_cast<size_t>(2 * layers) * n * width;
+        std::vector<uint16_t> rows(values + c.src_offset);
+        std::mt19937 rng(3);
+        std::normal_distribution<float> nd;
+        for (uint16_t& h : rows) h = fp32_to_fp16(nd(rng));
+        std::vector<double> inv(static_cast<size_t>(c.n_rot / 2));
+        for (size_t i = 0; i < inv.size(); ++i)
+          inv[i] = std::pow(10000.0, -2.0 * static_cast<double>(i) / c.n_rot);
+        cuda::DeviceBuffer d_rows = to_device(rows), d_inv = to_device(inv);
+        const size_t elem = f32 ? 4 : 2, arena = static_cast<size_t>(n_kv * cap * c.head_dim);
+        std::vector<cuda::DeviceBuffer> k, v;
+        std::vector<cuda::EpisodeDst> dst;
+        for (int g = 0; g < layers; ++g) {
+          k.emplace_back(arena * elem, "k arena");
+          v.emplace_back(arena * elem, "v arena");
+          cuda::check(cudaMemset(k.back().get(), 0, arena * elem), "clear");
+          cuda::check(cudaMemset(v.back().get(), 0, arena * elem), "clear");
+          dst.push_back({k.back().get(), v.back().get(), cap});
+        }
+        cuda::DeviceBuffer d_dst = to_device(dst);
+        const cuda::RingRope rope{c.neox, c.n_rot, d_inv.as<double>()};
+        cuda::write_episode_f16(d_rows.as<uint16_t>() + c.src_offset, 0, 2 * layers, n, n_kv,
+                                c.head_dim, d_dst.as<cuda::EpisodeDst>(), first, f32, rope, delta,
+                                nullptr);
+        cuda::check(cudaDeviceSynchronize(), "write_episode_f16");
+        const uint16_t* src = rows.data() + c.src_offset;
+        for (int p = 0; p < 2 * layers; ++p) {
+          const auto& buf = p % 2 == 0 ? k[p / 2] : v[p / 2];
+          const std::vector<uint8_t> got = from_device<uint8_t>(buf, arena * elem);
+          for (int t = 0; t < n; ++t)
+            for (int h = 0; h < n_kv; ++h) {
+              const uint16_t* x = src + (static_cast<size_t>(p) * n + t) * width + h * c.head_dim;
+              std::vector<uint16_t> want(x, x + c.head_dim);
+              if (p % 2 == 0 && delta != 0.0)
+                for (int j = 0; j < c.n_rot / 2; ++j) {
+                  const int a = c.neox ? j : 2 * j, b = c.neox ? j + c.n_rot / 2 : 2 * j + 1;
+                  const auto co = static_cast<float>(std::cos(delta * inv[j]));
+                  const auto si = static_cast<float>(std::sin(delta * inv[j]));
+                  const float xa = fp16_to_fp32(x[a]), xb = fp16_to_fp32(x[b]);
+                  want[a] = fp32_to_fp16(xa * co - xb * si);
+                  want[b] = fp32_to_fp16(xa * si + xb * co);
+                }
+              const size_t at = (static_cast<size_t>(h) * cap + first + t) * c.head_dim;
+              for (int i = 0; i < c.head_dim; ++i) {
+                float g32;
+                if (f32) {
+                  std::memcpy(&g32, got.data() + (at + i) * 4, 4);
+                } else {
+                  uint16_t g16;
+                  std::memcpy(&g16, got.data() + (at + i) * 2, 2);
+                  g32 = fp16_to_fp32(g16);
+                }
+                // A turned key may sit one f16 step off where the host's cos/sin and the
+                // device's sincos round their last f64 bit apart; values are exact.
+                const float w32 = fp16_to_fp32(want[i]);
+                const bool turned = p % 2 == 0 && delta != 0.0 && i < c.n_rot;
+                ASSERT_LE(std::abs(g32 - w32), turned ? std::abs(w32) * 1e-3f + 1e-7f : 0.0f)
+                    << "head_dim " << c.head_dim << " n_rot " << c.n_rot << " neox " << c.neox
+                    << " offset " << c.src_offset << " f32 " << f32 << " delta " << delta
+                    << " plane " << p << " token " << t << " head " << h << " dim " << i;
+              }
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaOps, EmbeddingRowsMatchDequantizedRows) {
   CHANNEL_REQUIRE_CUDA();
   for (GgmlType type :

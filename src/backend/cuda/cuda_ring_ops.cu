@@ -175,13 +175,94 @@ __device__ __forceinline__ void put(T* p, __half x) {
     *p = __half2float(x);
 }
 
-// Block per (kEpisodeTokens tokens, plane). A key plane turned by delta: a thread per
-// rotation pair (and per dimension past n_rot) of a token's head, each key widened, turned in
-// f32 by the block's angles (computed once: they depend on delta only) and rounded back to
-// f16 (nearest even); otherwise the rows as they are, 16 bytes a thread where they align. (A
-// block per 4 tokens that staged each token's row in shared memory between two barriers took
-// 34 us for a 12.6 MB episode on the H200.)
+// Block per (kEpisodeTokens tokens, plane). A key plane turned by delta: each key widened,
+// turned in f32 by the block's angles (computed once: they depend on delta only) and rounded
+// back to f16 (nearest even); otherwise the rows as they are.
 constexpr int kEpisodeTokens = 16;
+
+// Rotation pair (xa, xb) by c = (cos, sin), rounded to f16 as the host's rehydration does.
+__device__ __forceinline__ void turn_pair(__half& xa, __half& xb, float2 c) {
+  const float a = __half2float(xa), b = __half2float(xb);
+  xa = __float2half_rn(__fsub_rn(__fmul_rn(a, c.x), __fmul_rn(b, c.y)));
+  xb = __float2half_rn(__fadd_rn(__fmul_rn(a, c.y), __fmul_rn(b, c.x)));
+}
+
+// In 16-byte pieces of the f16 rows (stored as they are, or widened for an f32 arena): a row of a plane is `units` units, a unit one
+// piece (as stored, or four adjacent pairs turned: NORMAL) or, NEOX, two pieces half a
+// rotation apart whose eight pairs are turned together. A thread loads its next kEpisodeBatch
+// units before it turns and stores them: one wait for memory instead of one a unit (the
+// element-wise loop took ~38 us for a 12.6 MB episode, latency-bound).
+constexpr int kEpisodeBatch = 4;
+template <typename T>
+__device__ __forceinline__ void put8(T* out, const uint4& v) {  // 8 halves, 16-byte aligned
+  if constexpr (sizeof(T) == 2) {
+    *reinterpret_cast<uint4*>(out) = v;
+  } else {
+    const auto* h = reinterpret_cast<const __half*>(&v);
+    reinterpret_cast<float4*>(out)[0] =
+        make_float4(__half2float(h[0]), __half2float(h[1]), __half2float(h[2]), __half2float(h[3]));
+    reinterpret_cast<float4*>(out)[1] =
+        make_float4(__half2float(h[4]), __half2float(h[5]), __half2float(h[6]), __half2float(h[7]));
+  }
+}
+
+template <typename T>
+__device__ void write_episode_pieces(const __half* src_plane, T* base, int64_t cap,
+                                     int64_t first, int t0, int heads, int n_head_kv,
+                                     int head_dim, bool turn, const RingRope& rope,
+                                     const float2* cs) {
+  const int width = n_head_kv * head_dim, half = rope.n_rot / 2;
+  // Units of a row: turned NEOX pairs of pieces, then pieces as stored (or turned in place).
+  const int pair_units = turn && rope.neox ? rope.n_rot / 16 : 0;
+  const int units = pair_units + (head_dim - 2 * 8 * pair_units) / 8;
+  auto offsets = [&](int idx, int* at, int* at2) {  // a unit's first piece (and second: NEOX)
+    const int u = idx % units;
+    *at = u < pair_units ? 8 * u : rope.n_rot * (pair_units > 0) + 8 * (u - pair_units);
+    *at2 = u < pair_units ? *at + half : -1;
+  };
+  auto row_in = [&](int th) {
+    return src_plane + static_cast<int64_t>(t0 + th / n_head_kv) * width +
+           (th % n_head_kv) * head_dim;
+  };
+  auto row_out = [&](int th) {
+    return base + (static_cast<int64_t>(th % n_head_kv) * cap + first + t0 + th / n_head_kv) *
+                      head_dim;
+  };
+  const int total = heads * units;
+  for (int i0 = threadIdx.x; i0 < total; i0 += kEpisodeBatch * blockDim.x) {
+    uint4 a[kEpisodeBatch], b[kEpisodeBatch];
+#pragma unroll
+    for (int k = 0; k < kEpisodeBatch; ++k) {
+      const int idx = i0 + k * blockDim.x;
+      if (idx >= total) break;
+      int at, at2;
+      offsets(idx, &at, &at2);
+      const __half* x = row_in(idx / units);
+      a[k] = *reinterpret_cast<const uint4*>(x + at);
+      if (at2 >= 0) b[k] = *reinterpret_cast<const uint4*>(x + at2);
+    }
+#pragma unroll
+    for (int k = 0; k < kEpisodeBatch; ++k) {
+      const int idx = i0 + k * blockDim.x;
+      if (idx >= total) break;
+      int at, at2;
+      offsets(idx, &at, &at2);
+      T* out = row_out(idx / units);
+      auto* ha = reinterpret_cast<__half*>(&a[k]);
+      if (at2 >= 0) {  // NEOX: pairs (at + i, at + half + i)
+        auto* hb = reinterpret_cast<__half*>(&b[k]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) turn_pair(ha[i], hb[i], cs[at + i]);
+        put8(out + at2, b[k]);
+      } else if (turn && !rope.neox && at < rope.n_rot) {  // NORMAL: pairs (2j, 2j + 1)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) turn_pair(ha[2 * i], ha[2 * i + 1], cs[at / 2 + i]);
+      }
+      put8(out + at, a[k]);
+    }
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(256)
     write_episode_kernel(const __half* rows, int first_plane, int n, int n_head_kv, int head_dim,
@@ -195,6 +276,17 @@ __global__ void __launch_bounds__(256)
   const int t0 = blockIdx.x * kEpisodeTokens, t1 = min(t0 + kEpisodeTokens, n);
   const int heads = (t1 - t0) * n_head_kv;  // (token, head) rows of this block
   const __half* src = rows + static_cast<int64_t>(plane) * n * width;
+  const bool turn = kv == 0 && delta != 0.0;  // the same for the whole block
+  if (turn) {
+    for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
+    __syncthreads();
+  }
+  // The pieces path where every row and unit is 16-byte aligned.
+  if (head_dim % 8 == 0 && (!turn || rope.n_rot % 16 == 0) &&
+      reinterpret_cast<uintptr_t>(base) % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+    write_episode_pieces(src, base, d.cap, first, t0, heads, n_head_kv, head_dim, turn, rope, cs);
+    return;
+  }
   auto row_in = [&](int th) {
     return src + static_cast<int64_t>(t0 + th / n_head_kv) * width + (th % n_head_kv) * head_dim;
   };
@@ -202,9 +294,7 @@ __global__ void __launch_bounds__(256)
     return base +
            (static_cast<int64_t>(th % n_head_kv) * d.cap + first + t0 + th / n_head_kv) * head_dim;
   };
-  if (kv == 0 && delta != 0.0) {  // the same for the whole block
-    for (int i = threadIdx.x; i < rope.n_rot / 2; i += blockDim.x) cs[i] = ring_cs(rope, delta, i);
-    __syncthreads();
+  if (turn) {  // a thread per rotation pair (and per dimension past n_rot) of a token's head
     const int half = rope.n_rot / 2, per_head = half + (head_dim - rope.n_rot);
     for (int idx = threadIdx.x; idx < heads * per_head; idx += blockDim.x) {
       const int j = idx % per_head, th = idx / per_head;
@@ -215,18 +305,10 @@ __global__ void __launch_bounds__(256)
         continue;
       }
       const int a = rope.neox ? j : 2 * j, b = rope.neox ? j + half : 2 * j + 1;
-      const float xa = __half2float(x[a]), xb = __half2float(x[b]);
-      const float2 c = cs[j];
-      put(out + a, __float2half_rn(__fsub_rn(__fmul_rn(xa, c.x), __fmul_rn(xb, c.y))));
-      put(out + b, __float2half_rn(__fadd_rn(__fmul_rn(xa, c.y), __fmul_rn(xb, c.x))));
-    }
-    return;
-  }
-  if (sizeof(T) == 2 && head_dim % 8 == 0 && reinterpret_cast<uintptr_t>(base) % 16 == 0) {
-    const int per_head = head_dim / 8;  // 16-byte pieces
-    for (int idx = threadIdx.x; idx < heads * per_head; idx += blockDim.x) {
-      const int j = idx % per_head, th = idx / per_head;
-      reinterpret_cast<uint4*>(row_out(th))[j] = reinterpret_cast<const uint4*>(row_in(th))[j];
+      __half xa = x[a], xb = x[b];
+      turn_pair(xa, xb, cs[j]);
+      put(out + a, xa);
+      put(out + b, xb);
     }
     return;
   }
