@@ -51,13 +51,16 @@ struct KvRowsF16 {
 // from `planes`, plane p layer p / 2's keys (even p, as stored) or values (odd p). `region`
 // (region_bytes long) is the mapped memory around them, which stays valid while the store is
 // open: a device may page-lock it once for many recalls. verify(plane_crc) checks the whole
-// record against each plane's crc32c(0, plane) and throws when it is damaged.
+// record against each plane's crc32c(0, plane) and throws when it is damaged; prepare(), when
+// set, does the part of that check that needs no plane (reading the record's head) ahead, so a
+// device can run it while its copy runs (verify does it itself otherwise).
 struct StoredKvF16 {
   const uint16_t* planes = nullptr;
   size_t n_tokens = 0, row_dim = 0, n_planes = 0;
   const void* region = nullptr;
   size_t region_bytes = 0;
   std::function<void(std::span<const uint32_t> plane_crc)> verify;
+  std::function<void()> prepare;
   size_t plane_values() const { return n_tokens * row_dim; }
   size_t bytes() const { return n_planes * plane_values() * 2; }
 };

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
@@ -383,25 +385,46 @@ bool EpisodicStore::with_stored_kv(uint64_t id,
     throw_error("episodic: {}: episode {} claims {} tokens (at most {}): its entry is damaged",
                 m.path, id, n, L.max_tokens);
   const uint64_t plane_bytes = n * L.row_bytes;
-  src.verify = [&](std::span<const uint32_t> plane_crc) {
-    if (plane_crc.size() != src.n_planes)
-      throw_error("episodic: {}: {} plane checksums for {} planes", m.path, plane_crc.size(),
-                  src.n_planes);
-    // As record_problem, over the entry and the block's head read apart.
+  // What the check needs besides the planes: the entry and the block's head read apart, and
+  // the head's checksum already shifted past the K/V (as record_problem).
+  struct Head {
+    bool read = false;
+    std::optional<std::string> problem;
+    EpisodeHeader entry;
+    uint32_t stored_crc = 0, head_shifted = 0, plane_shift = 0;
+  } head_check;
+  src.prepare = [&] {
+    if (head_check.read) return;
     std::vector<uint8_t> entry(L.entry_bytes), head(L.block_kv);
     iovec e{entry.data(), entry.size()}, h{head.data(), head.size()};
     m.preadv_all(&e, 1, L.entry_offset(slot));
     m.preadv_all(&h, 1, boff);
     EpisodeHeader now;
     std::memcpy(&now, entry.data(), sizeof now);
-    auto problem = block_header_problem(now, slot, head.data(), boff);
-    if (!problem) {
+    head_check.problem = block_header_problem(now, slot, head.data(), boff);
+    if (!head_check.problem) {
       SlabBlockHeader bh;
       std::memcpy(&bh, head.data(), sizeof bh);
-      const uint32_t crc =
-          crc32c_combine(record_checksum_head(L, entry.data(), head.data()),
-                         crc32c_join(plane_crc, plane_bytes), L.kv_bytes(now.token_count));
-      if (crc != bh.crc) problem = checksum_problem(now, slot, boff, bh.crc, crc);
+      head_check.stored_crc = bh.crc;
+      head_check.head_shifted = crc32c_mul(record_checksum_head(L, entry.data(), head.data()),
+                                           crc32c_shift(L.kv_bytes(now.token_count)));
+      head_check.plane_shift = crc32c_shift(plane_bytes);
+    }
+    head_check.entry = now;
+    head_check.read = true;
+  };
+  src.verify = [&](std::span<const uint32_t> plane_crc) {
+    if (plane_crc.size() != src.n_planes)
+      throw_error("episodic: {}: {} plane checksums for {} planes", m.path, plane_crc.size(),
+                  src.n_planes);
+    src.prepare();
+    auto problem = head_check.problem;
+    if (!problem) {
+      uint32_t kv = 0;  // crc32c_join with the shift computed ahead
+      for (const uint32_t part : plane_crc) kv = crc32c_mul(kv, head_check.plane_shift) ^ part;
+      const uint32_t crc = head_check.head_shifted ^ kv;
+      if (crc != head_check.stored_crc)
+        problem = checksum_problem(head_check.entry, slot, boff, head_check.stored_crc, crc);
     }
     if (problem) m.fail_record(slot, *problem);
   };

@@ -367,6 +367,7 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
                 plane_crc_h_.as<uint32_t>(), check_stream_.get());
   launch_episode(layers.size(), slot, n_tokens, rotate_by);
   checked_.order(check_stream_.get(), cs, "recall checksums");
+  if (source.prepare) source.prepare();  // the record's head, read while the device works
   stream_.sync("recalling an episode");
   source.verify({plane_crc_h_.as<uint32_t>(), n_planes});
 }
