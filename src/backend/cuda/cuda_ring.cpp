@@ -89,6 +89,7 @@ class CudaRing final : public RingCompute {
   Stream stream_;
   Stream check_stream_;     // a stored recall's checksums, beside its keys being turned
   Event copied_, checked_;  // ... after the copy, and before the recall returns
+  bool stored_unsettled_ = false;  // a stored recall left before its wait (threw)
   int B_ = 0;
   int64_t q_dim_ = 0, kv_dim_ = 0, qkv_w_ = 0, attn_w_ = 0;
   bool kv_f32_ = false;
@@ -344,8 +345,11 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
   const size_t n_planes = source.n_planes;
   if (!pins_.cover(source.planes, bytes, source.region, source.region_bytes))
     throw_error("cuda ring: the stored episode's pages cannot be page-locked");
-  stream_.sync("recall rows");  // a previous, failed recall's kernels may still read episode_
-  check_stream_.sync("recall checksums");
+  if (stored_unsettled_) {  // a previous, failed recall's work may still use episode_
+    stream_.sync("recall rows");
+    check_stream_.sync("recall checksums");
+  }
+  stored_unsettled_ = true;
   reserve_episode(bytes);
   if (plane_crc_h_.bytes() < n_planes * 4)
     plane_crc_h_ = PinnedBuffer(n_planes * 4, "recall checksums");
@@ -369,6 +373,7 @@ void CudaRing::write_recall_stored(std::span<const int> layers, uint32_t slot, u
   checked_.order(check_stream_.get(), cs, "recall checksums");
   if (source.prepare) source.prepare();  // the record's head, read while the device works
   stream_.sync("recalling an episode");
+  stored_unsettled_ = false;
   source.verify({plane_crc_h_.as<uint32_t>(), n_planes});
 }
 
