@@ -405,42 +405,62 @@ std::vector<float> dequant_act(const cuda::DeviceBuffer& act, int64_t n) {
   return out;
 }
 
-// Decode's fused stages against the kernels they replace, run in sequence.
+// Decode's fused stages against the kernels they replace, run in sequence, for every
+// activation form: Q8_0 blocks (dequantized, within their rounding), f16, bf16 and f32 (the
+// same bytes).
 TEST(CudaOps, FusedNormAndGluQuantMatchTheSequence) {
   CHANNEL_REQUIRE_CUDA();
-  for (int64_t n : {32, 96, 3840}) {
+  auto expect_same = [](GgmlType type, const cuda::DeviceBuffer& got,
+                        const cuda::DeviceBuffer& want, int64_t n, const std::string& what) {
+    if (type == GgmlType::Q8_0) {
+      EXPECT_LE(nmse(dequant_act(got, n), dequant_act(want, n)), 1e-6) << what;
+      return;
+    }
+    const size_t bytes = cuda::act_bytes(type, 1, n);
+    EXPECT_EQ(from_device<uint8_t>(got, bytes), from_device<uint8_t>(want, bytes))
+        << ggml_type_name(static_cast<uint32_t>(type)) << " " << what;
+  };
+  const GgmlType types[] = {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::F32};
+  for (int64_t n : {32, 96, 1000, 3840}) {
     const std::vector<float> proj = randn(static_cast<size_t>(n), 21, 2.0f);
     const std::vector<float> resid = randn(static_cast<size_t>(n), 22, 3.0f);
     const std::vector<float> pw = randn(static_cast<size_t>(n), 23);
     const std::vector<float> nw = randn(static_cast<size_t>(n), 24);
     cuda::DeviceBuffer dp = to_device(proj), dpw = to_device(pw), dnw = to_device(nw);
-    for (int mode = 0; mode < 3; ++mode) {  // no proj; proj added; proj normed and added
-      const float* p = mode ? dp.as<float>() : nullptr;
-      const float* post = mode == 2 ? dpw.as<float>() : nullptr;
-      cuda::DeviceBuffer r1 = to_device(resid), r2 = to_device(resid);
-      cuda::DeviceBuffer xn(static_cast<size_t>(n) * 4, "xn");
-      cuda::DeviceBuffer a1(cuda::act_bytes(GgmlType::Q8_0, 1, n), "act");
-      cuda::DeviceBuffer a2(cuda::act_bytes(GgmlType::Q8_0, 1, n), "act");
-      if (p) cuda::add_normed(p, post, 1, n, 1e-6f, r1.as<float>(), nullptr);
-      cuda::rms_norm(r1.as<float>(), n, dnw.as<float>(), 1, n, 1e-6f, xn.as<float>(), n, nullptr);
-      cuda::convert_act(GgmlType::Q8_0, xn.as<float>(), 1, n, n, a1.get(), nullptr);
-      cuda::norm_quant(p, post, r2.as<float>(), dnw.as<float>(), 1, n, 1e-6f, a2.get(), nullptr);
-      const std::vector<float> want_r = from_device<float>(r1, static_cast<size_t>(n));
-      EXPECT_LE(nmse(from_device<float>(r2, static_cast<size_t>(n)), want_r), 1e-12) << n << " " << mode;
-      EXPECT_LE(nmse(dequant_act(a2, n), dequant_act(a1, n)), 1e-6) << n << " " << mode;
+    for (const GgmlType type : types) {
+      if (type == GgmlType::Q8_0 && n % 32 != 0) continue;  // blocks of 32
+      for (int mode = 0; mode < 3; ++mode) {  // no proj; proj added; proj normed and added
+        const float* p = mode ? dp.as<float>() : nullptr;
+        const float* post = mode == 2 ? dpw.as<float>() : nullptr;
+        cuda::DeviceBuffer r1 = to_device(resid), r2 = to_device(resid);
+        cuda::DeviceBuffer xn(static_cast<size_t>(n) * 4, "xn");
+        cuda::DeviceBuffer a1(cuda::act_bytes(type, 1, n), "act");
+        cuda::DeviceBuffer a2(cuda::act_bytes(type, 1, n), "act");
+        if (p) cuda::add_normed(p, post, 1, n, 1e-6f, r1.as<float>(), nullptr);
+        cuda::rms_norm(r1.as<float>(), n, dnw.as<float>(), 1, n, 1e-6f, xn.as<float>(), n,
+                       nullptr);
+        cuda::convert_act(type, xn.as<float>(), 1, n, n, a1.get(), nullptr);
+        cuda::norm_quant(p, post, r2.as<float>(), dnw.as<float>(), 1, n, 1e-6f, type, a2.get(),
+                         nullptr);
+        const std::vector<float> want_r = from_device<float>(r1, static_cast<size_t>(n));
+        EXPECT_LE(nmse(from_device<float>(r2, static_cast<size_t>(n)), want_r), 1e-12)
+            << n << " " << mode;
+        expect_same(type, a2, a1, n, "norm " + std::to_string(n) + " " + std::to_string(mode));
+      }
     }
   }
   const int64_t n_ff = 15360;
   const std::vector<float> gu = randn(static_cast<size_t>(2 * n_ff), 25, 3.0f);
   cuda::DeviceBuffer dg = to_device(gu), ff(static_cast<size_t>(n_ff) * 4, "ff");
-  for (bool gelu : {false, true}) {
-    cuda::DeviceBuffer a1(cuda::act_bytes(GgmlType::Q8_0, 1, n_ff), "act");
-    cuda::DeviceBuffer a2(cuda::act_bytes(GgmlType::Q8_0, 1, n_ff), "act");
-    cuda::glu(dg.as<float>(), 2 * n_ff, 1, n_ff, gelu, ff.as<float>(), nullptr);
-    cuda::convert_act(GgmlType::Q8_0, ff.as<float>(), 1, n_ff, n_ff, a1.get(), nullptr);
-    cuda::glu_quant(dg.as<float>(), 2 * n_ff, 1, n_ff, gelu, a2.get(), nullptr);
-    EXPECT_LE(nmse(dequant_act(a2, n_ff), dequant_act(a1, n_ff)), 1e-6) << gelu;
-  }
+  for (const GgmlType type : types)
+    for (bool gelu : {false, true}) {
+      cuda::DeviceBuffer a1(cuda::act_bytes(type, 1, n_ff), "act");
+      cuda::DeviceBuffer a2(cuda::act_bytes(type, 1, n_ff), "act");
+      cuda::glu(dg.as<float>(), 2 * n_ff, 1, n_ff, gelu, ff.as<float>(), nullptr);
+      cuda::convert_act(type, ff.as<float>(), 1, n_ff, n_ff, a1.get(), nullptr);
+      cuda::glu_quant(dg.as<float>(), 2 * n_ff, 1, n_ff, gelu, type, a2.get(), nullptr);
+      expect_same(type, a2, a1, n_ff, gelu ? "glu gelu" : "glu silu");
+    }
 }
 
 // q/k/v of n tokens through per-head norms and rope; K/V land in the f16 cache at their slots.

@@ -20,14 +20,20 @@ int attention_splits(int n, int n_head_kv, int sm_count) {
   return std::clamp(want, 1, 64);
 }
 
-// Decode can run the fused activation stages (cuda_kernels.h: norm_quant, glu_quant) when
-// every product they feed takes Q8_0 activation blocks and q|k|v and gate|up are stacked.
+// Decode can run the fused activation stages (cuda_kernels.h: norm_quant, glu_quant) when the
+// parts of q|k|v and of gate|up each take one activation form (stacked, or of types whose
+// forms agree): each stage writes its consumer's form.
 bool fused_decode_for(const WeightsLayout& W) {
+  auto one_form = [](std::initializer_list<const DevMatrix*> parts, const DevMatrix& stacked) {
+    if (stacked.q) return true;
+    for (const DevMatrix* m : parts)
+      if (act_form(m->type) != act_form((*parts.begin())->type)) return false;
+    return true;
+  };
   for (const DevLayer& L : W.layers)
-    if (!L.qkv.q || !L.gate_up.q || !q8_input(L.qkv.type) || !q8_input(L.gate_up.type) ||
-        !q8_input(L.down.type))
+    if (!one_form({&L.wq, &L.wk, &L.wv}, L.qkv) || !one_form({&L.gate, &L.up}, L.gate_up))
       return false;
-  return q8_input(W.output.type);
+  return true;
 }
 
 void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
@@ -57,12 +63,28 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
     }
   };
 
+  // Fused: y = act . W^T for each part of a group that takes act as it is.
+  auto product_of_act = [&](std::initializer_list<const DevMatrix*> parts,
+                            const DevMatrix& stacked, float* y, int64_t ldy) {
+    if (stacked.q) {
+      matmul(stacked, act, 1, y, ldy, cs);
+      return;
+    }
+    int64_t at = 0;
+    for (const DevMatrix* m : parts) {
+      matmul(*m, act, 1, y + at, ldy, cs);
+      at += m->rows;
+    }
+  };
+
   embed(W.token_embd, tokens, n, hp.embd_scale, x, cs);
-  if (fuse) norm_quant(nullptr, nullptr, x, W.layers.front().attn_norm, 1, E, hp.rms_eps, act, cs);
+  if (fuse)
+    norm_quant(nullptr, nullptr, x, W.layers.front().attn_norm, 1, E, hp.rms_eps,
+               W.layers.front().wq.type, act, cs);
   for (int il = 0; il < hp.n_layer; ++il) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (fuse) {
-      matmul(L.qkv, act, 1, b.qkv, b.qkv_w, cs);
+      product_of_act({&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
     } else {
       rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
       product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
@@ -72,16 +94,17 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
       matmul(L.wo, act, 1, proj, E, cs);
     else
       product(b.attn, b.attn_w, {&L.wo}, DevMatrix{}, proj, E);
-    if (fuse) {  // the residual add, the FFN norm and the activation blocks in one kernel
+    if (fuse) {  // the residual add, the FFN norm and the product's input in one kernel
       norm_quant(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, x, L.ffn_norm, 1, E,
-                 hp.rms_eps, act, cs);
-      matmul(L.gate_up, act, 1, b.gu, 2 * F, cs);
-      glu_quant(b.gu, 2 * F, 1, F, hp.gelu_ffn, act, cs);
+                 hp.rms_eps, L.gate.type, act, cs);
+      product_of_act({&L.gate, &L.up}, L.gate_up, b.gu, 2 * F);
+      glu_quant(b.gu, 2 * F, 1, F, hp.gelu_ffn, L.down.type, act, cs);
       matmul(L.down, act, 1, proj, E, cs);
       const bool last = il + 1 == hp.n_layer;
       norm_quant(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, x,
                  last ? W.output_norm : W.layers[static_cast<size_t>(il) + 1].attn_norm, 1, E,
-                 hp.rms_eps, act, cs);
+                 hp.rms_eps,
+                 last ? W.output.type : W.layers[static_cast<size_t>(il) + 1].wq.type, act, cs);
       continue;
     }
     add_normed(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, n, E, hp.rms_eps, x, cs);
@@ -94,7 +117,7 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
   }
   if (n_out <= 0) return;
   const int first = n - n_out;
-  if (!fuse) {  // fused: the last layer's norm_quant left the output norm's blocks in act
+  if (!fuse) {  // fused: the last layer's norm_quant left the output norm's input in act
     rms_norm(x + first * E, E, W.output_norm, n_out, E, hp.rms_eps, xn, E, cs);
     convert_act(W.output.type, xn, n_out, E, E, act, cs);
   }

@@ -323,20 +323,26 @@ void bounded_insert(const float* qkv, int64_t ld, int n, int n_head, int n_head_
 // f16-rounded GELU-tanh (ops/activation.h); else SiLU.
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out, cudaStream_t s);
 
-// Decode's fused activation stages, for products whose input form is Q8_0 blocks (Q8_0/Q4_0
-// weights); `out` as convert_act writes it for `rows` (n) tokens, n a multiple of 32.
+// The form convert_act gives one token's activations (up to kVerifyTokens) for a product on
+// weights of `type`: Q8_0 blocks (Q8_0, Q4_0), f16 (F16), bf16 (BF16), else f32 (F32, the
+// file's blocks).
+enum class ActForm : int { q8 = 0, f16 = 1, bf16 = 2, f32 = 3 };
+ActForm act_form(GgmlType type);
+
+// Decode's fused activation stages: `out` as convert_act writes it for a product on weights of
+// `type` (act_form) for `rows` (n) tokens; Q8_0 blocks need n a multiple of 32.
 // norm_quant: with proj, first resid[r] += (post_w ? rms_norm(proj[r]) * post_w : proj[r])
-//   (add_normed), then out = the Q8_0 blocks of rms_norm(resid[r]) * norm_w (rms_norm, then
+//   (add_normed), then out = rms_norm(resid[r]) * norm_w in that form (rms_norm, then
 //   convert_act), in one kernel and with their arithmetic. proj and resid: [rows][n].
 void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
-                int64_t rows, int64_t n, float eps, void* out, cudaStream_t s);
-// glu_quant: out = the Q8_0 blocks of glu(gu) (glu, then convert_act); n_ff a multiple of 32.
-void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void* out,
-               cudaStream_t s);
-// CHANNEL_CUDA_FUSE=0|1 (read once; a bad value is a one-line error): decode (one token, all
-// products on Q8_0/Q4_0 weights with q|k|v and gate|up stacked) runs norm_quant and glu_quant
+                int64_t rows, int64_t n, float eps, GgmlType type, void* out, cudaStream_t s);
+// glu_quant: out = glu(gu) in that form (glu, then convert_act).
+void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, GgmlType type,
+               void* out, cudaStream_t s);
+// CHANNEL_CUDA_FUSE=0|1 (read once; a bad value is a one-line error): decode (one token, the
+// parts of q|k|v and of gate|up each taking one activation form) runs norm_quant and glu_quant
 // instead of add_normed, rms_norm, glu and convert_act, and attention writes W_o's Q8_0 input
-// itself (AttnArgs::out_q8). set_fused_decode overrides it.
+// itself (AttnArgs::out_q8) where W_o takes Q8_0 blocks. set_fused_decode overrides it.
 bool fused_decode();
 void set_fused_decode(bool on);
 // CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream

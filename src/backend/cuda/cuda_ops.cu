@@ -107,6 +107,22 @@ constexpr int64_t kMaxRow = 8 * kRowThreads;
       launch_k(kernel<8>, grid, kRowThreads, 0, s, __VA_ARGS__);                            \
   } while (0)
 
+// kernel<kPer, extra> for the row length n, as CHANNEL_LAUNCH_ROW_KERNEL.
+#define CHANNEL_LAUNCH_ROW_KERNEL2(kernel, extra, n, grid, s, ...)                           \
+  do {                                                                                      \
+    if ((n) > kMaxRow) /* check_model_supported refuses such models first */               \
+      fail(cudaErrorInvalidValue, "a row longer than the row kernels take");                \
+    const int64_t per_ = ((n) + kRowThreads - 1) / kRowThreads;                              \
+    if (per_ <= 1)                                                                          \
+      launch_k(kernel<1, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
+    else if (per_ <= 2)                                                                     \
+      launch_k(kernel<2, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
+    else if (per_ <= 4)                                                                     \
+      launch_k(kernel<4, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
+    else                                                                                    \
+      launch_k(kernel<8, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
+  } while (0)
+
 // Rotates the head in v (shared or global) of token t at pos, threads over pairs.
 __device__ __forceinline__ void rope_head(const RopeDev& p, int t, int32_t pos, float* v) {
   for (int i = threadIdx.x; i < p.n_rot / 2; i += blockDim.x)
@@ -309,12 +325,26 @@ __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu,
 // ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
 
 
-// A block per row of n (a multiple of 32) with kRowThreads threads, as add_normed_kernel and
-// rms_norm_kernel, whose expressions it repeats: thread k owns elements k, k + kRowThreads, ...
-template <int kPer>
+// Value v of element i in an activation form (convert_act's rounding); Q8_0 blocks need the
+// whole warp, 32 consecutive elements, and d after the quants.
+template <int F>
+__device__ __forceinline__ void act_store(float v, int64_t i, void* out, float* d) {
+  if constexpr (F == static_cast<int>(ActForm::q8))
+    quant_store(v, i, static_cast<int8_t*>(out), d);
+  else if constexpr (F == static_cast<int>(ActForm::f16))
+    static_cast<__half*>(out)[i] = __float2half_rn(v);
+  else if constexpr (F == static_cast<int>(ActForm::bf16))
+    static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(out)[i] = v;
+}
+
+// A block per row of n with kRowThreads threads, as add_normed_kernel and rms_norm_kernel,
+// whose expressions it repeats: thread k owns elements k, k + kRowThreads, ...
+template <int kPer, int F>
 __global__ void __launch_bounds__(kRowThreads)
     norm_quant_kernel(const float* proj, const float* post_w, float* resid, const float* norm_w,
-                      int64_t n, float eps, int8_t* q, float* d) {
+                      int64_t n, float eps, void* out, float* d) {
   pdl_wait();
   __shared__ float red[32];
   float* rr = resid + blockIdx.x * n;
@@ -341,18 +371,19 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kRowThreads;
-    if (i < n) quant_store((r[k] * scale) * nw[k], blockIdx.x * n + i, q, d);
+    if (i < n) act_store<F>((r[k] * scale) * nw[k], blockIdx.x * n + i, out, d);
   }
 }
 
-__global__ void glu_quant_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, int8_t* q,
+template <int F>
+__global__ void glu_quant_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, void* out,
                                  float* d) {
   pdl_wait();
   const int64_t t = blockIdx.y;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = gu[t * ld + i], u = gu[t * ld + n_ff + i];
-    quant_store(gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u, t * n_ff + i, q, d);
+    act_store<F>(gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u, t * n_ff + i, out, d);
   }
 }
 
@@ -496,20 +527,63 @@ void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out
   check_launch("glu");
 }
 
+ActForm act_form(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      return ActForm::q8;
+    case GgmlType::F16:
+      return ActForm::f16;
+    case GgmlType::BF16:
+      return ActForm::bf16;
+    default:
+      return ActForm::f32;
+  }
+}
+
 void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
-                int64_t rows, int64_t n, float eps, void* out, cudaStream_t s) {
-  int8_t* q = static_cast<int8_t*>(out);
-  CHANNEL_LAUNCH_ROW_KERNEL(norm_quant_kernel, n, static_cast<unsigned>(rows), s, proj, post_w,
-                            resid, norm_w, n, eps, q, reinterpret_cast<float*>(q + rows * n));
+                int64_t rows, int64_t n, float eps, GgmlType type, void* out, cudaStream_t s) {
+  float* d = reinterpret_cast<float*>(static_cast<int8_t*>(out) + rows * n);  // Q8_0's scales
+  const auto grid = static_cast<unsigned>(rows);
+  switch (act_form(type)) {
+    case ActForm::q8:
+      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 0, n, grid, s, proj, post_w, resid, norm_w, n,
+                                 eps, out, d);
+      break;
+    case ActForm::f16:
+      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 1, n, grid, s, proj, post_w, resid, norm_w, n,
+                                 eps, out, d);
+      break;
+    case ActForm::bf16:
+      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 2, n, grid, s, proj, post_w, resid, norm_w, n,
+                                 eps, out, d);
+      break;
+    case ActForm::f32:
+      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 3, n, grid, s, proj, post_w, resid, norm_w, n,
+                                 eps, out, d);
+      break;
+  }
   check_launch("norm_quant");
 }
 
-void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, void* out,
-               cudaStream_t s) {
-  int8_t* q = static_cast<int8_t*>(out);
-  const unsigned gx = grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64;
-  launch_k(glu_quant_kernel, dim3(gx, static_cast<unsigned>(n)), 256, 0, s,
-      gu, ld, n_ff, gelu, q, reinterpret_cast<float*>(q + n * n_ff));
+void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, GgmlType type,
+               void* out, cudaStream_t s) {
+  float* d = reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * n_ff);  // Q8_0's scales
+  const dim3 grid(grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64, static_cast<unsigned>(n));
+  switch (act_form(type)) {
+    case ActForm::q8:
+      launch_k(glu_quant_kernel<0>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
+      break;
+    case ActForm::f16:
+      launch_k(glu_quant_kernel<1>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
+      break;
+    case ActForm::bf16:
+      launch_k(glu_quant_kernel<2>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
+      break;
+    case ActForm::f32:
+      launch_k(glu_quant_kernel<3>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
+      break;
+  }
   check_launch("glu_quant");
 }
 
