@@ -437,8 +437,7 @@ TEST(CudaOps, FusedNormAndGluQuantMatchTheSequence) {
         cuda::DeviceBuffer a1(cuda::act_bytes(type, 1, n), "act");
         cuda::DeviceBuffer a2(cuda::act_bytes(type, 1, n), "act");
         if (p) cuda::add_normed(p, post, 1, n, 1e-6f, r1.as<float>(), nullptr);
-        cuda::rms_norm(r1.as<float>(), n, dnw.as<float>(), 1, n, 1e-6f, xn.as<float>(), n,
-                       nullptr);
+        cuda::rms_norm(r1.as<float>(), n, dnw.as<float>(), 1, n, 1e-6f, xn.as<float>(), n, nullptr);
         cuda::convert_act(type, xn.as<float>(), 1, n, n, a1.get(), nullptr);
         cuda::norm_quant(p, post, r2.as<float>(), dnw.as<float>(), 1, n, 1e-6f, type, a2.get(),
                          nullptr);

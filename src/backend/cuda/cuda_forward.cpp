@@ -64,8 +64,8 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
   };
 
   // Fused: y = act . W^T for each part of a group that takes act as it is.
-  auto product_of_act = [&](std::initializer_list<const DevMatrix*> parts,
-                            const DevMatrix& stacked, float* y, int64_t ldy) {
+  auto product_of_act = [&](std::initializer_list<const DevMatrix*> parts, const DevMatrix& stacked,
+                            float* y, int64_t ldy) {
     if (stacked.q) {
       matmul(stacked, act, 1, y, ldy, cs);
       return;
@@ -103,8 +103,8 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
       const bool last = il + 1 == hp.n_layer;
       norm_quant(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, x,
                  last ? W.output_norm : W.layers[static_cast<size_t>(il) + 1].attn_norm, 1, E,
-                 hp.rms_eps,
-                 last ? W.output.type : W.layers[static_cast<size_t>(il) + 1].wq.type, act, cs);
+                 hp.rms_eps, last ? W.output.type : W.layers[static_cast<size_t>(il) + 1].wq.type,
+                 act, cs);
       continue;
     }
     add_normed(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, n, E, hp.rms_eps, x, cs);

@@ -108,19 +108,19 @@ constexpr int64_t kMaxRow = 8 * kRowThreads;
   } while (0)
 
 // kernel<kPer, extra> for the row length n, as CHANNEL_LAUNCH_ROW_KERNEL.
-#define CHANNEL_LAUNCH_ROW_KERNEL2(kernel, extra, n, grid, s, ...)                           \
-  do {                                                                                      \
-    if ((n) > kMaxRow) /* check_model_supported refuses such models first */               \
-      fail(cudaErrorInvalidValue, "a row longer than the row kernels take");                \
-    const int64_t per_ = ((n) + kRowThreads - 1) / kRowThreads;                              \
-    if (per_ <= 1)                                                                          \
-      launch_k(kernel<1, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
-    else if (per_ <= 2)                                                                     \
-      launch_k(kernel<2, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
-    else if (per_ <= 4)                                                                     \
-      launch_k(kernel<4, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
-    else                                                                                    \
-      launch_k(kernel<8, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);                     \
+#define CHANNEL_LAUNCH_ROW_KERNEL2(kernel, extra, n, grid, s, ...)           \
+  do {                                                                       \
+    if ((n) > kMaxRow) /* check_model_supported refuses such models first */ \
+      fail(cudaErrorInvalidValue, "a row longer than the row kernels take"); \
+    const int64_t per_ = ((n) + kRowThreads - 1) / kRowThreads;              \
+    if (per_ <= 1)                                                           \
+      launch_k(kernel<1, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);      \
+    else if (per_ <= 2)                                                      \
+      launch_k(kernel<2, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);      \
+    else if (per_ <= 4)                                                      \
+      launch_k(kernel<4, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);      \
+    else                                                                     \
+      launch_k(kernel<8, extra>, grid, kRowThreads, 0, s, __VA_ARGS__);      \
   } while (0)
 
 // Rotates the head in v (shared or global) of token t at pos, threads over pairs.
@@ -323,7 +323,6 @@ __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu,
 }
 
 // ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
-
 
 // Value v of element i in an activation form (convert_act's rounding); Q8_0 blocks need the
 // whole warp, 32 consecutive elements, and d after the quants.
