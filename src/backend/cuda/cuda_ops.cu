@@ -6,6 +6,7 @@
 // ops/attention.h, ops/activation.h.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
@@ -540,28 +541,35 @@ ActForm act_form(GgmlType type) {
   }
 }
 
+namespace {
+
+// fn(std::integral_constant<int, F>) for the form f: the kernels take their form as a
+// template argument.
+template <typename Fn>
+void with_form(ActForm f, Fn&& fn) {
+  switch (f) {
+    case ActForm::q8:
+      return fn(std::integral_constant<int, 0>{});
+    case ActForm::f16:
+      return fn(std::integral_constant<int, 1>{});
+    case ActForm::bf16:
+      return fn(std::integral_constant<int, 2>{});
+    case ActForm::f32:
+      return fn(std::integral_constant<int, 3>{});
+  }
+}
+
+}  // namespace
+
 void norm_quant(const float* proj, const float* post_w, float* resid, const float* norm_w,
                 int64_t rows, int64_t n, float eps, GgmlType type, void* out, cudaStream_t s) {
   float* d = reinterpret_cast<float*>(static_cast<int8_t*>(out) + rows * n);  // Q8_0's scales
   const auto grid = static_cast<unsigned>(rows);
-  switch (act_form(type)) {
-    case ActForm::q8:
-      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 0, n, grid, s, proj, post_w, resid, norm_w, n,
-                                 eps, out, d);
-      break;
-    case ActForm::f16:
-      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 1, n, grid, s, proj, post_w, resid, norm_w, n,
-                                 eps, out, d);
-      break;
-    case ActForm::bf16:
-      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 2, n, grid, s, proj, post_w, resid, norm_w, n,
-                                 eps, out, d);
-      break;
-    case ActForm::f32:
-      CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, 3, n, grid, s, proj, post_w, resid, norm_w, n,
-                                 eps, out, d);
-      break;
-  }
+  with_form(act_form(type), [&](auto form) {
+    constexpr int F = decltype(form)::value;
+    CHANNEL_LAUNCH_ROW_KERNEL2(norm_quant_kernel, F, n, grid, s, proj, post_w, resid, norm_w, n,
+                               eps, out, d);
+  });
   check_launch("norm_quant");
 }
 
@@ -569,20 +577,9 @@ void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, Ggml
                void* out, cudaStream_t s) {
   float* d = reinterpret_cast<float*>(static_cast<int8_t*>(out) + n * n_ff);  // Q8_0's scales
   const dim3 grid(grid_for(n_ff, 256) < 64 ? grid_for(n_ff, 256) : 64, static_cast<unsigned>(n));
-  switch (act_form(type)) {
-    case ActForm::q8:
-      launch_k(glu_quant_kernel<0>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
-      break;
-    case ActForm::f16:
-      launch_k(glu_quant_kernel<1>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
-      break;
-    case ActForm::bf16:
-      launch_k(glu_quant_kernel<2>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
-      break;
-    case ActForm::f32:
-      launch_k(glu_quant_kernel<3>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
-      break;
-  }
+  with_form(act_form(type), [&](auto form) {
+    launch_k(glu_quant_kernel<decltype(form)::value>, grid, 256, 0, s, gu, ld, n_ff, gelu, out, d);
+  });
   check_launch("glu_quant");
 }
 

@@ -231,23 +231,21 @@ __device__ void write_episode_pieces(const __half* src_plane, T* base, int64_t c
   const int total = heads * units;
   for (int i0 = threadIdx.x; i0 < total; i0 += kEpisodeBatch * blockDim.x) {
     uint4 a[kEpisodeBatch], b[kEpisodeBatch];
+    int at_k[kEpisodeBatch], at2_k[kEpisodeBatch];
+    const int count = min(kEpisodeBatch, (total - i0 + blockDim.x - 1) / blockDim.x);
 #pragma unroll
     for (int k = 0; k < kEpisodeBatch; ++k) {
-      const int idx = i0 + k * blockDim.x;
-      if (idx >= total) break;
-      int at, at2;
-      offsets(idx, &at, &at2);
-      const __half* x = row_in(idx / units);
-      a[k] = *reinterpret_cast<const uint4*>(x + at);
-      if (at2 >= 0) b[k] = *reinterpret_cast<const uint4*>(x + at2);
+      if (k >= count) break;
+      offsets(i0 + k * blockDim.x, &at_k[k], &at2_k[k]);
+      const __half* x = row_in((i0 + k * blockDim.x) / units);
+      a[k] = *reinterpret_cast<const uint4*>(x + at_k[k]);
+      if (at2_k[k] >= 0) b[k] = *reinterpret_cast<const uint4*>(x + at2_k[k]);
     }
 #pragma unroll
     for (int k = 0; k < kEpisodeBatch; ++k) {
-      const int idx = i0 + k * blockDim.x;
-      if (idx >= total) break;
-      int at, at2;
-      offsets(idx, &at, &at2);
-      T* out = row_out(idx / units);
+      if (k >= count) break;
+      const int at = at_k[k], at2 = at2_k[k];
+      T* out = row_out((i0 + k * blockDim.x) / units);
       auto* ha = reinterpret_cast<__half*>(&a[k]);
       if (at2 >= 0) {  // NEOX: pairs (at + i, at + half + i)
         auto* hb = reinterpret_cast<__half*>(&b[k]);
