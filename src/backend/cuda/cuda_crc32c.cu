@@ -149,9 +149,9 @@ void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_
   check(cudaFuncSetAttribute(crc32c_planes_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kCrcTableBytes)),
         "crc32c_planes tables");
-  launch_k(crc32c_planes_kernel, dim3(static_cast<unsigned>(n_planes)), kCrcThreads,
-           kCrcTableBytes, s, static_cast<const uint8_t*>(data), plane_bytes, chunks, chunk_bytes,
-           wide, levels, out);
+  launch_k(crc32c_planes_kernel, dim3(static_cast<unsigned>(n_planes)), kCrcThreads, kCrcTableBytes,
+           s, static_cast<const uint8_t*>(data), plane_bytes, chunks, chunk_bytes, wide, levels,
+           out);
   check_launch("crc32c_planes");
 }
 

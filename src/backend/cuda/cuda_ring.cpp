@@ -87,8 +87,8 @@ class CudaRing final : public RingCompute {
   RingComputeShape shape_;
   bool graphs_;
   Stream stream_;
-  Stream check_stream_;     // a stored recall's checksums, beside its keys being turned
-  Event copied_, checked_;  // ... after the copy, and before the recall returns
+  Stream check_stream_;            // a stored recall's checksums, beside its keys being turned
+  Event copied_, checked_;         // ... after the copy, and before the recall returns
   bool stored_unsettled_ = false;  // a stored recall left before its wait (threw)
   int B_ = 0;
   int64_t q_dim_ = 0, kv_dim_ = 0, qkv_w_ = 0, attn_w_ = 0;

@@ -187,11 +187,11 @@ __device__ __forceinline__ void turn_pair(__half& xa, __half& xb, float2 c) {
   xb = __float2half_rn(__fadd_rn(__fmul_rn(a, c.y), __fmul_rn(b, c.x)));
 }
 
-// In 16-byte pieces of the f16 rows (stored as they are, or widened for an f32 arena): a row of a plane is `units` units, a unit one
-// piece (as stored, or four adjacent pairs turned: NORMAL) or, NEOX, two pieces half a
-// rotation apart whose eight pairs are turned together. A thread loads its next kEpisodeBatch
-// units before it turns and stores them: one wait for memory instead of one a unit (the
-// element-wise loop took ~38 us for a 12.6 MB episode, latency-bound).
+// In 16-byte pieces of the f16 rows (stored as they are, or widened for an f32 arena): a row of a
+// plane is `units` units, a unit one piece (as stored, or four adjacent pairs turned: NORMAL) or,
+// NEOX, two pieces half a rotation apart whose eight pairs are turned together. A thread loads its
+// next kEpisodeBatch units before it turns and stores them: one wait for memory instead of one a
+// unit (the element-wise loop took ~38 us for a 12.6 MB episode, latency-bound).
 constexpr int kEpisodeBatch = 4;
 template <typename T>
 __device__ __forceinline__ void put8(T* out, const uint4& v) {  // 8 halves, 16-byte aligned
@@ -207,10 +207,9 @@ __device__ __forceinline__ void put8(T* out, const uint4& v) {  // 8 halves, 16-
 }
 
 template <typename T>
-__device__ void write_episode_pieces(const __half* src_plane, T* base, int64_t cap,
-                                     int64_t first, int t0, int heads, int n_head_kv,
-                                     int head_dim, bool turn, const RingRope& rope,
-                                     const float2* cs) {
+__device__ void write_episode_pieces(const __half* src_plane, T* base, int64_t cap, int64_t first,
+                                     int t0, int heads, int n_head_kv, int head_dim, bool turn,
+                                     const RingRope& rope, const float2* cs) {
   const int width = n_head_kv * head_dim, half = rope.n_rot / 2;
   // Units of a row: turned NEOX pairs of pieces, then pieces as stored (or turned in place).
   const int pair_units = turn && rope.neox ? rope.n_rot / 16 : 0;
@@ -225,8 +224,8 @@ __device__ void write_episode_pieces(const __half* src_plane, T* base, int64_t c
            (th % n_head_kv) * head_dim;
   };
   auto row_out = [&](int th) {
-    return base + (static_cast<int64_t>(th % n_head_kv) * cap + first + t0 + th / n_head_kv) *
-                      head_dim;
+    return base +
+           (static_cast<int64_t>(th % n_head_kv) * cap + first + t0 + th / n_head_kv) * head_dim;
   };
   const int total = heads * units;
   for (int i0 = threadIdx.x; i0 < total; i0 += kEpisodeBatch * blockDim.x) {
