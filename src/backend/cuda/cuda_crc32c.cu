@@ -155,4 +155,12 @@ void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_
   check_launch("crc32c_planes");
 }
 
+bool crc32c_planes_fit() {
+  int dev = 0, optin = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+        "shared memory per block");
+  return static_cast<size_t>(optin) >= kCrcTableBytes + sizeof(uint32_t) * (kCrcThreads / 32);
+}
+
 }  // namespace channel::cuda

@@ -287,6 +287,9 @@ void write_episode_f16(const uint16_t* rows, int first_plane, int n_planes, int 
 // unified), which saves a copy back.
 void crc32c_planes(const void* data, int n_planes, uint64_t plane_bytes, uint32_t* out,
                    cudaStream_t s);
+// Whether the current device gives a block the shared memory crc32c_planes keeps its tables
+// in (a copy a lane: 128 KiB, which Hopper has; Ampere's consumer parts do not).
+bool crc32c_planes_fit();
 
 // ---- the bounded swa_sink_v1 layers (cuda_bounded.cu; bounded/bounded_attention_core.h) -----
 // Per-head RMSNorm in place of q (qn) and k (kn) heads of qkv [n][ld] = q | k | v (either may

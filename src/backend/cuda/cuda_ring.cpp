@@ -90,6 +90,8 @@ class CudaRing final : public RingCompute {
   Stream check_stream_;            // a stored recall's checksums, beside its keys being turned
   Event copied_, checked_;         // ... after the copy, and before the recall returns
   bool stored_unsettled_ = false;  // a stored recall left before its wait (threw)
+  // The device holds crc32c_planes' tables; else stored recalls take the staged path.
+  bool checks_on_device_ = crc32c_planes_fit();
   int B_ = 0;
   int64_t q_dim_ = 0, kv_dim_ = 0, qkv_w_ = 0, attn_w_ = 0;
   bool kv_f32_ = false;
@@ -325,7 +327,7 @@ void CudaRing::write_recall_f16(std::span<const int> layers, uint32_t slot, uint
 }
 
 bool CudaRing::takes_stored(const StoredKvF16& source) {
-  return source.bytes() > 0 &&
+  return source.bytes() > 0 && checks_on_device_ &&
          pins_.cover(source.planes, source.bytes(), source.region, source.region_bytes);
 }
 
