@@ -391,7 +391,7 @@ bool EpisodicStore::with_stored_kv(uint64_t id,
     bool read = false;
     std::optional<std::string> problem;
     EpisodeHeader entry;
-    uint32_t stored_crc = 0, head_shifted = 0, plane_shift = 0;
+    uint32_t stored_crc = 0, head_shifted = 0;
   } head_check;
   src.prepare = [&] {
     if (head_check.read) return;
@@ -408,7 +408,6 @@ bool EpisodicStore::with_stored_kv(uint64_t id,
       head_check.stored_crc = bh.crc;
       head_check.head_shifted = crc32c_mul(record_checksum_head(L, entry.data(), head.data()),
                                            crc32c_shift(L.kv_bytes(now.token_count)));
-      head_check.plane_shift = crc32c_shift(plane_bytes);
     }
     head_check.entry = now;
     head_check.read = true;
@@ -420,9 +419,7 @@ bool EpisodicStore::with_stored_kv(uint64_t id,
     src.prepare();
     auto problem = head_check.problem;
     if (!problem) {
-      uint32_t kv = 0;  // crc32c_join with the shift computed ahead
-      for (const uint32_t part : plane_crc) kv = crc32c_mul(kv, head_check.plane_shift) ^ part;
-      const uint32_t crc = head_check.head_shifted ^ kv;
+      const uint32_t crc = head_check.head_shifted ^ crc32c_join(plane_crc, plane_bytes);
       if (crc != head_check.stored_crc)
         problem = checksum_problem(head_check.entry, slot, boff, head_check.stored_crc, crc);
     }
