@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kCrcThreads)
   extern __shared__ uint32_t tables[];  // kCrcTableBytes
   __shared__ uint32_t warp_part[kCrcThreads / 32];
   const int t = threadIdx.x, lane = t % 32;
-  // The tables do not depend on the data: built while the copy before drains (PDL).
+  // The tables do not depend on the data: built before waiting on the grid before (PDL).
   for (int e = t; e < 4 * 256; e += blockDim.x) {
     const int which = e / 256;
     uint32_t c = crc_byte_step(static_cast<uint32_t>(e % 256));  // table[0][i]
