@@ -6,7 +6,7 @@
 # runs `channel bench --device cuda` and `llama-bench -ngl 99` (flash attention off and on,
 # the better counts) and prints one table with both engines' numbers and the ratios.
 #
-#   LLAMA_SRC=path [CHANNEL_BIN=build-cuda/channel] [OUT=dir] [MODELS="12b:q8_0 1b:q8_0 ..."]
+#   LLAMA_SRC=path [CHANNEL_BIN=build-cuda/channel] [CMAKE_ARGS=...] [OUT=dir] [MODELS="12b:q8_0 1b:q8_0 ..."]
 #   [REPS=3] [DEPTH=16384] [BUDGET_S=seconds: no new model after 60 % of it, no new llama.cpp
 #   run after it] bash bench/cuda_h200.sh
 # Results accumulate in OUT/results.jsonl as they come; OUT/table.md is made from them.
@@ -53,9 +53,12 @@ llama_ready() {
 # --- Channel ----------------------------------------------------------------------------------
 ch=${CHANNEL_BIN:-}
 if [[ -z "$ch" ]]; then
+  # CMAKE_ARGS: extra configure arguments, as scripts/test-cuda.sh takes them (a machine whose
+  # libraries sit outside the default prefix).
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DCHANNEL_BUILD_TESTS=OFF -DCHANNEL_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-cuda -j4 --target channel
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCHANNEL_BUILD_TESTS=OFF -DCHANNEL_BUILD_BENCH=OFF \
+    ${CMAKE_ARGS:-} >/dev/null
+  cmake --build build-cuda -j"$jobs" --target channel
   ch=build-cuda/channel
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt" || true
