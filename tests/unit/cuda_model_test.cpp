@@ -236,16 +236,13 @@ TEST(CudaModelBounded, MatchesCpuAcrossWindowsAndTruncations) {
   }
 }
 
-// Every matvec variant, with and without decode's fused activation stages (the GLU in the
-// gate|up product or not) and programmatic dependent launch (cuda_kernels.h), gives the decode
-// of v0 unfused up to summation order; the GLU in the product gives the bits of the product and
-// glu_quant.
+// Every matvec variant, with and without decode's fused activation stages and programmatic
+// dependent launch (cuda_kernels.h), gives the decode of v0 unfused up to summation order.
 TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
   CHANNEL_REQUIRE_CUDA();
   const int saved_variant = cuda::matvec_variant();
   const bool saved_fuse = cuda::fused_decode();
   const bool saved_pdl = cuda::pdl_enabled();
-  const bool saved_glu = cuda::fused_glu();
   for (const ModelCase c : {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::Q4_0},
                             ModelCase{Arch::gemma3, GgmlType::F16}, ModelCase{Arch::qwen3, GgmlType::BF16}}) {
     auto model = random_model(c.arch, c.type);
@@ -268,13 +265,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
       return out;
     };
     const std::vector<float> want = run(0, false, false);
-    // The GLU in the gate|up product (v6 streams the rows in its order) gives the bits of the
-    // product, then glu_quant.
-    cuda::set_fused_glu(false);
-    const std::vector<float> unfused_glu = run(6, true, true);
-    cuda::set_fused_glu(true);
-    EXPECT_EQ(run(6, true, true), unfused_glu) << ggml_type_name(static_cast<uint32_t>(c.type));
-    EXPECT_EQ(run(6, true, false), unfused_glu) << ggml_type_name(static_cast<uint32_t>(c.type));
     for (int v = 0; v < cuda::kMatvecVariants; ++v)
       for (int mode = 0; mode < 4; ++mode) {
         const bool fuse = mode & 1, pdl = mode & 2;
@@ -288,34 +278,29 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
   cuda::set_matvec_variant(saved_variant);
   cuda::set_fused_decode(saved_fuse);
   cuda::set_pdl(saved_pdl);
-  cuda::set_fused_glu(saved_glu);
 }
 
 // The decode kernel spec (channel bench --cuda-decode) sets each choice; a bad one is an error
 // naming what it expected. No device needed: the choices are process settings.
 TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
-  const bool saved[] = {cuda::fused_decode(), cuda::fused_glu(), cuda::pdl_enabled(),
-                        cuda::one_kernel_attention()};
-  cuda::set_decode_kernels("v6gpf");
+  const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention()};
+  cuda::set_decode_kernels("v6pf");
   EXPECT_EQ(cuda::matvec_variant(), 6);
   EXPECT_TRUE(cuda::fused_decode());
-  EXPECT_TRUE(cuda::fused_glu());
   EXPECT_TRUE(cuda::pdl_enabled());
   EXPECT_FALSE(cuda::one_kernel_attention());
   cuda::set_decode_kernels("v0a");
   EXPECT_EQ(cuda::matvec_variant(), 0);
   EXPECT_FALSE(cuda::fused_decode());
-  EXPECT_FALSE(cuda::fused_glu());
   EXPECT_FALSE(cuda::pdl_enabled());
   EXPECT_TRUE(cuda::one_kernel_attention());
   for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   cuda::set_matvec_variant(saved_variant);
   cuda::set_fused_decode(saved[0]);
-  cuda::set_fused_glu(saved[1]);
-  cuda::set_pdl(saved[2]);
-  cuda::set_one_kernel_attention(saved[3]);
+  cuda::set_pdl(saved[1]);
+  cuda::set_one_kernel_attention(saved[2]);
 }
 
 // ---- llama.cpp's goldens ----------------------------------------------------------------------

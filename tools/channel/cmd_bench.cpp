@@ -311,8 +311,8 @@ const CommandRegistrar registrar{
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
       sub.add_option("--cuda-decode", args->cuda_decode,
                      "CUDA: also run tg once per decode kernel choice (v0..v7, then any of f = "
-                     "fused, g = GLU in the gate|up product, p = PDL, a = one-kernel attention), "
-                     "e.g. v6fp,v6fgp; one JSON line each before the summary");
+                     "fused, p = PDL, a = one-kernel attention), e.g. v6fp,v6fpa; one JSON line "
+                     "each before the summary");
       return [args] { return run_bench(*args); };
     }};
 

@@ -97,15 +97,9 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
     if (fuse) {  // the residual add, the FFN norm and the product's input in one kernel
       norm_quant(proj, hp.has_post_norms ? L.post_attn_norm : nullptr, x, L.ffn_norm, 1, E,
                  hp.rms_eps, L.gate.type, act, cs);
-      // The GLU in the product writes down's input beside its own (into gu, idle then).
-      void* down_in = b.gu;
-      if (!matvec_glu(L.gate, L.up, act, hp.gelu_ffn, L.down.type, b.ff, b.glu_groups, b.gu,
-                      cs)) {
-        product_of_act({&L.gate, &L.up}, L.gate_up, b.gu, 2 * F);
-        glu_quant(b.gu, 2 * F, 1, F, hp.gelu_ffn, L.down.type, act, cs);
-        down_in = act;
-      }
-      matmul(L.down, down_in, 1, proj, E, cs);
+      product_of_act({&L.gate, &L.up}, L.gate_up, b.gu, 2 * F);
+      glu_quant(b.gu, 2 * F, 1, F, hp.gelu_ffn, L.down.type, act, cs);
+      matmul(L.down, act, 1, proj, E, cs);
       const bool last = il + 1 == hp.n_layer;
       norm_quant(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, x,
                  last ? W.output_norm : W.layers[static_cast<size_t>(il) + 1].attn_norm, 1, E,

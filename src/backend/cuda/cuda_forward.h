@@ -27,7 +27,6 @@ struct ForwardBufs {
   void* act = nullptr;      // the products' input form, widest row
   float* logits = nullptr;  // [n][n_vocab]
   int64_t qkv_w = 0, attn_w = 0;
-  unsigned* glu_groups = nullptr;  // [n_ff / 32] zeroed counters for matvec_glu
 };
 
 // Attention blocks per query for n queries: enough (KV head, split, token) blocks to fill

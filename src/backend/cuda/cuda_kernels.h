@@ -348,19 +348,6 @@ void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, Ggml
 // itself (AttnArgs::out_q8) where W_o takes Q8_0 blocks. set_fused_decode overrides it.
 bool fused_decode();
 void set_fused_decode(bool on);
-// Decode's gate|up product with the GLU in it: act (one token, gate's input form) . gate^T and
-// . up^T, then glu(gate, up) written to out in the form a product on weights of out_type reads
-// (glu_quant's bits). vals: [gate.rows] floats of scratch; groups: [gate.rows / 32] counters,
-// zero before and after. Returns false, enqueueing nothing, where these weights have no such
-// kernel (types other than Q8_0/Q4_0/F16/BF16, gate and up of different types) or fused_glu()
-// is off: the caller then runs the product and glu_quant.
-inline size_t glu_groups_bytes(int64_t n_ff) { return static_cast<size_t>(n_ff / 32 + 1) * 4; }
-bool matvec_glu(const DevMatrix& gate, const DevMatrix& up, const void* act, bool gelu,
-                GgmlType out_type, float* vals, unsigned* groups, void* out, cudaStream_t s);
-// CHANNEL_CUDA_GLU=0|1 (read once): whether fused decode takes matvec_glu. set_fused_glu
-// overrides it.
-bool fused_glu();
-void set_fused_glu(bool on);
 // CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
 // serialization, lets the next grid launch and then waits for the grid before it on entry
 // (pdl_wait, cuda_common.cuh), so the next kernel's launch and prologue overlap this one; the

@@ -12,7 +12,6 @@
 
 #include <type_traits>
 
-#include "backend/cuda/cuda_act_form.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_cublas.h"
 #include "backend/cuda/cuda_device.h"
@@ -569,139 +568,6 @@ void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int
     launch_stream<K, U, kVerifyTokens>(w, act, n, y, ldy, s);
 }
 
-// Decode's gate|up product with the GLU in its epilogue (matvec_glu): matvec_stream_kernel's
-// walk over output rows p, where a warp streams gate row p and then up row p (each summed in
-// the stream kernel's order, so each has its one-token bits) and writes glu(gate, up) in the
-// down product's input form itself. An f16, bf16 or f32 input is one element; a Q8_0 block
-// needs its 32 rows, which 32 warps finish in any order: each parks its value in vals and
-// counts itself in groups[p / 32], and the warp that finishes a block last quantizes it
-// (glu_quant's arithmetic) and clears the count for the next layer.
-template <int K, int U, int F>
-__global__ void __launch_bounds__(128)
-    matvec_glu_kernel(DevMatrix gate, DevMatrix up, const void* act, bool gelu, float* vals,
-                      unsigned* groups, void* out) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * 4, rows = gate.rows;
-  int64_t p = static_cast<int64_t>(blockIdx.x) * 4 + threadIdx.x / 32;
-  const int64_t cols = gate.cols, units = units_per_row<K>(cols);
-  const int64_t chunks = (units + 32 * U - 1) / (32 * U);
-  constexpr bool kScaled = K == kQ8 || K == kQ4;
-  auto load = [&](int half, int64_t r, int64_t c, int4 (&a)[U], __half (&ws)[U]) {
-    const DevMatrix& w = half ? up : gate;
-    const int4* wr =
-        reinterpret_cast<const int4*>(static_cast<const uint8_t*>(w.q) + r * units * 16);
-    const __half* dr = kScaled ? static_cast<const __half*>(w.d) + r * (cols / kQ) : nullptr;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t idx = c * 32 * U + lane + 32 * u;
-      const bool in = idx < units;
-      a[u] = in ? load_w16<true>(wr + idx) : make_int4(0, 0, 0, 0);
-      if constexpr (kScaled)
-        ws[u] = in ? __ldg(dr + (K == kQ8 ? idx / 2 : idx)) : __float2half_rn(0.0f);
-      else
-        ws[u] = __float2half_rn(0.0f);
-    }
-  };
-  if (p < rows) {  // the first chunk heads for L2 while the grid before drains
-    const int4* wr =
-        reinterpret_cast<const int4*>(static_cast<const uint8_t*>(gate.q) + p * units * 16);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (lane + 32 * u < units) asm volatile("prefetch.global.L2 [%0];" ::"l"(wr + lane + 32 * u));
-  }
-  pdl_wait();
-  if (p >= rows) return;
-  int4 a[U];
-  __half ws[U];
-  int half = 0;
-  int64_t c = 0;
-  load(0, p, 0, a, ws);
-  float sum = 0.0f, g = 0.0f;
-  for (;;) {
-    int64_t next_p = p, next_c = c + 1;
-    int next_half = half;
-    if (next_c == chunks) {
-      next_c = 0;
-      next_half = 1 - half;
-      if (half == 1) next_p = p + warps;
-    }
-    const bool more = next_p < rows;  // the same for the whole warp
-    int4 b[U];
-    __half bs[U];
-    if (more) load(next_half, next_p, next_c, b, bs);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t idx = c * 32 * U + lane + 32 * u;
-      if (idx < units) sum += unit_dot<K>(a[u], ws[u], act, 0, cols, 1, idx);
-    }
-    if (next_c == 0) {  // gate row p or up row p is done
-      const float v = warp_sum(sum);
-      sum = 0.0f;
-      if (half == 0) {
-        g = v;
-      } else if constexpr (F == static_cast<int>(ActForm::q8)) {
-        const int64_t block = p / kQ;
-        unsigned arrived = 0;
-        if (lane == 0) {
-          vals[p] = glu_of(g, v, gelu);
-          __threadfence();  // the value is visible before the count says so
-          arrived = atomicAdd(groups + block, 1u);
-        }
-        if (__shfl_sync(0xffffffffu, arrived, 0) == kQ - 1) {  // the block's last row
-          __threadfence();
-          const int64_t i = block * kQ + lane;
-          quant_store(__ldcg(vals + i), i, static_cast<int8_t*>(out),
-                      reinterpret_cast<float*>(static_cast<int8_t*>(out) + rows));
-          if (lane == 0) groups[block] = 0;
-        }
-      } else if (lane == 0) {
-        act_store<F>(glu_of(g, v, gelu), p, out, nullptr);
-      }
-    }
-    if (!more) break;
-    p = next_p;
-    c = next_c;
-    half = next_half;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      a[u] = b[u];
-      ws[u] = bs[u];
-    }
-  }
-}
-
-template <int K, int F>
-void launch_glu(const DevMatrix& gate, const DevMatrix& up, const void* act, bool gelu,
-                float* vals, unsigned* groups, void* out, cudaStream_t s) {
-  static const int resident = [] {
-    int dev = 0, sms = 0, per_sm = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_glu_kernel<K, 2, F>, 128,
-                                                        0),
-          "occupancy");
-    return std::max(1, sms * per_sm);
-  }();
-  const int64_t blocks = std::min<int64_t>((gate.rows + 3) / 4, resident);
-  launch_k(matvec_glu_kernel<K, 2, F>, dim3(static_cast<unsigned>(blocks)), 128, 0, s, gate, up,
-           act, gelu, vals, groups, out);
-}
-
-template <int K>
-void launch_glu_form(ActForm form, const DevMatrix& gate, const DevMatrix& up, const void* act,
-                     bool gelu, float* vals, unsigned* groups, void* out, cudaStream_t s) {
-  switch (form) {
-    case ActForm::q8:
-      return launch_glu<K, 0>(gate, up, act, gelu, vals, groups, out, s);
-    case ActForm::f16:
-      return launch_glu<K, 1>(gate, up, act, gelu, vals, groups, out, s);
-    case ActForm::bf16:
-      return launch_glu<K, 2>(gate, up, act, gelu, vals, groups, out, s);
-    case ActForm::f32:
-      return launch_glu<K, 3>(gate, up, act, gelu, vals, groups, out, s);
-  }
-}
-
 // The chunk variants: {W, R, U, hint} (cuda_kernels.h).
 template <int K, int W, int R, int U, bool Hint>
 void launch_chunk(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
@@ -1043,33 +909,6 @@ void gemm_cublas(const DevMatrix& w, const void* act, int64_t n, float* y, int64
     cublas_gemm(wf, act, false, rows, w.cols, n, y + r0, ldy, s);
   }
   check(cudaEventRecord(scratch.done, s), "a prefill event");
-}
-
-bool matvec_glu(const DevMatrix& gate, const DevMatrix& up, const void* act, bool gelu,
-                GgmlType out_type, float* vals, unsigned* groups, void* out, cudaStream_t s) {
-  const ActForm form = act_form(out_type);
-  const bool stream_rows = gate.type == GgmlType::Q8_0 || gate.type == GgmlType::Q4_0 ||
-                           ((gate.type == GgmlType::F16 || gate.type == GgmlType::BF16) &&
-                            gate.cols % 8 == 0);
-  if (!fused_glu() || !stream_rows || up.type != gate.type || up.rows != gate.rows ||
-      up.cols != gate.cols || (form == ActForm::q8 && gate.rows % kQ != 0))
-    return false;
-  switch (gate.type) {
-    case GgmlType::Q8_0:
-      launch_glu_form<kQ8>(form, gate, up, act, gelu, vals, groups, out, s);
-      break;
-    case GgmlType::Q4_0:
-      launch_glu_form<kQ4>(form, gate, up, act, gelu, vals, groups, out, s);
-      break;
-    case GgmlType::F16:
-      launch_glu_form<kF16>(form, gate, up, act, gelu, vals, groups, out, s);
-      break;
-    default:
-      launch_glu_form<kBF16>(form, gate, up, act, gelu, vals, groups, out, s);
-      break;
-  }
-  check_launch("matvec_glu");
-  return true;
 }
 
 void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,

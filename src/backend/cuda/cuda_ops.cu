@@ -8,7 +8,6 @@
 #include <cmath>
 #include <type_traits>
 
-#include "backend/cuda/cuda_act_form.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_head_finish.cuh"
@@ -302,17 +301,43 @@ __global__ void attention_merge_kernel(AttnArgs a) {
 
 // ---- activations ----------------------------------------------------------------------------
 
+__device__ __forceinline__ float gelu_f16_table(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float xh = __half2float(__float2half_rn(x));
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoef = 0.044715f;
+  const float inner = __fmul_rn(__fmul_rn(kSqrt2OverPi, xh),
+                                __fadd_rn(1.0f, __fmul_rn(__fmul_rn(kCoef, xh), xh)));
+  const float g = __fmul_rn(__fmul_rn(0.5f, xh), __fadd_rn(1.0f, tanhf(inner)));
+  return __half2float(__float2half_rn(g));
+}
+
 __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu, float* out) {
   pdl_wait();
   const int64_t t = blockIdx.y;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = gu[t * ld + i], u = gu[t * ld + n_ff + i];
-    out[t * n_ff + i] = glu_of(g, u, gelu);
+    out[t * n_ff + i] = gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u;
   }
 }
 
 // ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
+
+// Value v of element i in an activation form (convert_act's rounding); Q8_0 blocks need the
+// whole warp, 32 consecutive elements, and d after the quants.
+template <int F>
+__device__ __forceinline__ void act_store(float v, int64_t i, void* out, float* d) {
+  if constexpr (F == static_cast<int>(ActForm::q8))
+    quant_store(v, i, static_cast<int8_t*>(out), d);
+  else if constexpr (F == static_cast<int>(ActForm::f16))
+    static_cast<__half*>(out)[i] = __float2half_rn(v);
+  else if constexpr (F == static_cast<int>(ActForm::bf16))
+    static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(out)[i] = v;
+}
 
 // A block per row of n with kRowThreads threads, as add_normed_kernel and rms_norm_kernel,
 // whose expressions it repeats: thread k owns elements k, k + kRowThreads, ...
@@ -358,7 +383,7 @@ __global__ void glu_quant_kernel(const float* gu, int64_t ld, int64_t n_ff, bool
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_ff;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = gu[t * ld + i], u = gu[t * ld + n_ff + i];
-    act_store<F>(glu_of(g, u, gelu), t * n_ff + i, out, d);
+    act_store<F>(gelu ? gelu_f16_table(g) * u : g / (1.0f + expf(-g)) * u, t * n_ff + i, out, d);
   }
 }
 

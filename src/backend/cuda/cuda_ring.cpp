@@ -112,7 +112,6 @@ class CudaRing final : public RingCompute {
   PinnedBuffer plane_crc_h_;  // [2 n_layer] a stored recall's planes' CRC-32C
   size_t seen_offset_ = 0;
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
-  DeviceBuffer glu_groups_;  // matvec_glu's counters, [n_ff / 32], kept zero
   DeviceBuffer header_, runs_, table_, inv_freq_;
   PinnedBuffer header_h_, runs_h_, table_h_, logits_h_, resid_h_;
   RingRope rope_global_, rope_sliding_;
@@ -171,7 +170,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   const size_t scratch = B * f * (2 * h.n_embd + qkv_w_ + attn_w_ + h.n_embd + 3 * h.n_ff) +
                          B * widest * f + part_floats * f + B * h.n_vocab * f + header_bytes_ +
                          runs_cap_ * sizeof(RingRun) + table_cap_ * 4 +
-                         2 * recall_rows * kv_dim_ * 2 + bounded_bytes + glu_groups_bytes(h.n_ff);
+                         2 * recall_rows * kv_dim_ * 2 + bounded_bytes;
   require_device_memory(
       info, kv_bytes + scratch,
       fmt::format("a ring session of {} slots (K/V of every layer and activations)",
@@ -197,8 +196,6 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   proj_ = DeviceBuffer(B * h.n_embd * f, "activations");
   gu_ = DeviceBuffer(B * 2 * h.n_ff * f, "activations");
   ff_ = DeviceBuffer(B * h.n_ff * f, "activations");
-  glu_groups_ = DeviceBuffer(glu_groups_bytes(h.n_ff), "GLU counters");
-  cuda::check(cudaMemset(glu_groups_.get(), 0, glu_groups_.bytes()), "clearing the counters");
   act_ = DeviceBuffer(B * widest * f, "activations");
   part_ = DeviceBuffer(part_floats * f, "attention partials");
   logits_ = DeviceBuffer(B * h.n_vocab * f, "logits");
@@ -425,7 +422,7 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
   const ForwardBufs bufs{
       x_.as<float>(),  xn_.as<float>(), qkv,        attn_.as<float>(),   proj_.as<float>(),
       gu_.as<float>(), ff_.as<float>(), act_.get(), logits_.as<float>(), qkv_w_,
-      attn_w_,         glu_groups_.as<unsigned>()};
+      attn_w_};
   auto attend = [&](int il, void* q8) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts

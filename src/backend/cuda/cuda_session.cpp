@@ -44,7 +44,6 @@ struct CudaSession::State {
   size_t seen_offset = 0, step_bytes = 0;
   DeviceBuffer x, xn, qkv, attn, proj, gu, ff, act, part, logits, step, table;
   DeviceBuffer arrivals;  // decode_attention's counters, [max_batch][n_head_kv], kept zero
-  DeviceBuffer glu_groups;  // matvec_glu's counters, [n_ff / 32], kept zero
   DeviceBuffer rope_cs;   // rope_table's, [2: global, sliding][max_batch][n_rot / 2]
   PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
   // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
@@ -100,7 +99,7 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
       B * f * (2 * hp.n_embd + s.qkv_w + s.attn_w + hp.n_embd + 3 * hp.n_ff) + B * widest * f +
       attention_part_floats(1, hp.n_head, hp.head_dim_v, s.max_splits) * f + B * hp.n_vocab * f +
       s.step_bytes + cap * 4 + bounded_bytes + B * static_cast<size_t>(hp.n_head_kv) * 4 +
-      2 * B * static_cast<size_t>(hp.n_rot / 2) * 8 + glu_groups_bytes(hp.n_ff);
+      2 * B * static_cast<size_t>(hp.n_rot / 2) * 8;
   require_device_memory(info, kv_bytes + scratch,
                         fmt::format("a session of {} slots (KV arena and activations)", cap));
   s.kv = DeviceBuffer(std::max<size_t>(kv_bytes, 1), "the KV arena");
@@ -118,8 +117,6 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
                         "attention partials");
   s.arrivals = DeviceBuffer(B * static_cast<size_t>(hp.n_head_kv) * 4, "attention counters");
   cuda::check(cudaMemset(s.arrivals.get(), 0, s.arrivals.bytes()), "clearing the counters");
-  s.glu_groups = DeviceBuffer(glu_groups_bytes(hp.n_ff), "GLU counters");
-  cuda::check(cudaMemset(s.glu_groups.get(), 0, s.glu_groups.bytes()), "clearing the counters");
   s.rope_cs = DeviceBuffer(std::max<size_t>(2 * B * static_cast<size_t>(hp.n_rot / 2) * 8, 8),
                            "rotation tables");
   s.logits = DeviceBuffer(B * hp.n_vocab * f, "logits");
@@ -207,8 +204,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   const int splits = attention_splits(n, hp.n_head_kv, weights_->device().sm_count);
   ForwardBufs bufs{s.x.as<float>(),    s.xn.as<float>(), s.qkv.as<float>(), s.attn.as<float>(),
                    s.proj.as<float>(), s.gu.as<float>(), s.ff.as<float>(),  s.act.get(),
-                   s.logits.as<float>(), s.qkv_w,        s.attn_w,
-                   s.glu_groups.as<unsigned>()};
+                   s.logits.as<float>(), s.qkv_w,        s.attn_w};
 
   // The contiguous context: slot == position, each query sees the slots its range names.
   auto attend = [&](int il, void* q8) {

@@ -47,12 +47,11 @@ class CudaWeights {
 };
 
 // Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE,
-// CHANNEL_CUDA_GLU, CHANNEL_CUDA_PDL and CHANNEL_CUDA_DECODE_ATTN set them (cuda_kernels.h):
-// the one-token product's variant (0..7), the fused activation stages, the GLU in the gate|up
-// product, programmatic dependent launch and the one-kernel attention. A session captures them
-// with its decode graph, so they apply to sessions made after. `spec`: "vN", then any of "f"
-// (fused), "g" (GLU, with f), "p" (PDL) and "a" (one-kernel attention), e.g. "v6fgp"; a bad
-// spec is a one-line error.
+// CHANNEL_CUDA_PDL and CHANNEL_CUDA_DECODE_ATTN set them (cuda_kernels.h): the one-token
+// product's variant (0..7), the fused activation stages, programmatic dependent launch and the
+// one-kernel attention. A session captures them with its decode graph, so they apply to
+// sessions made after. `spec`: "vN", then any of "f" (fused), "p" (PDL) and "a" (one-kernel
+// attention), e.g. "v6fpa"; a bad spec is a one-line error.
 void set_decode_kernels(const std::string& spec);
 
 struct CudaSessionConfig {

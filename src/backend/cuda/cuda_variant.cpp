@@ -1,7 +1,6 @@
 // The backend's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
 // CHANNEL_CUDA_MATVEC (v0..v7), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
-// the GLU in decode's gate|up product, CHANNEL_CUDA_GLU (0|1), programmatic dependent launch,
-// CHANNEL_CUDA_PDL (0|1), and the many-token products through
+// programmatic dependent launch, CHANNEL_CUDA_PDL (0|1), and the many-token products through
 // cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles), and prompt-chunk attention on
 // tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots); each read once from the
 // environment unless set first.
@@ -24,7 +23,6 @@ namespace {
 // rows alike (6.14 / 6.09 ms), v0 kept; the fused stages and PDL each add 2-4 %.
 constexpr bool kDefaultFuse = true;
 constexpr bool kDefaultPdl = true;
-constexpr bool kDefaultGlu = true;
 
 int default_variant(GgmlType type) {
   return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 6;
@@ -40,7 +38,6 @@ int parse_variant(const char* s) {
 
 std::atomic<int> g_variant{-1};
 std::atomic<int> g_fuse{-1};
-std::atomic<int> g_glu{-1};
 std::atomic<int> g_pdl{-1};
 std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
@@ -86,16 +83,6 @@ bool fused_decode() {
 }
 
 void set_fused_decode(bool on) { g_fuse.store(on ? 1 : 0, std::memory_order_relaxed); }
-
-bool fused_glu() {
-  int v = g_glu.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  v = env_flag("CHANNEL_CUDA_GLU", kDefaultGlu);
-  g_glu.store(v, std::memory_order_relaxed);
-  return v == 1;
-}
-
-void set_fused_glu(bool on) { g_glu.store(on ? 1 : 0, std::memory_order_relaxed); }
 
 bool pdl_enabled() {
   int v = g_pdl.load(std::memory_order_relaxed);
@@ -162,8 +149,8 @@ namespace {
 
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
-      "decode kernels: expected v0..v{}, then any of f (fused), g (GLU in the gate|up product, "
-      "with f), p (PDL) and a (one-kernel attention), got '{}'",
+      "decode kernels: expected v0..v{}, then any of f (fused), p (PDL) and a (one-kernel "
+      "attention), got '{}'",
       kMatvecVariants - 1, spec);
 }
 
@@ -172,15 +159,14 @@ namespace {
 void set_decode_kernels(const std::string& spec) {
   if (spec.size() < 2 || spec[0] != 'v' || spec[1] < '0' || spec[1] >= '0' + kMatvecVariants)
     bad_decode_kernels(spec);
-  bool fused = false, glu = false, pdl = false, one = false;
+  bool fused = false, pdl = false, one = false;
   for (const char c : spec.substr(2)) {
-    bool* flag = c == 'f' ? &fused : c == 'g' ? &glu : c == 'p' ? &pdl : c == 'a' ? &one : nullptr;
+    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
   set_matvec_variant(spec[1] - '0');
   set_fused_decode(fused);
-  set_fused_glu(glu);
   set_pdl(pdl);
   set_one_kernel_attention(one);
 }
