@@ -16,9 +16,10 @@ namespace channel::cuda {
 // while that grid drains. Work that reads nothing the earlier grid writes may come first.
 // Before waiting, each block lets the next grid launch (griddepcontrol.launch_dependents): its
 // blocks can then take free multiprocessors and start what needs no earlier output (a
-// product's first weight chunk towards L2) while this grid still runs. Safe because every
-// kernel here waits before it reads or writes anything another kernel touches, and a grid
-// completes only after its own wait, so the order of completions stays the stream's.
+// product's first weight chunk) while this grid still runs. Safe because every
+// kernel here waits before it reads or writes anything another kernel touches (the weights
+// are written at upload, which synchronizes before any forward), and a grid completes only
+// after its own wait, so the order of completions stays the stream's.
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -72,7 +72,8 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 //   v5: four rows per block of four warps that split each row, two loads a row a thread;
 //   v6, v7 (matvec_stream_kernel): a resident grid whose warps stream rows in chunks of two
 //     (v6) or one (v7) loads a thread, the next chunk's loads issued before the current
-//     chunk's dots, and each warp's first row sent towards L2 before waiting (PDL).
+//     chunk's dots, each warp's first chunk loaded before waiting (PDL), and the rows dealt
+//     out evenly (as few warps as give every warp the same number of rows).
 // F32 weights, the file's blocks (K-quants, Q4_1/Q5_0/Q5_1) and F16/BF16 rows not a multiple
 // of 8 always run v0.
 // Default: CHANNEL_CUDA_MATVEC=v0..v7 when set (a bad value is a one-line error), else the
@@ -351,7 +352,7 @@ void set_fused_decode(bool on);
 // CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
 // serialization, lets the next grid launch and then waits for the grid before it on entry
 // (pdl_wait, cuda_common.cuh), so the next kernel's launch and prologue overlap this one; the
-// matvecs first send their first weights towards L2. set_pdl overrides it.
+// streaming matvecs first load their first weights. set_pdl overrides it.
 bool pdl_enabled();
 void set_pdl(bool on);
 
