@@ -55,11 +55,11 @@ template <int kPer>
 __global__ void __launch_bounds__(kRowThreads)
     rms_norm_kernel(const float* x, int64_t ldx, const float* w, int64_t n, float eps, float* y,
                     int64_t ldy) {
+  float v[kPer], wv[kPer];
+  load_row(w, n, wv);  // weights: no earlier grid's output, loaded while it drains
   pdl_wait();
   __shared__ float red[32];
-  float v[kPer], wv[kPer];
   load_row(x + blockIdx.x * ldx, n, v);
-  load_row(w, n, wv);
   const float scale = row_scale(v, n, eps, red);
   float* yr = y + blockIdx.x * ldy;
 #pragma unroll
@@ -73,13 +73,13 @@ __global__ void __launch_bounds__(kRowThreads)
 template <int kPer>
 __global__ void __launch_bounds__(kRowThreads)
     add_normed_kernel(const float* x, const float* w, int64_t n, float eps, float* resid) {
+  float v[kPer], r[kPer], wv[kPer];
+  if (w) load_row(w, n, wv);  // weights: no earlier grid's output, loaded while it drains
   pdl_wait();
   __shared__ float red[32];
-  float v[kPer], r[kPer], wv[kPer];
   load_row(x + blockIdx.x * n, n, v);
   float* rr = resid + blockIdx.x * n;
   load_row(rr, n, r);
-  if (w) load_row(w, n, wv);
   const float scale = w ? row_scale(v, n, eps, red) : 1.0f;
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
@@ -150,10 +150,20 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
                                   float eps, RopeDev rope, const int32_t* positions,
                                   const int32_t* store_slots, T* k_cache, T* v_cache,
                                   int64_t cap) {
+  const int h = blockIdx.x, t = blockIdx.y;
+  // This thread's norm weights (elements threadIdx.x + k * blockDim.x of the head, 128 threads
+  // and head_dim <= 512): no earlier grid's output, so loaded while it drains.
+  const float* nw = h < l.n_head ? qn : h < l.n_head + l.n_head_kv ? kn : nullptr;
+  float nwv[4] = {};
+  if (nw)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int i = threadIdx.x + k * static_cast<int>(blockDim.x);
+      if (i < l.head_dim) nwv[k] = nw[i];
+    }
   pdl_wait();
   __shared__ float head[512];
   __shared__ float red[32];
-  const int h = blockIdx.x, t = blockIdx.y;
   float* row = qkv + t * l.ld;
   const int64_t slot = store_slots[t];
   if (h >= l.n_head + l.n_head_kv) {  // a value head: straight into the cache
@@ -166,7 +176,6 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
   }
   const bool is_q = h < l.n_head;
   float* src = row + static_cast<int64_t>(h) * l.head_dim;  // k heads follow the q heads
-  const float* nw = is_q ? qn : kn;
   for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = src[i];
   __syncthreads();
   if (nw) {  // one warp's sum, as the one-token attention that finishes its own heads
@@ -176,7 +185,11 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
     }
     __syncthreads();
     const float scale = red[0];
-    for (int i = threadIdx.x; i < l.head_dim; i += blockDim.x) head[i] = (head[i] * scale) * nw[i];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int i = threadIdx.x + k * static_cast<int>(blockDim.x);
+      if (i < l.head_dim) head[i] = (head[i] * scale) * nwv[k];
+    }
     __syncthreads();
   }
   rope_head(rope, t, positions[t], head);
@@ -345,18 +358,19 @@ template <int kPer, int F>
 __global__ void __launch_bounds__(kRowThreads)
     norm_quant_kernel(const float* proj, const float* post_w, float* resid, const float* norm_w,
                       int64_t n, float eps, void* out, float* d) {
+  // Everything the block reads is loaded up front: a load left inside the quantizing loop
+  // waited behind each element's warp shuffles (12-18 us a call on the H200). The norms'
+  // weights are no earlier grid's output: loaded while it drains.
+  float r[kPer], nw[kPer], pw[kPer];
+  load_row(norm_w, n, nw);
+  if (proj && post_w) load_row(post_w, n, pw);
   pdl_wait();
   __shared__ float red[32];
   float* rr = resid + blockIdx.x * n;
-  // Everything the block reads is loaded up front: a load left inside the quantizing loop
-  // waited behind each element's warp shuffles (12-18 us a call on the H200).
-  float r[kPer], nw[kPer];
   load_row(rr, n, r);
-  load_row(norm_w, n, nw);
   if (proj) {
-    float p[kPer], pw[kPer];
+    float p[kPer];
     load_row(proj + blockIdx.x * n, n, p);
-    if (post_w) load_row(post_w, n, pw);
     const float scale = post_w ? row_scale(p, n, eps, red) : 1.0f;
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
