@@ -243,8 +243,9 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
   const int saved_variant = cuda::matvec_variant();
   const bool saved_fuse = cuda::fused_decode();
   const bool saved_pdl = cuda::pdl_enabled();
-  for (const ModelCase c : {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::Q4_0},
-                            ModelCase{Arch::gemma3, GgmlType::F16}, ModelCase{Arch::qwen3, GgmlType::BF16}}) {
+  for (const ModelCase c :
+       {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::Q4_0},
+        ModelCase{Arch::gemma3, GgmlType::F16}, ModelCase{Arch::qwen3, GgmlType::BF16}}) {
     auto model = random_model(c.arch, c.type);
     auto weights = cuda::CudaWeights::upload(model, 0);
     const int n_vocab = model->hparams().n_vocab;
