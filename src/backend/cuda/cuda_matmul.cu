@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/kquant_group.h"
+#include "util/error.h"
 
 namespace channel::cuda {
 
@@ -258,6 +259,9 @@ __global__ void __launch_bounds__(kMatvecThreads)
 constexpr int kBlocksWarps = 4;
 constexpr int kBlocksTile = 4608;  // bytes of whole blocks a tile (32 Q4_K, 21 Q6_K, ...)
 
+// One instance per type: the type's block layout is then a constant, and kq_group16's switch
+// and offsets fold away inside the loop (same arithmetic, so the same bits).
+template <GgmlType type>
 __global__ void __launch_bounds__(kBlocksWarps * 32)
     matvec_blocks_kernel(DevMatrix w, const float* act, float* y, int64_t ldy) {
   __shared__ __align__(16) uint8_t tiles[kBlocksWarps][kBlocksTile + 32];
@@ -265,7 +269,6 @@ __global__ void __launch_bounds__(kBlocksWarps * 32)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kBlocksWarps + warp, t = blockIdx.y;
   if (r >= w.rows) return;  // the whole warp: nothing below syncs the block
-  const GgmlType type = w.type;
   const int bb = kq_block_bytes(type), per = kq_block_elements(type) / 16;
   const int64_t nb = w.cols / kq_block_elements(type);
   const uint8_t* row = static_cast<const uint8_t*>(w.q) + r * nb * bb;
@@ -296,6 +299,25 @@ __global__ void __launch_bounds__(kBlocksWarps * 32)
   }
   sum = warp_sum(sum);
   if (lane == 0) y[t * ldy + r] = sum;
+}
+
+void launch_matvec_blocks(const DevMatrix& w, const float* act, int64_t n, float* y, int64_t ldy,
+                          cudaStream_t s) {
+  const dim3 g(static_cast<unsigned>((w.rows + kBlocksWarps - 1) / kBlocksWarps),
+               static_cast<unsigned>(n));
+  auto go = [&](auto kernel) { launch_k(kernel, g, kBlocksWarps * 32, 0, s, w, act, y, ldy); };
+  switch (w.type) {
+    case GgmlType::Q2_K: return go(matvec_blocks_kernel<GgmlType::Q2_K>);
+    case GgmlType::Q3_K: return go(matvec_blocks_kernel<GgmlType::Q3_K>);
+    case GgmlType::Q4_K: return go(matvec_blocks_kernel<GgmlType::Q4_K>);
+    case GgmlType::Q5_K: return go(matvec_blocks_kernel<GgmlType::Q5_K>);
+    case GgmlType::Q6_K: return go(matvec_blocks_kernel<GgmlType::Q6_K>);
+    case GgmlType::Q4_1: return go(matvec_blocks_kernel<GgmlType::Q4_1>);
+    case GgmlType::Q5_0: return go(matvec_blocks_kernel<GgmlType::Q5_0>);
+    case GgmlType::Q5_1: return go(matvec_blocks_kernel<GgmlType::Q5_1>);
+    default:
+      throw_error("cuda: no one-token product for ggml type {}", static_cast<int>(w.type));
+  }
 }
 
 // ---- one token, variants v1..v5: a chunk's loads issued together --------------------------------
@@ -981,12 +1003,9 @@ void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, in
     case GgmlType::Q4_0:
       launch_k(matvec_kernel<kQ4>, grid, kMatvecThreads, 0, s, w, act, n, y, ldy);
       break;
-    default: {  // the file's blocks
-      const dim3 g(grid_for(w.rows, kBlocksWarps), static_cast<unsigned>(n));
-      launch_k(matvec_blocks_kernel, g, kBlocksWarps * 32, 0, s, w, static_cast<const float*>(act),
-               y, ldy);
+    default:  // the file's blocks
+      launch_matvec_blocks(w, static_cast<const float*>(act), n, y, ldy, s);
       break;
-    }
   }
   check_launch("matvec");
 }
