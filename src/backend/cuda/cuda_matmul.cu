@@ -563,7 +563,8 @@ void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int
   }();
   // Every warp takes the same number of rows (k): with as many warps as fit, 8,192 rows on
   // 6,336 warps left 1,856 of them a second row while the rest idled.
-  const int64_t fit = static_cast<int64_t>(resident) * 4, k = (w.rows + fit - 1) / fit;
+  const int64_t fit = static_cast<int64_t>(resident) * 4;
+  const int64_t k = std::max<int64_t>(1, (w.rows + fit - 1) / fit);
   const int64_t blocks = ((w.rows + k - 1) / k + 3) / 4;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>((n + NT - 1) / NT));
   launch_k(matvec_stream_kernel<K, U, NT>, grid, 128, 0, s, w, act, n, y, ldy);
