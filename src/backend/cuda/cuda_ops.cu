@@ -144,21 +144,24 @@ __global__ void rope_kernel(RopeDev p, float* x, int64_t ldx, int head_dim,
   rope_head(p, t, positions[t], x + t * ldx + static_cast<int64_t>(h) * head_dim);
 }
 
-// Block per (head of q | k | v, token).
+// Block per (head of q | k | v, token) of kFinishThreads threads; a head is at most 512 wide
+// (the shared head below), so a thread owns at most kFinishPer of its elements.
+constexpr int kFinishThreads = 128, kFinishPer = 512 / kFinishThreads;
+
 template <typename T>
 __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, const float* kn,
                                   float eps, RopeDev rope, const int32_t* positions,
                                   const int32_t* store_slots, T* k_cache, T* v_cache,
                                   int64_t cap) {
   const int h = blockIdx.x, t = blockIdx.y;
-  // This thread's norm weights (elements threadIdx.x + k * blockDim.x of the head, 128 threads
-  // and head_dim <= 512): no earlier grid's output, so loaded while it drains.
+  // This thread's norm weights (elements threadIdx.x + k * kFinishThreads of the head): no
+  // earlier grid's output, so loaded while it drains.
   const float* nw = h < l.n_head ? qn : h < l.n_head + l.n_head_kv ? kn : nullptr;
-  float nwv[4] = {};
+  float nwv[kFinishPer] = {};
   if (nw)
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int i = threadIdx.x + k * static_cast<int>(blockDim.x);
+    for (int k = 0; k < kFinishPer; ++k) {
+      const int i = threadIdx.x + k * kFinishThreads;
       if (i < l.head_dim) nwv[k] = nw[i];
     }
   pdl_wait();
@@ -186,8 +189,8 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
     __syncthreads();
     const float scale = red[0];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int i = threadIdx.x + k * static_cast<int>(blockDim.x);
+    for (int k = 0; k < kFinishPer; ++k) {
+      const int i = threadIdx.x + k * kFinishThreads;
       if (i < l.head_dim) head[i] = (head[i] * scale) * nwv[k];
     }
     __syncthreads();
@@ -458,13 +461,13 @@ void qkv_finish(const QkvLayout& l, float* qkv, int n, const float* qn, const fl
                 cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(l.n_head + 2 * l.n_head_kv), static_cast<unsigned>(n));
   if (l.kv_f32)
-    launch_k(qkv_finish_kernel<float>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, positions, store_slots,
-                                                  static_cast<float*>(k_cache),
-                                                  static_cast<float*>(v_cache), cap);
+    launch_k(qkv_finish_kernel<float>, grid, kFinishThreads, 0, s, l, qkv, qn, kn, eps, rope,
+             positions, store_slots, static_cast<float*>(k_cache), static_cast<float*>(v_cache),
+             cap);
   else
-    launch_k(qkv_finish_kernel<__half>, grid, 128, 0, s, l, qkv, qn, kn, eps, rope, positions,
-                                                   store_slots, static_cast<__half*>(k_cache),
-                                                   static_cast<__half*>(v_cache), cap);
+    launch_k(qkv_finish_kernel<__half>, grid, kFinishThreads, 0, s, l, qkv, qn, kn, eps, rope,
+             positions, store_slots, static_cast<__half*>(k_cache), static_cast<__half*>(v_cache),
+             cap);
   check_launch("qkv_finish");
 }
 
