@@ -96,7 +96,9 @@ void matmul_variant(const DevMatrix& w, const void* act, int64_t n, float* y, in
                     cudaStream_t s, int variant);
 
 // The longest row (n) that rms_norm, add_normed and norm_quant take: each thread of a row's
-// block holds its share of the row in registers.
+// block holds its share of the row in registers. Their norm weights (w, norm_w, post_w), and
+// qkv_finish's qn/kn, are read before the PDL wait (cuda_common.cuh): weights, which no kernel
+// of the stream writes.
 int64_t row_kernels_max_row();
 // y[r] = x[r] / rms(x[r]) * w, rows of n; ldx/ldy in floats.
 void rms_norm(const float* x, int64_t ldx, const float* w, int64_t rows, int64_t n, float eps,
