@@ -301,25 +301,6 @@ __global__ void __launch_bounds__(kBlocksWarps * 32)
   if (lane == 0) y[t * ldy + r] = sum;
 }
 
-void launch_matvec_blocks(const DevMatrix& w, const float* act, int64_t n, float* y, int64_t ldy,
-                          cudaStream_t s) {
-  const dim3 g(static_cast<unsigned>((w.rows + kBlocksWarps - 1) / kBlocksWarps),
-               static_cast<unsigned>(n));
-  auto go = [&](auto kernel) { launch_k(kernel, g, kBlocksWarps * 32, 0, s, w, act, y, ldy); };
-  switch (w.type) {
-    case GgmlType::Q2_K: return go(matvec_blocks_kernel<GgmlType::Q2_K>);
-    case GgmlType::Q3_K: return go(matvec_blocks_kernel<GgmlType::Q3_K>);
-    case GgmlType::Q4_K: return go(matvec_blocks_kernel<GgmlType::Q4_K>);
-    case GgmlType::Q5_K: return go(matvec_blocks_kernel<GgmlType::Q5_K>);
-    case GgmlType::Q6_K: return go(matvec_blocks_kernel<GgmlType::Q6_K>);
-    case GgmlType::Q4_1: return go(matvec_blocks_kernel<GgmlType::Q4_1>);
-    case GgmlType::Q5_0: return go(matvec_blocks_kernel<GgmlType::Q5_0>);
-    case GgmlType::Q5_1: return go(matvec_blocks_kernel<GgmlType::Q5_1>);
-    default:
-      throw_error("cuda: no one-token product for ggml type {}", static_cast<int>(w.type));
-  }
-}
-
 // ---- one token, variants v1..v5: a chunk's loads issued together --------------------------------
 
 // A row is a run of 16-byte units: Q8_0 16 elements, Q4_0 one 32-element block, F16/BF16 8.
@@ -788,6 +769,32 @@ unsigned grid_for(int64_t n, int threads) {
 }
 
 bool quantized(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0; }
+
+void launch_matvec_blocks(const DevMatrix& w, const float* act, int64_t n, float* y, int64_t ldy,
+                          cudaStream_t s) {
+  const dim3 g(grid_for(w.rows, kBlocksWarps), static_cast<unsigned>(n));
+  auto go = [&](auto kernel) { launch_k(kernel, g, kBlocksWarps * 32, 0, s, w, act, y, ldy); };
+  switch (w.type) {
+    case GgmlType::Q2_K:
+      return go(matvec_blocks_kernel<GgmlType::Q2_K>);
+    case GgmlType::Q3_K:
+      return go(matvec_blocks_kernel<GgmlType::Q3_K>);
+    case GgmlType::Q4_K:
+      return go(matvec_blocks_kernel<GgmlType::Q4_K>);
+    case GgmlType::Q5_K:
+      return go(matvec_blocks_kernel<GgmlType::Q5_K>);
+    case GgmlType::Q6_K:
+      return go(matvec_blocks_kernel<GgmlType::Q6_K>);
+    case GgmlType::Q4_1:
+      return go(matvec_blocks_kernel<GgmlType::Q4_1>);
+    case GgmlType::Q5_0:
+      return go(matvec_blocks_kernel<GgmlType::Q5_0>);
+    case GgmlType::Q5_1:
+      return go(matvec_blocks_kernel<GgmlType::Q5_1>);
+    default:
+      throw_error("cuda: no one-token product for ggml type {}", static_cast<int>(w.type));
+  }
+}
 
 }  // namespace
 
