@@ -73,15 +73,19 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 //   v6, v7 (matvec_stream_kernel): a resident grid whose warps stream rows in chunks of two
 //     (v6) or one (v7) loads a thread, the next chunk's loads issued before the current
 //     chunk's dots, each warp's first chunk loaded before waiting (PDL), and the rows dealt
-//     out evenly (as few warps as give every warp the same number of rows).
+//     out evenly (as few warps as give every warp the same number of rows);
+//   v8 (matvec_bulk_kernel, sm_90; one token, else v6): a block a multiprocessor whose warps
+//     each keep two 4 KiB row chunks coming into shared memory through the copy engine
+//     (cp.async.bulk), requested before the PDL wait, and dot them against the activation
+//     the block copied into shared memory; v6's summation order, so v6's bits.
 // F32 weights, the file's blocks (K-quants, Q4_1/Q5_0/Q5_1) and F16/BF16 rows not a multiple
 // of 8 always run v0.
-// Default: CHANNEL_CUDA_MATVEC=v0..v7 when set (a bad value is a one-line error), else the
-// fastest measured on the H200 for the weight type (cuda_variant.cpp: v6 for Q8_0 and Q4_0,
+// Default: CHANNEL_CUDA_MATVEC=v0..v8 when set (a bad value is a one-line error), else the
+// fastest measured on the H200 for the weight type (cuda_variant.cpp: v8 for Q8_0 and Q4_0,
 // v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).
-constexpr int kMatvecVariants = 8;
+constexpr int kMatvecVariants = 9;
 constexpr int kMatvecPerType = -2;
-int matvec_variant();  // 0..7, or kMatvecPerType
+int matvec_variant();  // 0..8, or kMatvecPerType
 int matvec_variant_for(GgmlType type);
 void set_matvec_variant(int variant);
 // Products of kCublasMinTokens tokens or more run through cuBLAS (cuda_cublas.h: F16/BF16

@@ -569,6 +569,200 @@ void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int
     launch_stream<K, U, kVerifyTokens>(w, act, n, y, ldy, s);
 }
 
+// ---- one token, v8: rows brought into shared memory by the copy engine --------------------------
+
+// v8 (matvec_bulk_kernel, sm_90): one block a multiprocessor owns a run of rows, dealt to its
+// kBulkWarps warps in turn. Each warp has a ring of kBulkStages shared-memory stages, and its
+// lane 0 asks the copy engine (cp.async.bulk, completing on the stage's mbarrier) for one row
+// chunk of up to kBulkUnits 16-byte units and its block scales a stage; the lanes dot the chunk
+// from shared memory, against the activation the block copied there once, in v6's order (units
+// lane, lane + 32, ... of each row), so v8 gives v6's bits. Each warp's ring is requested
+// before the PDL wait (the weights are no kernel's output): while the small kernels between
+// two products run, the next product's first 17 MB (128 KiB a multiprocessor) are already on
+// their way, where v6 has 1 KiB a warp in registers. On the H200 16 warps of 2 stages of 4 KiB
+// measured best (docs/cuda.md): fewer warps or deeper rings were slower.
+constexpr int kBulkWarps = 16;
+constexpr int kBulkStages = 2;
+constexpr int kBulkUnits = 256;  // 4 KiB of weights a stage
+
+struct BulkStage {
+  int4 w[kBulkUnits];
+  // The chunk's block scales (up to kBulkUnits halves, Q4_0), their span widened to 16 bytes.
+  __align__(16) uint8_t scales[kBulkUnits * 2 + 32];
+};
+
+constexpr size_t kBulkRingBytes = (sizeof(BulkStage) + sizeof(uint64_t)) * kBulkWarps * kBulkStages;
+constexpr size_t kBulkSmemMax = 227 * 1024;  // sm_90's most shared memory a block
+
+// The one-token activation's bytes in unit_dot's layout (Q8_0/Q4_0: cols int8 then cols / 32
+// f32 scales; F16/BF16: cols halves), which v8 copies into shared memory.
+template <int K>
+constexpr int64_t bulk_act_bytes(int64_t cols) {
+  return K == kQ8 || K == kQ4 ? cols + cols / kQ * 4 : cols * 2;
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void bar_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// Lane 0's arrival, announcing the bytes the stage's copies will complete.
+__device__ __forceinline__ void bar_expect(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes,
+                                          uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+__device__ __forceinline__ void bar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
+        "p; }"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+}
+#endif
+
+// Block b owns rows [b * per_block, (b + 1) * per_block); warp w of it rows w, w + kBulkWarps,
+// ... of those. One token.
+template <int K>
+__global__ void __launch_bounds__(kBulkWarps * 32)
+    matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) uint8_t bulk_smem[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  BulkStage* ring = reinterpret_cast<BulkStage*>(bulk_smem) + warp * kBulkStages;
+  uint64_t* bars =
+      reinterpret_cast<uint64_t*>(bulk_smem + sizeof(BulkStage) * kBulkWarps * kBulkStages) +
+      warp * kBulkStages;
+  uint8_t* xs = bulk_smem + kBulkRingBytes;  // the activation
+  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
+  const int64_t b1 = b0 + per_block < w.rows ? b0 + per_block : w.rows;
+  const int64_t first = b0 + warp;
+  const int64_t rows = first < b1 ? (b1 - first + kBulkWarps - 1) / kBulkWarps : 0;
+  const int64_t cols = w.cols, units = units_per_row<K>(cols);
+  const int64_t per_row = (units + kBulkUnits - 1) / kBulkUnits;  // chunks a row
+  const int64_t total = rows * per_row;
+  constexpr bool kScaled = K == kQ8 || K == kQ4;
+  // Chunk j: row first + (j / per_row) * kBulkWarps, units from (j % per_row) * kBulkUnits.
+  auto scales_of = [&](int64_t r, int64_t u0) {
+    return static_cast<const __half*>(w.d) + r * (cols / kQ) + (K == kQ8 ? u0 / 2 : u0);
+  };
+  auto issue = [&](int64_t j) {
+    BulkStage& st = ring[j % kBulkStages];
+    uint64_t* bar = &bars[j % kBulkStages];
+    const int64_t r = first + (j / per_row) * kBulkWarps, u0 = (j % per_row) * kBulkUnits;
+    const int nu = static_cast<int>(units - u0 < kBulkUnits ? units - u0 : kBulkUnits);
+    const uint8_t* src = static_cast<const uint8_t*>(w.q) + (r * units + u0) * 16;
+    const uint32_t bytes = static_cast<uint32_t>(nu) * 16;
+    uint32_t sbytes = 0;
+    uintptr_t s0 = 0;
+    if constexpr (kScaled) {
+      // The copy engine takes 16-byte aligned spans: the scales' span widened to them (the
+      // allocation is padded to 256 bytes, and a neighbouring matrix's scales are harmless).
+      const __half* d = scales_of(r, u0);
+      const int nd = K == kQ8 ? nu / 2 : nu;
+      s0 = reinterpret_cast<uintptr_t>(d) & ~uintptr_t{15};
+      sbytes =
+          static_cast<uint32_t>(((reinterpret_cast<uintptr_t>(d + nd) + 15) & ~uintptr_t{15}) - s0);
+    }
+    bar_expect(bar, bytes + sbytes);
+    bulk_copy(st.w, src, bytes, bar);
+    if constexpr (kScaled) bulk_copy(st.scales, reinterpret_cast<const void*>(s0), sbytes, bar);
+  };
+  if (lane == 0) {
+    for (int s = 0; s < kBulkStages; ++s) bar_init(&bars[s]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int64_t j = 0; j < total && j < kBulkStages; ++j) issue(j);
+  }
+  pdl_wait();
+  {  // the activation, once a block: every row reads all of it
+    const int64_t words = bulk_act_bytes<K>(cols) / 4;
+    const uint32_t* src = static_cast<const uint32_t*>(act);
+    for (int64_t i = threadIdx.x; i < words; i += kBulkWarps * 32)
+      reinterpret_cast<uint32_t*>(xs)[i] = src[i];
+  }
+  __syncthreads();
+  float sum = 0.0f;
+  for (int64_t j = 0; j < total; ++j) {
+    BulkStage& st = ring[j % kBulkStages];
+    bar_wait(&bars[j % kBulkStages], static_cast<uint32_t>((j / kBulkStages) & 1));
+    const int64_t r = first + (j / per_row) * kBulkWarps, c = j % per_row, u0 = c * kBulkUnits;
+    const int nu = static_cast<int>(units - u0 < kBulkUnits ? units - u0 : kBulkUnits);
+    const __half* sc = nullptr;
+    if constexpr (kScaled)
+      sc = reinterpret_cast<const __half*>(st.scales) +
+           (reinterpret_cast<uintptr_t>(scales_of(r, u0)) & 15) / 2;
+#pragma unroll
+    for (int k = 0; k < kBulkUnits / 32; ++k) {  // all the chunk's loads issued together
+      const int i = lane + 32 * k;
+      if (i < nu) {
+        const __half ws = kScaled ? sc[K == kQ8 ? i / 2 : i] : __float2half_rn(0.0f);
+        sum += unit_dot<K>(st.w[i], ws, xs, 0, cols, 1, u0 + i);
+      }
+    }
+    if (c == per_row - 1) {
+      const float v = warp_sum(sum);
+      if (lane == 0) y[r] = v;
+      sum = 0.0f;
+    }
+    __syncwarp();  // every lane has read the stage before it is filled again
+    if (lane == 0 && j + kBulkStages < total) issue(j + kBulkStages);
+  }
+#else
+  __trap();  // launched only on sm_90 and later (launch_bulk)
+#endif
+}
+
+bool bulk_supported() {  // cp.async.bulk and mbarrier transaction counts: sm_90 and later
+  static const bool ok = [] {
+    int dev = 0, major = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           major >= 9;
+  }();
+  return ok;
+}
+
+// One block a multiprocessor (at most one a kBulkWarps rows), each the same number of rows.
+// False, launching nothing, where the device is older than sm_90 or the activation does not
+// fit beside the rings (rows past ~95,000 elements): the caller runs v6 then.
+template <int K>
+bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s) {
+  const size_t smem =
+      kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
+  if (!bulk_supported() || smem > kBulkSmemMax) return false;
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    check(cudaFuncSetAttribute(matvec_bulk_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kBulkSmemMax)),
+          "v8 shared memory");
+    return std::max(1, n);
+  }();
+  const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
+  const int64_t per_block = (w.rows + blocks - 1) / blocks;
+  launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
+           kBulkWarps * 32, smem, s, w, act, y, per_block);
+  return true;
+}
+
 // The chunk variants: {W, R, U, hint} (cuda_kernels.h).
 template <int K, int W, int R, int U, bool Hint>
 void launch_chunk(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy,
@@ -599,6 +793,9 @@ void launch_matvec_chunk(int variant, const DevMatrix& w, const void* act, int64
       break;
     case 7:
       launch_stream<K, 1>(w, act, n, y, ldy, s);
+      break;
+    case 8:
+      if (!(n == 1 && launch_bulk<K>(w, act, y, s))) launch_stream<K, 2>(w, act, n, y, ldy, s);
       break;
     default:
       launch_chunk<K, 4, 4, 2, true>(w, act, n, y, ldy, s);

@@ -48,7 +48,7 @@ class CudaWeights {
 
 // Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE,
 // CHANNEL_CUDA_PDL and CHANNEL_CUDA_DECODE_ATTN set them (cuda_kernels.h): the one-token
-// product's variant (0..7), the fused activation stages, programmatic dependent launch and the
+// product's variant (0..8), the fused activation stages, programmatic dependent launch and the
 // one-kernel attention. A session captures them with its decode graph, so they apply to
 // sessions made after. `spec`: "vN", then any of "f" (fused), "p" (PDL) and "a" (one-kernel
 // attention), e.g. "v6fpa"; a bad spec is a one-line error.

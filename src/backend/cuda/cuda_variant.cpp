@@ -1,5 +1,5 @@
 // The backend's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
-// CHANNEL_CUDA_MATVEC (v0..v7), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
+// CHANNEL_CUDA_MATVEC (v0..v8), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
 // programmatic dependent launch, CHANNEL_CUDA_PDL (0|1), and the many-token products through
 // cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles), and prompt-chunk attention on
 // tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots); each read once from the
@@ -20,12 +20,15 @@ namespace {
 // Measured on the H200 (bench/results/cuda_h200/matvec_variants.md): v6 reads the 12B
 // shape's q8_0 and q4_0 rows fastest (3.42 / 2.26 ms of matvecs a token against v5's 3.83 /
 // 2.43 and v0's 4.40 / 3.10; 12B q8_0 decode 207 t/s against v5's 200); v0 and v6 its f16
-// rows alike (6.14 / 6.09 ms), v0 kept; the fused stages and PDL each add 2-4 %.
+// rows alike (6.14 / 6.09 ms), v0 kept; the fused stages and PDL each add 2-4 %. Stop 36: v8
+// (the copy engine into shared memory, its rings requested before the PDL wait) decodes the
+// 12B q8_0 model at 232-235 t/s against v6's 224 in the same process; on f16 rows it lost to
+// v0 (138 against 144).
 constexpr bool kDefaultFuse = true;
 constexpr bool kDefaultPdl = true;
 
 int default_variant(GgmlType type) {
-  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 6;
+  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 8;
 }
 
 int parse_variant(const char* s) {
