@@ -164,6 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{GgmlType::Q5_0, 67, 160, 1}, MatmulCase{GgmlType::Q5_0, 129, 1152, 33},
         MatmulCase{GgmlType::Q5_0, 300, 1152, 1}, MatmulCase{GgmlType::Q5_1, 67, 96, 1},
         MatmulCase{GgmlType::Q5_1, 129, 224, 130}, MatmulCase{GgmlType::Q4_1, 3, 32, 5},
+        // A row whose activation does not fit beside v8's rings in shared memory (v6 runs).
+        MatmulCase{GgmlType::Q8_0, 3, 80000, 1},
         // Rows past one 128 MiB chunk of dequantized weights (cuBLAS runs two).
         MatmulCase{GgmlType::Q4_0, 17000, 4096, 33}),
     case_name);

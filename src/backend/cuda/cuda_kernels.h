@@ -81,7 +81,7 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 // F32 weights, the file's blocks (K-quants, Q4_1/Q5_0/Q5_1) and F16/BF16 rows not a multiple
 // of 8 always run v0.
 // Default: CHANNEL_CUDA_MATVEC=v0..v8 when set (a bad value is a one-line error), else the
-// fastest measured on the H200 for the weight type (cuda_variant.cpp: v8 for Q8_0 and Q4_0,
+// fastest measured on the H200 for the weight type (cuda_variant.cpp: v8 for Q8_0, v6 for Q4_0,
 // v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).
 constexpr int kMatvecVariants = 9;
 constexpr int kMatvecPerType = -2;

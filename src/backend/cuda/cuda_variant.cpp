@@ -22,13 +22,15 @@ namespace {
 // 2.43 and v0's 4.40 / 3.10; 12B q8_0 decode 207 t/s against v5's 200); v0 and v6 its f16
 // rows alike (6.14 / 6.09 ms), v0 kept; the fused stages and PDL each add 2-4 %. Stop 36: v8
 // (the copy engine into shared memory, its rings requested before the PDL wait) decodes the
-// 12B q8_0 model at 232-235 t/s against v6's 224 in the same process; on f16 rows it lost to
-// v0 (138 against 144).
+// 12B q8_0 model at 232-235 t/s against v6's 224 in the same process (the 1B shape 891 against
+// 804); the 12B q4_0 at 307 against v6's 320 (its 1,920-byte rows fill half a stage; not tuned),
+// f16 at 138 against v0's 144.
 constexpr bool kDefaultFuse = true;
 constexpr bool kDefaultPdl = true;
 
 int default_variant(GgmlType type) {
-  return type == GgmlType::F16 || type == GgmlType::BF16 ? 0 : 8;
+  if (type == GgmlType::F16 || type == GgmlType::BF16) return 0;
+  return type == GgmlType::Q8_0 ? 8 : 6;
 }
 
 int parse_variant(const char* s) {
