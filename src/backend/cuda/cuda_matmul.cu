@@ -9,6 +9,7 @@
 #include <mma.h>
 
 #include <map>
+#include <mutex>
 
 #include <type_traits>
 
@@ -729,14 +730,26 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
 #endif
 }
 
-bool bulk_supported() {  // cp.async.bulk and mbarrier transaction counts: sm_90 and later
-  static const bool ok = [] {
-    int dev = 0, major = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-           major >= 9;
-  }();
-  return ok;
+// The current device's multiprocessors for v8's grid, with matvec_bulk_kernel<K>'s shared
+// memory limit raised there; 0 where the device is older than sm_90 (cp.async.bulk and
+// mbarrier transaction counts). A kernel attribute belongs to one device: each device the
+// process uses is prepared once.
+template <int K>
+int bulk_multiprocessors() {
+  static std::mutex mu;
+  static std::map<int, int> prepared;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  const std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = prepared.find(dev); it != prepared.end()) return it->second;
+  int major = 0, n = 0;
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "compute capability");
+  check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  if (major >= 9)
+    check(cudaFuncSetAttribute(matvec_bulk_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kBulkSmemMax)),
+          "v8 shared memory");
+  return prepared[dev] = major >= 9 ? std::max(1, n) : 0;
 }
 
 // One block a multiprocessor (at most one a kBulkWarps rows), each the same number of rows.
@@ -747,16 +760,9 @@ template <int K>
 bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s) {
   const size_t smem =
       kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
-  if (!bulk_supported() || smem > kBulkSmemMax) return false;
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    check(cudaFuncSetAttribute(matvec_bulk_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(kBulkSmemMax)),
-          "v8 shared memory");
-    return std::max(1, n);
-  }();
+  if (smem > kBulkSmemMax) return false;
+  const int sms = bulk_multiprocessors<K>();
+  if (sms == 0) return false;
   const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
   const int64_t per_block = (w.rows + blocks - 1) / blocks;
   launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
