@@ -74,16 +74,31 @@ results="$out/results.jsonl"
 : >"$results"
 record() { echo "$1" >>"$results"; }
 
+# The models are written one after another in the background with every core, so that each
+# model's benchmarks (on the GPU) run while the next one is written; a model appears under its
+# name only once complete, a failed one leaves NAME.failed.
+model_file() { echo "$work/models/gemma3-${1%%:*}-${1##*:}.gguf"; }
+(
+  for m in $models; do
+    f=$(model_file "$m")
+    [[ -f $f ]] && continue
+    "$ch" mkmodel $(shape "${m%%:*}") --type "${m##*:}" -t "$jobs" -o "$f.part" \
+      2>>"$out/channel_bench.log" && mv "$f.part" "$f" || touch "$f.failed"
+  done
+) &
+maker=$!
+model_ready() {
+  while [[ ! -f $1 && ! -f $1.failed ]]; do sleep 1; done
+  [[ -f $1 ]]
+}
+
 done_models=""
 for m in $models; do
   if (( SECONDS - t0 > budget * 6 / 10 )); then echo "cuda_h200: time budget: skipping $m" >&2; continue; fi
   s=${m%%:*} t=${m##*:}
-  f="$work/models/gemma3-$s-$t.gguf"
+  f=$(model_file "$m")
+  model_ready "$f" || { echo "cuda_h200: mkmodel $m failed" >&2; continue; }
   done_models="$done_models $m"
-  if [[ ! -f "$f" ]]; then
-    "$ch" mkmodel $(shape "$s") --type "$t" -t "$jobs" -o "$f" 2>>"$out/channel_bench.log" ||
-      { echo "cuda_h200: mkmodel $m failed" >&2; continue; }
-  fi
   for graphs in on off; do
     flag=""
     [[ $graphs == off ]] && flag="--no-cuda-graphs"
@@ -101,6 +116,8 @@ for m in $models; do
 done
 
 # --- llama.cpp's side -------------------------------------------------------------------------
+pkill -P "$maker" 2>/dev/null || true  # models skipped for time need not be written
+kill "$maker" 2>/dev/null || true
 if llama_ready; then
   lb="$work/llama-build/bin/llama-bench"
   for m in $done_models; do
