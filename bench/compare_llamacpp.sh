@@ -24,7 +24,12 @@
 # CHANNEL_BIN in ../bench/) is measured at the start of every round. Prints every raw number
 # as it comes, then a summary: per case the best round of each engine and the ratio of the
 # bests (and the range of the per-round ratios), the best bandwidth and Channel's generation
-# rate as a share of it. The raw numbers also go to WORK_DIR/compare.jsonl.
+# rate as a share of it. The cores' f32 FMA peak (bench/fma_peak_bench, FMA_BIN, beside the
+# other) is measured at the start and the end of every round (the best counts: a minute of the
+# shared machine can halve it): the prompt rates are also given in GFLOP/s (`channel bench`'s
+# prompt_gflop_per_s; llama.cpp's from the same count a token), and for the float types (f16,
+# whose products both engines run as f32 FMAs) as a share of that peak. The raw numbers also go
+# to WORK_DIR/compare.jsonl.
 set -euo pipefail
 channel=$(realpath "$1") llama_dir=$(realpath "$2") work=$3 threads=${4:-2}
 base=${BASE_CHANNEL:+$(realpath "$BASE_CHANNEL")}
@@ -40,6 +45,8 @@ ring_text=${RING_TEXT:-$here/../train/results/heldout.txt}
 ring_tokens=${RING_TOKENS:-8192}  # the window (4096 slots) is full for the second half
 bw_bin=${BW_BIN:-$(dirname "$channel")/bench/read_bandwidth_bench}
 [[ -x $bw_bin ]] || { echo "compare_llamacpp: no read bandwidth bench at $bw_bin (set BW_BIN)" >&2; exit 2; }
+fma_bin=${FMA_BIN:-$(dirname "$channel")/bench/fma_peak_bench}
+[[ -x $fma_bin ]] || { echo "compare_llamacpp: no FMA peak bench at $fma_bin (set FMA_BIN)" >&2; exit 2; }
 [[ -x $llama_dir/llama-bench ]] || { echo "compare_llamacpp: no llama-bench in $llama_dir" >&2; exit 2; }
 raw=$work/compare.jsonl
 : >"$raw"
@@ -72,6 +79,14 @@ bandwidth() {  # best of 3 reads of 512 MiB on $threads threads, GB/s
 import json, sys
 runs = [b for b in json.load(sys.stdin)["benchmarks"] if b.get("run_type") == "iteration"]
 print("%.2f" % (max(b["bytes_per_second"] for b in runs) / 1e9))'
+}
+
+fma_peak() {  # best of 3 runs of twelve FMA chains a thread on $threads threads, GFLOP/s
+  "$fma_bin" --benchmark_filter="BM_FmaPeak/$threads/" --benchmark_repetitions=3 \
+    --benchmark_format=json 2>/dev/null | python3 -c '
+import json, sys
+runs = [b for b in json.load(sys.stdin)["benchmarks"] if b.get("run_type") == "iteration"]
+print("%.1f" % (max(b["flops"] for b in runs) / 1e9))'
 }
 
 channel_bench() {  # pp512 and tg128 of Channel: JSON {prompt_tok_per_s, gen_tok_per_s, ...}
@@ -120,6 +135,7 @@ echo "load: $(uptime)"
 for round in $(seq 1 "$rounds"); do
   bw=$(bandwidth)
   record "{\"round\": $round, \"case\": \"bandwidth\", \"gb_per_s\": $bw}"
+  record "{\"round\": $round, \"case\": \"fma_peak\", \"gflop_per_s\": $(fma_peak)}"
   for c in $cases; do
     model=$(model_of "$c")
     olds=null
@@ -146,7 +162,9 @@ if case == "ring":
 else:
     out |= {"channel_pp": ours["prompt_tok_per_s"], "llama_pp": pp,
             "channel_tg": ours["gen_tok_per_s"], "llama_tg": tg,
-            "channel_gb_per_s": ours["gen_gb_per_s"]}
+            "channel_gb_per_s": ours["gen_gb_per_s"],
+            "channel_gflop_per_s": ours["prompt_gflop_per_s"],
+            "llama_gflop_per_s": ours["prompt_gflop_per_s"] / ours["prompt_tok_per_s"] * pp}
 if olds is not None:
     out |= ({"base_ring": olds["ring_tok_per_s"]} if case == "ring" else
             {"base_pp": olds["prompt_tok_per_s"], "base_tg": olds["gen_tok_per_s"]})
@@ -154,6 +172,8 @@ print(json.dumps(out))
 PY
 )"
   done
+  # The peak again after the round: a minute of the shared machine can halve it.
+  record "{\"round\": $round, \"case\": \"fma_peak\", \"gflop_per_s\": $(fma_peak)}"
 done
 echo "load: $(uptime)"
 
@@ -162,14 +182,18 @@ python3 - "$raw" "$threads" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 bw = max(r["gb_per_s"] for r in rows if r["case"] == "bandwidth")
+peak = max(r["gflop_per_s"] for r in rows if r["case"] == "fma_peak")
 print(f"\nsummary, {sys.argv[2]} threads, best of {max(r['round'] for r in rows)} rounds "
-      f"(ratio of the bests; per-round ratios in brackets); read bandwidth {bw:.2f} GB/s")
-print("| case | test | channel tok/s | llama.cpp tok/s | ratio | per round | channel GB/s | % of bw |")
+      f"(ratio of the bests; per-round ratios in brackets); read bandwidth {bw:.2f} GB/s, "
+      f"f32 FMA peak {peak:.1f} GFLOP/s")
+print("| case | test | channel tok/s | llama.cpp tok/s | ratio | per round | channel GB/s or GFLOP/s "
+      "| % of bw or of the FMA peak (llama.cpp) |")
 print("|---|---|---|---|---|---|---|---|")
 cases = []
 for r in rows:
-    if r["case"] != "bandwidth" and r["case"] not in cases: cases.append(r["case"])
-def line(case, test, ours, theirs, gb=None):
+    if r["case"] not in ("bandwidth", "fma_peak") and r["case"] not in cases: cases.append(r["case"])
+float_cases = ("f16", "bf16", "f32")  # products run as f32 FMAs in both engines
+def line(case, test, ours, theirs, gb=None, gflop=None):
     rs = [r for r in rows if r["case"] == case]
     a, b = max(r[ours] for r in rs), max(r[theirs] for r in rs)
     per = [r[ours] / r[theirs] for r in rs]
@@ -177,12 +201,16 @@ def line(case, test, ours, theirs, gb=None):
     if gb:
         g = max(r[gb] for r in rs)
         extra = f"| {g:.2f} | {100 * g / bw:.0f} % |"
+    if gflop and all(gflop in r for r in rs):
+        g, gl = max(r[gflop] for r in rs), max(r["llama_gflop_per_s"] for r in rs)
+        share = f"{100 * g / peak:.0f} % ({100 * gl / peak:.0f} %)" if case in float_cases else ""
+        extra = f"| {g:.1f} GFLOP/s | {share} |"
     print(f"| {case} | {test} | {a:.2f} | {b:.2f} | {a / b:.2f} | {min(per):.2f}-{max(per):.2f} {extra}")
 for c in cases:
     if c == "ring":
         line(c, "ring vs pp512@d3584", "channel_ring", "llama_pp512_d3584")
     else:
-        line(c, "pp512", "channel_pp", "llama_pp")
+        line(c, "pp512", "channel_pp", "llama_pp", gflop="channel_gflop_per_s")
         line(c, "tg128", "channel_tg", "llama_tg", "channel_gb_per_s")
 if any("base_pp" in r or "base_ring" in r for r in rows):
     import statistics

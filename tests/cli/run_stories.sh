@@ -46,16 +46,21 @@ grep -Eq "prompt .*tok/s.*generation .*tok/s" "$TMP/err" || fail "no speed line 
 "$CHANNEL" run -m "$model" -p "Once upon a time" --temp 0 -n 5 --no-echo >"$TMP/out" 2>/dev/null
 [[ "$(cat "$TMP/out")" == ", there was a"* ]] || fail "--no-echo printed '$(cat "$TMP/out")'"
 
-# bench: a table on stderr, JSON with the three speeds, the device and the depth on the last
-# stdout line.
+# bench: a table on stderr, JSON with the four speeds, the device and the depth on the last
+# stdout line; the prompt's GFLOP/s is its tokens per second times its operations a token.
 if expect_ok "bench" "$CHANNEL" bench -m "$model" -p 32 -n 8 -r 2 -t 1; then
   tail -n 1 "$TMP/out" | python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-speeds = {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s"}
+speeds = {"prompt_tok_per_s", "prompt_gflop_per_s", "gen_tok_per_s", "gen_gb_per_s"}
 assert set(d) == speeds | {"device", "depth"}, d
 assert all(isinstance(d[k], (int, float)) and d[k] > 0 for k in speeds), d
 assert d["device"] == "cpu" and d["depth"] == 0, d
+# stories260K: 5 layers of 45,312 multiply-adds (q 64x64, k and v 64x32, o 64x64, gate, up
+# and down 64x172), the LM head (512 x 64) once for the 32 tokens, and attention: 8 heads x
+# (8 + 8) x 16.5 keys on average, a layer.
+per_token = 2 * (5 * 45312 + 512 * 64 / 32 + 5 * 8 * 16 * 16.5)
+assert abs(d["prompt_gflop_per_s"] / d["prompt_tok_per_s"] * 1e9 - per_token) < 1, d
 ' || fail "bench JSON line: $(tail -n 1 "$TMP/out")"
   grep -q "pp32" "$TMP/err" && grep -q "tg8" "$TMP/err" || fail "bench table: $(cat "$TMP/err")"
 fi

@@ -2,12 +2,14 @@
 // does (a warm-up, then each test repeated on a cleared context): pp = one batched decode
 // of P tokens, tg = N single-token decodes, each after --depth tokens already in the context.
 // --device cuda runs the same tests on the GPU (backend/cuda). A table goes to stderr and one
-// JSON line, {"prompt_tok_per_s", "gen_tok_per_s", "gen_gb_per_s", "device"}, ends stdout.
+// JSON line, {"prompt_tok_per_s", "prompt_gflop_per_s", "gen_tok_per_s", "gen_gb_per_s",
+// "device", "depth"}, ends stdout.
 // --cuda-decode v0,v2f,... repeats tg per decode kernel choice (CHANNEL_CUDA_MATVEC variant,
 // f = CHANNEL_CUDA_FUSE, p = CHANNEL_CUDA_PDL, a = CHANNEL_CUDA_DECODE_ATTN=one),
 // alternating them in each round: a JSON line {"decode", ...} each.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -123,6 +125,34 @@ uint64_t streamed_bytes_per_token(const Model& model) {
   const TensorInfo* embd = model.gguf().find_tensor("token_embd.weight");
   if (embd != nullptr && !model.weights().tied_output) bytes -= embd->n_bytes;
   return bytes;
+}
+
+// Floating-point operations (a multiply-add counts two) of one token of a P-token prompt
+// after `depth` tokens: every layer matrix once (the blk.* tensors of two dimensions), the LM
+// head once for the whole prompt (only the last token's logits are made), and attention over
+// the keys each token sees (sliding and bounded layers their windows). Norms, rope and the
+// activations are left out (a few per cent). The yardstick of the prompt rates against the
+// cores' FMA peak in bench/compare_llamacpp.sh.
+double prompt_flop_per_token(const Model& model, int n_prompt, int depth) {
+  if (n_prompt <= 0) return 0.0;
+  const ModelHparams& hp = model.hparams();
+  double macs = 0.0;
+  for (const auto& t : model.gguf().tensors())
+    if (t.n_dims == 2 && t.name.starts_with("blk."))
+      macs += static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
+  macs += static_cast<double>(hp.n_vocab) * hp.n_embd / n_prompt;
+  const double per_key = static_cast<double>(hp.n_head) * (hp.head_dim + hp.head_dim_v);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    int64_t window = hp.window_of(il);  // 0: every earlier key
+    if (hp.is_bounded(il)) window = hp.bounded.window + hp.bounded.n_sinks;
+    double keys = 0.0;
+    for (int t = 0; t < n_prompt; ++t) {
+      const int64_t seen = static_cast<int64_t>(depth) + t + 1;
+      keys += static_cast<double>(window > 0 ? std::min(seen, window) : seen);
+    }
+    macs += per_key * keys / n_prompt;
+  }
+  return 2.0 * macs;
 }
 
 uint64_t parameter_count(const Model& model) {
@@ -281,9 +311,14 @@ int run_bench(const BenchArgs& args) {
   row("pp", args.n_prompt, pp, "");
   row("tg", args.n_gen, tg, fmt::format("{:.2f}", gb_per_s));
 
-  const nlohmann::ordered_json result = {
-      {"prompt_tok_per_s", pp.mean()}, {"gen_tok_per_s", tg.mean()}, {"gen_gb_per_s", gb_per_s},
-      {"device", where}, {"depth", args.depth}};
+  const double gflop_per_s =
+      pp.mean() * prompt_flop_per_token(*model, args.n_prompt, args.depth) / 1e9;
+  const nlohmann::ordered_json result = {{"prompt_tok_per_s", pp.mean()},
+                                         {"prompt_gflop_per_s", gflop_per_s},
+                                         {"gen_tok_per_s", tg.mean()},
+                                         {"gen_gb_per_s", gb_per_s},
+                                         {"device", where},
+                                         {"depth", args.depth}};
   std::printf("%s\n", result.dump().c_str());
   return 0;
 }
