@@ -4,7 +4,9 @@
 // Channel and llama.cpp do on CPUs without AVX512-FP16): bench/compare_llamacpp.sh reports the
 // prompt rates of those types as a share of it, measured in the same round (the clock under
 // load moves with the machine). Report: the `flops` counter (best of the repetitions).
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <cstdint>
 #include <vector>
@@ -20,6 +22,7 @@ constexpr int kChains = 12;  // more than an FMA's latency times the pipes that 
 constexpr int64_t kSteps = int64_t{1} << 15;  // one work item: 393,216 FMAs a lane
 constexpr int kItemsPerThread = 64;  // claimed as the threads free up, as a prompt's rows are
 
+#if defined(__x86_64__)
 // Twelve chains in named registers (an array with a compiler barrier went to the stack); the
 // seed differs per call, so no call can stand in for another.
 #define CHANNEL_FMA_CHAINS(V, SET1, FMADD, ADD)                                                 \
@@ -55,7 +58,13 @@ __attribute__((target("avx2,fma"))) float chains256(float seed) {
   return r;
 }
 
+#endif
+
 void BM_FmaPeak(benchmark::State& state) {
+#if !defined(__x86_64__)
+  state.SkipWithError("an x86-64 benchmark (AVX-512 or AVX2 FMA chains)");
+  return;
+#else
   const bool wide = __builtin_cpu_supports("avx512f");
   if (!wide && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
     state.SkipWithError("neither AVX-512 nor AVX2 with FMA on this CPU");
@@ -77,6 +86,7 @@ void BM_FmaPeak(benchmark::State& state) {
       2.0 * kChains * lanes * static_cast<double>(kSteps) * static_cast<double>(items);
   state.counters["flops"] = benchmark::Counter(
       flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+#endif
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
