@@ -275,6 +275,14 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
         EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " v" << v
                            << " fuse " << fuse << " pdl " << pdl;
       }
+    // Per-product variants (each role its own kernel) decode as the rest do.
+    {
+      const std::string roles = "qkv:v0,wo:v6,gate_up:v8,down:v5,output:v2";
+      cuda::set_role_variants(roles);
+      const double e = nmse(run(8, true, true), want);
+      cuda::set_role_variants("");
+      EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " " << roles;
+    }
   }
   cuda::set_matvec_variant(saved_variant);
   cuda::set_fused_decode(saved_fuse);
@@ -298,6 +306,27 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   EXPECT_TRUE(cuda::one_kernel_attention());
   for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
+  // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
+  // clears them.
+  const std::string saved_roles = cuda::role_variants();
+  cuda::set_decode_kernels("v8fp+output:v6+down:v0");
+  EXPECT_EQ(cuda::role_variants(), "down:v0,output:v6");
+  cuda::DevMatrix m;
+  m.type = GgmlType::Q8_0;
+  m.role = cuda::MatRole::output;
+  EXPECT_EQ(cuda::matvec_variant_for(m), 6);
+  m.role = cuda::MatRole::wo;
+  EXPECT_EQ(cuda::matvec_variant_for(m), 8);
+  cuda::set_decode_kernels("v8fp");
+  EXPECT_EQ(cuda::role_variants(), "");
+  for (const char* bad : {"v8fp+out:v6", "v8fp+down:v9", "v8fp+down:v6+down:v0", "v8fp+down",
+                          "v8fp++down:v6", "v8fp+"})
+    EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
+  cuda::set_role_variants("qkv:v5,gate_up:v1");
+  EXPECT_EQ(cuda::role_variants(), "qkv:v5,gate_up:v1");
+  EXPECT_THROW(cuda::set_role_variants("qkv=v5"), Error);
+  EXPECT_EQ(cuda::role_variants(), "qkv:v5,gate_up:v1");  // a bad spec changes nothing
+  cuda::set_role_variants(saved_roles);
   cuda::set_matvec_variant(saved_variant);
   cuda::set_fused_decode(saved[0]);
   cuda::set_pdl(saved[1]);

@@ -5,7 +5,8 @@
 // JSON line, {"prompt_tok_per_s", "prompt_gflop_per_s", "gen_tok_per_s", "gen_gb_per_s",
 // "device", "depth"}, ends stdout.
 // --cuda-decode v0,v2f,... repeats tg per decode kernel choice (CHANNEL_CUDA_MATVEC variant,
-// f = CHANNEL_CUDA_FUSE, p = CHANNEL_CUDA_PDL, a = CHANNEL_CUDA_DECODE_ATTN=one),
+// f = CHANNEL_CUDA_FUSE, p = CHANNEL_CUDA_PDL, a = CHANNEL_CUDA_DECODE_ATTN=one, then any
+// +role:vN, CHANNEL_CUDA_MATVEC_ROLES),
 // alternating them in each round: a JSON line {"decode", ...} each.
 #include <unistd.h>
 
@@ -345,9 +346,10 @@ const CommandRegistrar registrar{
       sub.add_flag("--no-cuda-graphs", args->no_cuda_graphs,
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
       sub.add_option("--cuda-decode", args->cuda_decode,
-                     "CUDA: also run tg once per decode kernel choice (v0..v7, then any of f = "
-                     "fused, p = PDL, a = one-kernel attention), e.g. v6fp,v6fpa; one JSON line "
-                     "each before the summary");
+                     "CUDA: also run tg once per decode kernel choice (v0..v8, then any of f = "
+                     "fused, p = PDL, a = one-kernel attention, then any +role:vN for the "
+                     "products qkv, wo, gate_up, down, output), e.g. v8fp,v8fp+output:v6; one "
+                     "JSON line each before the summary");
       return [args] { return run_bench(*args); };
     }};
 

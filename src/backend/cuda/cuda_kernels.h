@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -34,11 +35,16 @@ namespace channel::cuda {
 // tensor cores.
 constexpr int kVerifyTokens = 16;
 
+// What a matrix is in the layer stack, set at upload, for per-product kernel choices.
+enum class MatRole : uint8_t { other = 0, qkv, wo, gate_up, down, output };
+constexpr int kMatRoles = 6;
+
 struct DevMatrix {
   GgmlType type = GgmlType::F32;
   int64_t rows = 0, cols = 0;
   const void* q = nullptr;  // quants or float elements
   const void* d = nullptr;  // f16 block scales (Q8_0, Q4_0), else null
+  MatRole role = MatRole::other;
 };
 
 // True when the backend computes with weights of this type.
@@ -88,6 +94,13 @@ constexpr int kMatvecPerType = -2;
 int matvec_variant();  // 0..8, or kMatvecPerType
 int matvec_variant_for(GgmlType type);
 void set_matvec_variant(int variant);
+// Per product: CHANNEL_CUDA_MATVEC_ROLES="down:v6,output:v6" (read once; a bad one is a
+// one-line error) or set_role_variants gives the products of those roles (qkv, wo, gate_up,
+// down, output) their one-token variant over the choice above; "" clears them. matmul takes
+// matvec_variant_for(w): the role's variant where one is set, else the type's.
+int matvec_variant_for(const DevMatrix& w);
+void set_role_variants(const std::string& spec);
+std::string role_variants();  // the roles' variants as set_role_variants takes them
 // Products of kCublasMinTokens tokens or more run through cuBLAS (cuda_cublas.h: F16/BF16
 // weights as they are, the other types dequantized to f16 in row chunks first) when it loads,
 // else the backend's own tensor-core tiles. CHANNEL_CUDA_GEMM=cublas|tiles (read once; a bad

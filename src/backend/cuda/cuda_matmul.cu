@@ -1088,7 +1088,7 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
 }
 
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {
-  matmul_variant(w, act, n, y, ldy, s, n <= kVerifyTokens ? matvec_variant_for(w.type) : 0);
+  matmul_variant(w, act, n, y, ldy, s, n <= kVerifyTokens ? matvec_variant_for(w) : 0);
 }
 
 // The many-token product through cuBLAS: F16/BF16 weights as they are, other types

@@ -51,7 +51,8 @@ class CudaWeights {
 // product's variant (0..8), the fused activation stages, programmatic dependent launch and the
 // one-kernel attention. A session captures them with its decode graph, so they apply to
 // sessions made after. `spec`: "vN", then any of "f" (fused), "p" (PDL) and "a" (one-kernel
-// attention), e.g. "v6fpa"; a bad spec is a one-line error.
+// attention), then any "+role:vN" (per-product variants, set_role_variants in cuda_kernels.h),
+// e.g. "v6fpa" or "v8fp+output:v6"; a bad spec is a one-line error.
 void set_decode_kernels(const std::string& spec);
 
 struct CudaSessionConfig {

@@ -1,9 +1,11 @@
 // The backend's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
-// CHANNEL_CUDA_MATVEC (v0..v8), the fused activation stages, CHANNEL_CUDA_FUSE (0|1),
-// programmatic dependent launch, CHANNEL_CUDA_PDL (0|1), and the many-token products through
+// CHANNEL_CUDA_MATVEC (v0..v8) and per product CHANNEL_CUDA_MATVEC_ROLES, the fused
+// activation stages, CHANNEL_CUDA_FUSE (0|1), programmatic dependent launch,
+// CHANNEL_CUDA_PDL (0|1), and the many-token products through
 // cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles), and prompt-chunk attention on
 // tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots); each read once from the
 // environment unless set first.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -71,6 +73,82 @@ int matvec_variant() {
 int matvec_variant_for(GgmlType type) {
   const int v = matvec_variant();
   return v == kMatvecPerType ? default_variant(type) : v;
+}
+
+namespace {
+
+constexpr const char* kRoleNames[kMatRoles] = {"other", "qkv", "wo", "gate_up", "down", "output"};
+
+// Each role's variant, -1 where none is set; g_roles_read once the environment was read.
+std::atomic<int> g_role_variant[kMatRoles] = {-1, -1, -1, -1, -1, -1};
+std::atomic<bool> g_roles_read{false};
+
+// "role:vN,..." into variants[role] (-1 elsewhere); anything else is a one-line error.
+void parse_roles(const std::string& spec, int (&variants)[kMatRoles]) {
+  for (int& v : variants) v = -1;
+  auto bad = [&] {
+    throw_error(
+        "matvec roles: expected role:vN,... (roles qkv, wo, gate_up, down, output; "
+        "v0..v{}), got '{}'",
+        kMatvecVariants - 1, spec);
+  };
+  for (size_t p = 0; p < spec.size();) {
+    const size_t q = std::min(spec.find(',', p), spec.size());
+    const std::string item = spec.substr(p, q - p);
+    p = q + 1;
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) bad();
+    const std::string name = item.substr(0, colon), v = item.substr(colon + 1);
+    int role = -1;
+    for (int r = 1; r < kMatRoles; ++r)
+      if (name == kRoleNames[r]) role = r;
+    if (role < 0 || v.size() != 2 || v[0] != 'v' || v[1] < '0' || v[1] >= '0' + kMatvecVariants ||
+        variants[role] >= 0)
+      bad();
+    variants[role] = v[1] - '0';
+  }
+}
+
+void store_roles(const int (&variants)[kMatRoles]) {
+  for (int r = 0; r < kMatRoles; ++r)
+    g_role_variant[r].store(variants[r], std::memory_order_relaxed);
+  g_roles_read.store(true, std::memory_order_release);
+}
+
+int role_variant(MatRole role) {
+  if (!g_roles_read.load(std::memory_order_acquire)) {
+    const char* env = std::getenv("CHANNEL_CUDA_MATVEC_ROLES");
+    int variants[kMatRoles];
+    parse_roles(env ? env : "", variants);
+    store_roles(variants);
+  }
+  return g_role_variant[static_cast<int>(role)].load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+int matvec_variant_for(const DevMatrix& w) {
+  const int v = role_variant(w.role);
+  return v >= 0 ? v : matvec_variant_for(w.type);
+}
+
+void set_role_variants(const std::string& spec) {
+  int variants[kMatRoles];
+  parse_roles(spec, variants);
+  store_roles(variants);
+}
+
+std::string role_variants() {
+  std::string out;
+  for (int r = 1; r < kMatRoles; ++r) {
+    const int v = role_variant(static_cast<MatRole>(r));
+    if (v < 0) continue;
+    if (!out.empty()) out += ',';
+    out += kRoleNames[r];
+    out += ":v";
+    out += std::to_string(v);
+  }
+  return out;
 }
 
 void set_matvec_variant(int variant) {
@@ -155,7 +233,7 @@ namespace {
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL) and a (one-kernel "
-      "attention), got '{}'",
+      "attention), then any +role:vN (roles qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
 
@@ -164,13 +242,26 @@ namespace {
 void set_decode_kernels(const std::string& spec) {
   if (spec.size() < 2 || spec[0] != 'v' || spec[1] < '0' || spec[1] >= '0' + kMatvecVariants)
     bad_decode_kernels(spec);
+  // "+role:vN" parts after the flags: per-product variants (set_role_variants).
+  const size_t plus = std::min(spec.find('+'), spec.size());
+  std::string roles;
+  for (size_t p = plus; p < spec.size();) {
+    const size_t q = std::min(spec.find('+', p + 1), spec.size());
+    if (q == p + 1) bad_decode_kernels(spec);  // an empty "+" part
+    if (!roles.empty()) roles += ',';
+    roles += spec.substr(p + 1, q - p - 1);
+    p = q;
+  }
+  int variants[kMatRoles];
+  parse_roles(roles, variants);  // checked before anything is set
   bool fused = false, pdl = false, one = false;
-  for (const char c : spec.substr(2)) {
+  for (const char c : spec.substr(2, plus - 2)) {
     bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
   set_matvec_variant(spec[1] - '0');
+  store_roles(variants);
   set_fused_decode(fused);
   set_pdl(pdl);
   set_one_kernel_attention(one);

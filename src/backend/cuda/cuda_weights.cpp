@@ -104,6 +104,7 @@ void layout(const Model& model, Uploader& up, WeightsLayout& out) {
   const ModelHparams& hp = model.hparams();
   out.token_embd = up.single(w.token_embd, "token_embd.weight");
   out.output = w.tied_output ? out.token_embd : up.single(w.output, "output.weight");
+  out.output.role = MatRole::output;
   out.output_norm = up.vec(w.output_norm);
   out.rope_freqs = up.vec(w.rope_freqs);
   out.layers.resize(static_cast<size_t>(hp.n_layer));
@@ -119,6 +120,10 @@ void layout(const Model& model, Uploader& up, WeightsLayout& out) {
     D.gate = gu[0];
     D.up = gu[1];
     D.down = up.single(L.ffn_down, "ffn_down.weight");
+    for (DevMatrix* m : {&D.wq, &D.wk, &D.wv, &D.qkv}) m->role = MatRole::qkv;
+    D.wo.role = MatRole::wo;
+    for (DevMatrix* m : {&D.gate, &D.up, &D.gate_up}) m->role = MatRole::gate_up;
+    D.down.role = MatRole::down;
     D.attn_norm = up.vec(L.attn_norm);
     D.q_norm = up.vec(L.attn_q_norm);
     D.k_norm = up.vec(L.attn_k_norm);
