@@ -40,22 +40,25 @@ constexpr int kItemsPerThread = 64;  // claimed as the threads free up, as a pro
   const V s = ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))),            \
                   ADD(ADD(a8, a9), ADD(a10, a11)))
 
+// The chains' result, every lane of it, so that no lane's work can be dropped.
+float sum_lanes(const float* v, int n) {
+  float r = 0.0f;
+  for (int i = 0; i < n; ++i) r += v[i];
+  return r;
+}
+
 __attribute__((target("avx512f"))) float chains512(float seed) {
   CHANNEL_FMA_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps);
   alignas(64) float v[16];
   _mm512_store_ps(v, s);
-  float r = 0.0f;
-  for (float x : v) r += x;
-  return r;
+  return sum_lanes(v, 16);
 }
 
 __attribute__((target("avx2,fma"))) float chains256(float seed) {
   CHANNEL_FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps);
   alignas(32) float v[8];
   _mm256_store_ps(v, s);
-  float r = 0.0f;
-  for (float x : v) r += x;
-  return r;
+  return sum_lanes(v, 8);
 }
 
 #endif
