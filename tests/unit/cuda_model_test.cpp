@@ -324,7 +324,8 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   cuda::set_role_variants("qkv:v5,gate_up:v1");
   EXPECT_EQ(cuda::role_variants(), "qkv:v5,gate_up:v1");
-  EXPECT_THROW(cuda::set_role_variants("qkv=v5"), Error);
+  for (const char* bad : {"qkv=v5", "qkv:v5,", ",qkv:v5", "qkv:v5,,wo:v1", "qkv:5", "other:v1"})
+    EXPECT_THROW(cuda::set_role_variants(bad), Error) << bad;
   EXPECT_EQ(cuda::role_variants(), "qkv:v5,gate_up:v1");  // a bad spec changes nothing
   cuda::set_role_variants(saved_roles);
   cuda::set_matvec_variant(saved_variant);

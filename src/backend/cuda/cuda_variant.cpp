@@ -95,6 +95,7 @@ void parse_roles(const std::string& spec, int (&variants)[kMatRoles]) {
   for (size_t p = 0; p < spec.size();) {
     const size_t q = std::min(spec.find(',', p), spec.size());
     const std::string item = spec.substr(p, q - p);
+    if (q + 1 == spec.size()) bad();  // a trailing comma
     p = q + 1;
     const size_t colon = item.find(':');
     if (colon == std::string::npos) bad();
