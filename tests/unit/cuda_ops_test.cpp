@@ -402,6 +402,36 @@ TEST(CudaOps, GluMatchesReference) {
   EXPECT_LE(nmse(from_device<float>(dx, 1000), want), 1e-12);
 }
 
+// The logits check: each block's flag says whether its share holds a NaN or an Inf, written
+// straight into pinned host memory, and every flag is rewritten by the next launch.
+TEST(CudaOps, NonfiniteFlagsFindEachBadValue) {
+  CHANNEL_REQUIRE_CUDA();
+  cuda::PinnedBuffer flags(cuda::kNonfiniteBlocks * 4, "flags");
+  uint32_t* f = flags.as<uint32_t>();
+  for (const int64_t count : {int64_t{1}, int64_t{63}, int64_t{1000}, int64_t{262144 + 7}}) {
+    std::vector<float> x = randn(static_cast<size_t>(count), 21, 50.0f);
+    cuda::DeviceBuffer dx = to_device(x);
+    std::fill(f, f + cuda::kNonfiniteBlocks, 7u);
+    cuda::nonfinite_flags(dx.as<float>(), count, f, nullptr);
+    cuda::check(cudaDeviceSynchronize(), "sync");
+    EXPECT_FALSE(cuda::any_nonfinite(f)) << count;
+    for (int b = 0; b < cuda::kNonfiniteBlocks; ++b) ASSERT_EQ(f[b], 0u) << count << " " << b;
+    const int64_t share = (count + cuda::kNonfiniteBlocks - 1) / cuda::kNonfiniteBlocks;
+    for (const int64_t at : {int64_t{0}, count / 2, count - 1}) {
+      for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+        std::vector<float> y = x;
+        y[static_cast<size_t>(at)] = bad;
+        cuda::DeviceBuffer dy = to_device(y);
+        cuda::nonfinite_flags(dy.as<float>(), count, f, nullptr);
+        cuda::check(cudaDeviceSynchronize(), "sync");
+        EXPECT_TRUE(cuda::any_nonfinite(f)) << count << " at " << at;
+        for (int b = 0; b < cuda::kNonfiniteBlocks; ++b)
+          ASSERT_EQ(f[b], b == at / share ? 1u : 0u) << count << " at " << at << " block " << b;
+      }
+    }
+  }
+}
+
 // The Q8_0 activation blocks of one token ([n] int8 then [n/32] f32 scales), dequantized.
 std::vector<float> dequant_act(const cuda::DeviceBuffer& act, int64_t n) {
   const std::vector<int8_t> raw = from_device<int8_t>(act, static_cast<size_t>(n) + static_cast<size_t>(n / 32) * 4);

@@ -124,6 +124,8 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
   matmul(W.output, act, n_out, b.logits, hp.n_vocab, cs);
   if (hp.final_logit_softcap > 0)
     softcap(b.logits, static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap, cs);
+  if (b.nonfinite)
+    nonfinite_flags(b.logits, static_cast<int64_t>(n_out) * hp.n_vocab, b.nonfinite, cs);
 }
 
 }  // namespace channel::cuda

@@ -27,6 +27,8 @@ struct ForwardBufs {
   void* act = nullptr;      // the products' input form, widest row
   float* logits = nullptr;  // [n][n_vocab]
   int64_t qkv_w = 0, attn_w = 0;
+  // [kNonfiniteBlocks] flags of the logits (nonfinite_flags), pinned host memory; none: no check.
+  uint32_t* nonfinite = nullptr;
 };
 
 // Attention blocks per query for n queries: enough (KV head, split, token) blocks to fill
@@ -43,8 +45,8 @@ using AttendFn = std::function<bool(int il, void* q8)>;
 
 // Enqueues the forward of n tokens (device ids `tokens`) on cs: every layer, calling
 // attend between the Q/K/V product and W_o, then the logits of the last n_out tokens
-// into bufs.logits (n_out 0: no final norm nor LM head). Leaves every token's last residual
-// in bufs.x.
+// into bufs.logits and their flags into bufs.nonfinite (n_out 0: no final norm nor LM head).
+// Leaves every token's last residual in bufs.x.
 void enqueue_model(const CudaWeights& weights, const ForwardBufs& bufs, const int32_t* tokens,
                    int n, int n_out, cudaStream_t cs, const AttendFn& attend);
 

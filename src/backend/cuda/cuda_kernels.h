@@ -381,4 +381,13 @@ void embed(const DevMatrix& w, const int32_t* tokens, int n, float scale, float*
 // x = cap * tanh(x / cap)
 void softcap(float* x, int64_t count, float cap, cudaStream_t s);
 
+// flags[b] = whether block b's share of x[0, count) holds a NaN or an Inf, for each of the
+// kNonfiniteBlocks blocks (all written every launch). flags may be pinned host memory, which
+// the kernel writes directly: the step's logits check then costs the host kNonfiniteBlocks
+// words after the sync instead of a scan of every logit (1 MiB a token at Gemma's vocabulary).
+constexpr int kNonfiniteBlocks = 64;
+void nonfinite_flags(const float* x, int64_t count, uint32_t* flags, cudaStream_t s);
+// Whether any of the kNonfiniteBlocks flags is set.
+bool any_nonfinite(const uint32_t* flags);
+
 }  // namespace channel::cuda

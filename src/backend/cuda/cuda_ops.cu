@@ -411,6 +411,20 @@ __global__ void softcap_kernel(float* x, int64_t count, float cap) {
     x[i] = cap * tanhf(x[i] / cap);
 }
 
+// Block b of kNonfiniteBlocks looks at its contiguous share of x and writes flags[b] (1 where
+// an exponent is all ones: NaN or Inf), every block every launch, so nothing is cleared first.
+__global__ void nonfinite_flags_kernel(const float* x, int64_t count, uint32_t* flags) {
+  pdl_wait();
+  const int64_t share = (count + gridDim.x - 1) / gridDim.x;
+  const int64_t lo = blockIdx.x * share, hi = lo + share < count ? lo + share : count;
+  const auto* bits = reinterpret_cast<const uint32_t*>(x);
+  uint32_t bad = 0;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+    bad |= static_cast<uint32_t>((bits[i] & 0x7f800000u) == 0x7f800000u);
+  bad = static_cast<uint32_t>(__syncthreads_or(static_cast<int>(bad)));
+  if (threadIdx.x == 0) flags[blockIdx.x] = bad;
+}
+
 }  // namespace
 
 RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
@@ -604,6 +618,17 @@ void softcap(float* x, int64_t count, float cap, cudaStream_t s) {
   launch_k(softcap_kernel, grid_for(count, 256) < 1024 ? grid_for(count, 256) : 1024, 256, 0, s,
       x, count, cap);
   check_launch("softcap");
+}
+
+void nonfinite_flags(const float* x, int64_t count, uint32_t* flags, cudaStream_t s) {
+  launch_k(nonfinite_flags_kernel, kNonfiniteBlocks, 256, 0, s, x, count, flags);
+  check_launch("nonfinite_flags");
+}
+
+bool any_nonfinite(const uint32_t* flags) {
+  uint32_t bad = 0;
+  for (int b = 0; b < kNonfiniteBlocks; ++b) bad |= flags[b];
+  return bad != 0;
 }
 
 }  // namespace channel::cuda

@@ -114,6 +114,7 @@ class CudaRing final : public RingCompute {
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
   DeviceBuffer header_, runs_, table_, inv_freq_;
   PinnedBuffer header_h_, runs_h_, table_h_, logits_h_, resid_h_;
+  PinnedBuffer nonfinite_;  // the logits' flags (nonfinite_flags), written by the step
   RingRope rope_global_, rope_sliding_;
   size_t n_runs_ = 0, n_table_ = 0;
   std::vector<int> segment_end_;
@@ -209,6 +210,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   runs_h_ = PinnedBuffer(runs_cap_ * sizeof(RingRun), "the step's runs");
   table_h_ = PinnedBuffer(table_cap_ * 4, "the active-slot table");
   logits_h_ = PinnedBuffer(static_cast<size_t>(h.n_vocab) * f, "logits");
+  nonfinite_ = PinnedBuffer(kNonfiniteBlocks * 4, "logits flags");
   resid_h_ = PinnedBuffer(static_cast<size_t>(h.n_embd) * f, "residual");
   std::memset(header_h_.as<char>(), 0, header_bytes_);
   // The rope frequencies (f64) of global and sliding layers, uploaded once.
@@ -420,9 +422,9 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
   float* qkv = qkv_.as<float>();
   const QkvLayout ql{h.n_head, h.n_head_kv, h.head_dim, h.head_dim_v, qkv_w_, kv_f32_};
   const ForwardBufs bufs{
-      x_.as<float>(),  xn_.as<float>(), qkv,        attn_.as<float>(),   proj_.as<float>(),
-      gu_.as<float>(), ff_.as<float>(), act_.get(), logits_.as<float>(), qkv_w_,
-      attn_w_};
+      x_.as<float>(),  xn_.as<float>(),          qkv,        attn_.as<float>(),   proj_.as<float>(),
+      gu_.as<float>(), ff_.as<float>(),          act_.get(), logits_.as<float>(), qkv_w_,
+      attn_w_,         nonfinite_.as<uint32_t>()};
   auto attend = [&](int il, void* q8) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
@@ -531,14 +533,7 @@ void CudaRing::forward(const RingChunk& c) {
     std::memcpy(c.bounded_kv, bounded_.chunk_kv(0, n),
                 static_cast<size_t>(bounded_.count()) * n * 2 * kv_dim_ * sizeof(float));
   if (graph_step && c.residual) std::memcpy(c.residual, resid_h_.as<float>(), E * 4);
-  const size_t count = static_cast<size_t>(n_out) * n_vocab;
-  uint32_t bad = 0;
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, c.logits + i, 4);
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  if (bad)
+  if (n_out > 0 && any_nonfinite(nonfinite_.as<uint32_t>()))
     throw_error(
         "forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
         "weights or its input are damaged");

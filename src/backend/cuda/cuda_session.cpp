@@ -46,6 +46,7 @@ struct CudaSession::State {
   DeviceBuffer arrivals;  // decode_attention's counters, [max_batch][n_head_kv], kept zero
   DeviceBuffer rope_cs;   // rope_table's, [2: global, sliding][max_batch][n_rot / 2]
   PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
+  PinnedBuffer nonfinite;               // the logits' flags (nonfinite_flags), written by the step
   // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
   // (a speculative verify): graph_index(n, all), each captured on its first use.
   std::vector<cudaGraphExec_t> graphs = std::vector<cudaGraphExec_t>(2 * (kVerifyTokens + 1));
@@ -126,6 +127,7 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   std::memset(s.step_host.as<char>(), 0, s.step_bytes);
   s.logits_host = PinnedBuffer(
       static_cast<size_t>(std::min(s.max_batch, kVerifyTokens)) * hp.n_vocab * f, "logits");
+  s.nonfinite = PinnedBuffer(kNonfiniteBlocks * 4, "logits flags");
   s.bytes = kv_bytes + scratch;
   // Slot i holds position i: the contiguous session's table is the identity.
   std::vector<int32_t> ids(cap);
@@ -205,6 +207,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
   ForwardBufs bufs{s.x.as<float>(),    s.xn.as<float>(), s.qkv.as<float>(), s.attn.as<float>(),
                    s.proj.as<float>(), s.gu.as<float>(), s.ff.as<float>(),  s.act.get(),
                    s.logits.as<float>(), s.qkv_w,        s.attn_w};
+  bufs.nonfinite = s.nonfinite.as<uint32_t>();
 
   // The contiguous context: slot == position, each query sees the slots its range names.
   auto attend = [&](int il, void* q8) {
@@ -350,16 +353,8 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
     enqueue();
   }
   s.stream.sync("the forward pass");
-  const size_t count = rows * n_vocab;
-  if (all_logits && dst != logits_out) std::memcpy(logits_out, dst, count * 4);
-  const float* out = all_logits ? logits_out : dst;
-  uint32_t bad = 0;
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, out + i, 4);
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  if (bad)
+  if (all_logits && dst != logits_out) std::memcpy(logits_out, dst, rows * n_vocab * 4);
+  if (any_nonfinite(s.nonfinite.as<uint32_t>()))
     throw_error("forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
                 "weights or its input are damaged");
 }
