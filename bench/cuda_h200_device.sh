@@ -4,7 +4,7 @@
 # builds in the background, runs scripts/test-cuda.sh, then bench/cuda_h200.sh. Everything
 # lands in $OUT (8 files at most): channel_build.log, test-cuda.log, llama_build.log, gpu.txt,
 # results.jsonl, channel_bench.log, llama_bench.log, table.md.
-#   [BUDGET_S=420] [MODELS="12b:q8_0 1b:q8_0 12b:f16 12b:q4_0 1b:f16"] bash run.sh
+#   [BUDGET_S=280 (seconds of benchmarking, bench/cuda_h200.sh)] [MODELS="12b:q8_0 1b:q8_0 12b:f16 12b:q4_0 1b:f16"] bash run.sh
 set -uo pipefail
 S=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0
@@ -37,6 +37,6 @@ echo "channel built in $((SECONDS - t0)) s"; tail -3 "$OUT/channel_build.log"
 SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 150 bash scripts/test-cuda.sh > "$OUT/test-cuda.log" 2>&1
 echo "test-cuda rc $?"; grep -E "PASSED|FAILED|SKIPPED \]|test-cuda" "$OUT/test-cuda.log" | head -30
 LLAMA_MARKER=/tmp/cuda_h200/llama LLAMA_SRC="$S/llama-src.tar.xz" CHANNEL_BIN=/tmp/ch/build-cuda/channel OUT="$OUT" \
-  BUDGET_S=${BUDGET_S:-420} MODELS="${MODELS:-12b:q8_0 1b:q8_0 12b:f16 12b:q4_0 1b:f16}" \
+  BUDGET_S=${BUDGET_S:-280} MODELS="${MODELS:-12b:q8_0 1b:q8_0 12b:f16 12b:q4_0 1b:f16}" \
   bash bench/cuda_h200.sh
 echo "all done in $((SECONDS - t0)) s"
