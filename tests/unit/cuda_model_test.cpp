@@ -178,31 +178,36 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Non-finite logits end the step with the one-line error, found on the device
 // (nonfinite_flags) on the captured graph and without it, for a prompt and for one token;
-// a healthy model's steps after that find nothing, so no flag is left set.
+// a healthy model's steps after that find nothing, so no flag is left set. Q8_0: the NaN
+// passes through the Q8_0 activation blocks of the LM head's input (quant_store's NaN scale)
+// instead of being rounded to a 0 quant.
 TEST(CudaModel, NonFiniteLogitsGiveTheError) {
   CHANNEL_REQUIRE_CUDA();
-  // F32: a Q8_0 activation block would drop a NaN (its scale is a max, its rounding of NaN 0).
-  auto model = test::small_random_model(Arch::llama, GgmlType::F32, 5);
-  // The final norm's weights are a copy the model owns (model.h): one NaN there reaches every
-  // logit through the LM head.
-  const_cast<std::vector<float>&>(model->weights().output_norm)[3] = std::nanf("");
-  auto weights = cuda::CudaWeights::upload(model, 0);
-  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
-  const int32_t tok = 7;
-  for (bool graphs : {true, false}) {
-    cuda::CudaSession s(weights, cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 8, .graphs = graphs});
-    try {
-      s.decode(prompt);
-      ADD_FAILURE() << "prefill of NaN logits did not throw (graphs " << graphs << ")";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+  for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
+    SCOPED_TRACE(ggml_type_name(static_cast<uint32_t>(type)));
+    auto model = test::small_random_model(Arch::llama, type, 5);
+    // The final norm's weights are a copy the model owns (model.h): one NaN there reaches
+    // every logit through the LM head.
+    const_cast<std::vector<float>&>(model->weights().output_norm)[3] = std::nanf("");
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+    const int32_t tok = 7;
+    for (bool graphs : {true, false}) {
+      cuda::CudaSession s(weights,
+                          cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 8, .graphs = graphs});
+      try {
+        s.decode(prompt);
+        ADD_FAILURE() << "prefill of NaN logits did not throw (graphs " << graphs << ")";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+      }
+      EXPECT_THROW(s.decode(std::span(&tok, 1)), Error) << "graphs " << graphs;
     }
-    EXPECT_THROW(s.decode(std::span(&tok, 1)), Error) << "graphs " << graphs;
+    auto healthy = cuda::CudaWeights::upload(test::small_random_model(Arch::llama, type, 5), 0);
+    cuda::CudaSession s(healthy, cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 8});
+    EXPECT_NO_THROW(s.decode(prompt));
+    for (int i = 0; i < 3; ++i) EXPECT_NO_THROW(s.decode(std::span(&tok, 1)));
   }
-  auto healthy = cuda::CudaWeights::upload(test::small_random_model(Arch::llama, GgmlType::F32, 5), 0);
-  cuda::CudaSession s(healthy, cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 8});
-  EXPECT_NO_THROW(s.decode(prompt));
-  for (int i = 0; i < 3; ++i) EXPECT_NO_THROW(s.decode(std::span(&tok, 1)));
 }
 
 // The bounded architecture on the contiguous session: its swa_sink_v1 layers (a window of 16

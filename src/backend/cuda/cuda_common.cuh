@@ -59,6 +59,21 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// Element i of a row, all 32 lanes of the warp on one 32-element block: the Q8_0 activation
+// arithmetic of convert_act (ops/quant.h); q holds the quants, d the blocks' scales. A block
+// holding a NaN or an Inf gets a NaN scale: the max above passes over a NaN and rintf makes
+// it a 0 quant, so the block would otherwise turn finite and a damaged weight would reach
+// the logits as plausible numbers, past the step's non-finite check. Finite blocks are
+// unchanged.
+__device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float* d) {
+  const float amax = warp_max(fabsf(v));
+  const bool bad = __any_sync(0xffffffffu, !isfinite(v));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  q[i] = static_cast<int8_t>(rintf(v * id));
+  if (threadIdx.x % 32 == 0)
+    d[i / 32] = bad ? __int_as_float(0x7fc00000) : __half2float(__float2half_rn(amax / 127.0f));
+}
+
 // Sum over a block of blockDim.x threads (a multiple of 32, at most 1024); every thread
 // gets the result. `shared` holds 32 floats.
 __device__ __forceinline__ float block_sum(float v, float* shared) {

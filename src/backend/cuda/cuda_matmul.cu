@@ -67,20 +67,17 @@ __global__ void convert_kernel(const float* x, int64_t cols, int64_t ldx, T* out
     out[t * cols + i] = from_float<T>(x[t * ldx + i]);
 }
 
-// A warp per 32-element block: the CPU's Q8_0 activation arithmetic (ops/quant.h).
+// A warp per 32-element block: the CPU's Q8_0 activation arithmetic (ops/quant.h), with
+// quant_store's NaN scale for a block that holds a NaN or an Inf (cuda_common.cuh).
 __global__ void quantize_q8_kernel(const float* x, int64_t n, int64_t cols, int64_t ldx,
                                    int8_t* q, float* d) {
   pdl_wait();
   const int64_t nb = cols / kQ;
   const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
   if (blk >= n * nb) return;
   const int64_t t = blk / nb, b = blk % nb;
-  const float v = x[t * ldx + b * kQ + lane];
-  const float amax = warp_max(fabsf(v));
-  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-  q[t * cols + b * kQ + lane] = static_cast<int8_t>(rintf(v * id));
-  if (lane == 0) d[blk] = __half2float(__float2half_rn(amax / 127.0f));
+  // Element t * cols + b * kQ + lane: its block's scale lands in d[blk].
+  quant_store(x[t * ldx + b * kQ + threadIdx.x % 32], t * cols + b * kQ + threadIdx.x % 32, q, d);
 }
 
 // ---- one token per block row: the matvec ------------------------------------------------------

@@ -82,16 +82,6 @@ __device__ __forceinline__ void online_softmax_add(const float (&q)[G][D], const
   }
 }
 
-// Element i of a row, all 32 lanes of the warp on one 32-element block: the Q8_0 activation
-// arithmetic of convert_act (quantize_q8_kernel in cuda_matmul.cu, ops/quant.h); q holds the
-// quants, d the blocks' scales.
-__device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float* d) {
-  const float amax = warp_max(fabsf(v));
-  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-  q[i] = static_cast<int8_t>(rintf(v * id));
-  if (threadIdx.x % 32 == 0) d[i / 32] = __half2float(__float2half_rn(amax / 127.0f));
-}
-
 // Element i of the attention output [n][n_head][head_dim_v]: to a.out, or as Q8_0 blocks to
 // a.out_q8 (a warp's 32 consecutive elements make one block).
 template <typename Args>
