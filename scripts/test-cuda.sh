@@ -114,6 +114,32 @@ for where in "--slots 256 --recall-slots 8" "--ctx 512"; do
     fi
   done
 done
+# An f16 model whose weights hold NaN (the first 8 halves of blk.1.ffn_down, at the offset
+# `channel info` gives; matrices are not scanned at load): run on the device, on a contiguous
+# context and on the slot ring, stops with the non-finite error of the step's logits check
+# (nonfinite_flags), exit 1.
+"$ch" mkmodel --arch llama --type f16 --hidden 256 --layers 4 --heads 4 --kv-heads 2 \
+  --head-dim 64 --ffn 512 --vocab 2000 -o "$tmp/nan.gguf" 2>/dev/null
+"$ch" info -m "$tmp/nan.gguf" >"$tmp/info" 2>/dev/null
+python3 - "$tmp/info" "$tmp/nan.gguf" <<'PY' || { echo "test-cuda: could not poke NaNs"; rc=1; }
+import json, sys
+t = {x["name"]: x for x in json.load(open(sys.argv[1]))["tensors"]}["blk.1.ffn_down.weight"]
+assert t["type"] == "f16", t
+with open(sys.argv[2], "r+b") as f:
+    f.seek(t["offset"])
+    f.write(bytes([0x00, 0x7e]) * 8)
+PY
+for where in "--ctx 64" "--slots 256 --recall-slots 8"; do
+  # shellcheck disable=SC2086  # $where is two or four words
+  st=0
+  "$ch" run -m "$tmp/nan.gguf" $where -p "hello there" -n 8 --temp 0 --no-echo --device cuda \
+    >/dev/null 2>"$tmp/err" || st=$?
+  if [[ $st == 1 ]] && grep -q "non-finite" "$tmp/err"; then
+    echo "NaN weights ${where%% *} --device cuda: $(grep 'non-finite' "$tmp/err" | head -1)"
+  else
+    echo "test-cuda: NaN weights ${where%% *} --device cuda: exit $st, $(tail -1 "$tmp/err")"; rc=1
+  fi
+done
 # A device that does not exist: one line, exit 1.
 if "$ch" logits -m "$tmp/llama.gguf" --ids 1,2 --device cuda:99 2>"$tmp/err"; then
   echo "test-cuda: --device cuda:99 did not fail"; rc=1

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <initializer_list>
 
@@ -46,10 +47,19 @@ class TensorBinder {
   std::vector<float> vector(const std::string& name, int64_t n) const {
     return to_floats(require(name, {n}));
   }
+  // The small vectors (norms, rope factors) are copied at load, so their values are checked
+  // here: in a quantized model a NaN in a norm would be rounded away by the next product's
+  // Q8_0 activation blocks on either device, and the damaged file would run without a word.
   std::vector<float> to_floats(const TensorInfo& t) const {
     const WeightMatrix w = make_weight_matrix(t);
     std::vector<float> out(static_cast<size_t>(t.n_elements()));  // [rows][cols]
     for (int64_t r = 0; r < w.rows; ++r) dequantize_row(w, r, out.data() + r * w.cols);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!std::isfinite(out[i]))
+        throw_error(
+            "{}: tensor '{}' holds a non-finite value (NaN or Inf) at element {}: the "
+            "file is damaged",
+            gguf_.name(), t.name, i);
     return out;
   }
 

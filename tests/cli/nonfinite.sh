@@ -34,4 +34,14 @@ expect_ok "info" "$CHANNEL" info -m "$model"
 poke token_embd.weight inf
 expect_exit "perplexity on Inf embeddings" 1 "$CHANNEL" perplexity -m "$model" -t 1 -f "$TMP/text.txt" --ctx 16
 grep -q "non-finite" "$TMP/err" || fail "perplexity on Inf: $(cat "$TMP/err")"
+
+# A quantized model with a NaN in a norm: the next product's Q8_0 activation blocks would
+# round it away and the run would go on with damaged numbers, so the load names the tensor.
+"$CHANNEL" mkmodel --arch llama --type q8_0 --hidden 64 --layers 2 --heads 4 --kv-heads 2 \
+  --head-dim 16 --ffn 64 --vocab 300 -o "$model" >/dev/null 2>&1 || fail "mkmodel q8_0"
+expect_ok "info" "$CHANNEL" info -m "$model"
+poke blk.1.ffn_norm.weight nan
+expect_exit "run on a NaN norm (q8_0)" 1 "$CHANNEL" run -m "$model" -t 1 -n 4 -p "hello there"
+grep -q "blk.1.ffn_norm.weight.*non-finite" "$TMP/err" || fail "run on a NaN norm: $(cat "$TMP/err")"
+[[ $(grep -c . "$TMP/err") == 1 ]] || fail "run on a NaN norm: not one line: $(cat "$TMP/err")"
 finish
