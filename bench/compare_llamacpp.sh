@@ -21,10 +21,12 @@
 # before it in even ones: the summary then also gives
 # the new/base ratios per case, so that "no slowdown" is measured side by side in one run.
 # The read bandwidth of the machine (bench/read_bandwidth_bench, BW_BIN: default beside
-# CHANNEL_BIN in ../bench/) is measured at the start of every round. Prints every raw number
-# as it comes, then a summary: per case the best round of each engine and the ratio of the
-# bests (and the range of the per-round ratios), the best bandwidth and Channel's generation
-# rate as a share of it. The cores' f32 FMA peak (bench/fma_peak_bench, FMA_BIN, beside the
+# CHANNEL_BIN in ../bench/) is measured at the start of every round and again just before each
+# case's Channel run. Prints every raw number as it comes, then a summary: per case the best
+# round of each engine and the ratio of the bests (and the range of the per-round ratios), the
+# best bandwidth and Channel's generation rate as a share of it, and the generation's share of
+# the bandwidth measured just before it in the same round (median and range over the rounds:
+# the machine's figure moves by half from one minute to the next). The cores' f32 FMA peak (bench/fma_peak_bench, FMA_BIN, beside the
 # other) is measured at the start and the end of every round (the best counts: a minute of the
 # shared machine can halve it): the prompt rates are also given in GFLOP/s (`channel bench`'s
 # prompt_gflop_per_s; llama.cpp's from the same count a token), and for the float types (f16,
@@ -143,6 +145,11 @@ for round in $(seq 1 "$rounds"); do
     # that the minute's drift does not always fall on the same side of the new/base ratio.
     run_case() { if [[ $c == ring ]]; then channel_ring; else channel_bench "$model"; fi; }
     if [[ -n $base && $((round % 2)) == 0 ]]; then olds=$(bin=$base run_case); fi
+    # The bandwidth of this minute, just before Channel's run: the generation's share of it
+    # is the goal's yardstick ("the read bandwidth measured in the same run"), and the
+    # machine's figure moves by half between rounds.
+    bw_now=null
+    [[ $c == ring ]] || bw_now=$(bandwidth)
     ours=$(run_case)
     if [[ -n $base && $((round % 2)) == 1 ]]; then olds=$(bin=$base run_case); fi
     if [[ $c == ring ]]; then
@@ -150,10 +157,10 @@ for round in $(seq 1 "$rounds"); do
     else
       theirs=$(llama_bench "$model" -p 512 -n 128)
     fi
-    record "$(python3 - "$round" "$c" "$ours" "$theirs" "$olds" <<'PY'
+    record "$(python3 - "$round" "$c" "$ours" "$theirs" "$olds" "$bw_now" <<'PY'
 import json, sys
 rnd, case, ours, theirs = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
-olds = json.loads(sys.argv[5])
+olds, bw_now = json.loads(sys.argv[5]), json.loads(sys.argv[6])
 pp = next((r["avg_ts"] for r in theirs if r["n_prompt"] > 0), None)
 tg = next((r["avg_ts"] for r in theirs if r["n_gen"] > 0), None)
 out = {"round": rnd, "case": case}
@@ -164,7 +171,8 @@ else:
             "channel_tg": ours["gen_tok_per_s"], "llama_tg": tg,
             "channel_gb_per_s": ours["gen_gb_per_s"],
             "channel_gflop_per_s": ours["prompt_gflop_per_s"],
-            "llama_gflop_per_s": ours["prompt_gflop_per_s"] / ours["prompt_tok_per_s"] * pp}
+            "llama_gflop_per_s": ours["prompt_gflop_per_s"] / ours["prompt_tok_per_s"] * pp,
+            "bw_before": bw_now}
 if olds is not None:
     out |= ({"base_ring": olds["ring_tok_per_s"]} if case == "ring" else
             {"base_pp": olds["prompt_tok_per_s"], "base_tg": olds["gen_tok_per_s"]})
@@ -179,16 +187,17 @@ echo "load: $(uptime)"
 
 # ---- the summary ---------------------------------------------------------------------------
 python3 - "$raw" "$threads" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-bw = max(r["gb_per_s"] for r in rows if r["case"] == "bandwidth")
+bw = max([r["gb_per_s"] for r in rows if r["case"] == "bandwidth"] +
+         [r["bw_before"] for r in rows if r.get("bw_before")])
 peak = max(r["gflop_per_s"] for r in rows if r["case"] == "fma_peak")
 print(f"\nsummary, {sys.argv[2]} threads, best of {max(r['round'] for r in rows)} rounds "
       f"(ratio of the bests; per-round ratios in brackets); read bandwidth {bw:.2f} GB/s, "
       f"f32 FMA peak {peak:.1f} GFLOP/s")
 print("| case | test | channel tok/s | llama.cpp tok/s | ratio | per round | channel GB/s or GFLOP/s "
-      "| % of bw or of the FMA peak (llama.cpp) |")
-print("|---|---|---|---|---|---|---|---|")
+      "| % of bw or of the FMA peak (llama.cpp) | % of the bandwidth just before, median (range) |")
+print("|---|---|---|---|---|---|---|---|---|")
 cases = []
 for r in rows:
     if r["case"] not in ("bandwidth", "fma_peak") and r["case"] not in cases: cases.append(r["case"])
@@ -197,14 +206,16 @@ def line(case, test, ours, theirs, gb=None, gflop=None):
     rs = [r for r in rows if r["case"] == case]
     a, b = max(r[ours] for r in rs), max(r[theirs] for r in rs)
     per = [r[ours] / r[theirs] for r in rs]
-    extra = "| |"
+    extra = "| | |"
     if gb:
         g = max(r[gb] for r in rs)
-        extra = f"| {g:.2f} | {100 * g / bw:.0f} % |"
+        now = sorted(100 * r[gb] / r["bw_before"] for r in rs if r.get("bw_before"))
+        same = f"{statistics.median(now):.0f} % ({now[0]:.0f}-{now[-1]:.0f} %)" if now else ""
+        extra = f"| {g:.2f} | {100 * g / bw:.0f} % | {same} |"
     if gflop and all(gflop in r for r in rs):
         g, gl = max(r[gflop] for r in rs), max(r["llama_gflop_per_s"] for r in rs)
         share = f"{100 * g / peak:.0f} % ({100 * gl / peak:.0f} %)" if case in float_cases else ""
-        extra = f"| {g:.1f} GFLOP/s | {share} |"
+        extra = f"| {g:.1f} GFLOP/s | {share} | |"
     print(f"| {case} | {test} | {a:.2f} | {b:.2f} | {a / b:.2f} | {min(per):.2f}-{max(per):.2f} {extra}")
 for c in cases:
     if c == "ring":
