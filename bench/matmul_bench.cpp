@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "backend/cpu/quant_groups.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/matmul.h"
 
@@ -82,9 +83,12 @@ void fill_random(GgmlType type, uint8_t* data, int64_t rows, size_t row_bytes, u
   }
 }
 
-// Copies of one weight matrix, enough of them to exceed `min_bytes` in total.
+// Copies of one weight matrix, enough of them to exceed `min_bytes` in total; Q4_0/Q5_0 also
+// as the 16-row groups a model makes at load where this machine's kernels read them
+// (quant_groups.h), so that the bench times the path a model decodes with.
 struct WeightSet {
   std::unique_ptr<uint8_t[]> bytes;
+  std::vector<std::unique_ptr<uint8_t[]>> groups;
   std::vector<WeightMatrix> copies;
 };
 
@@ -99,7 +103,16 @@ WeightSet make_weights(GgmlType type, const Shape& shape, size_t min_bytes) {
   for (size_t c = 0; c < n_copies; ++c) {
     uint8_t* data = base + c * matrix_bytes;
     fill_random(type, data, shape.rows, row_bytes, 1234 + c);
-    set.copies.push_back(WeightMatrix{type, shape.rows, shape.cols, data, row_bytes});
+    WeightMatrix m{type, shape.rows, shape.cols, data, row_bytes};
+    if (cpu::quant_groups_used(type)) {
+      set.groups.emplace_back(
+          new uint8_t[cpu::quant_groups_bytes(type, shape.rows, shape.cols) + 64]);
+      uint8_t* g = set.groups.back().get();
+      g += (64 - reinterpret_cast<uintptr_t>(g) % 64) % 64;
+      cpu::pack_quant_groups(type, data, row_bytes, shape.rows, shape.cols, g);
+      m.groups = g;
+    }
+    set.copies.push_back(m);
   }
   return set;
 }
