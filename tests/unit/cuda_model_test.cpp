@@ -327,18 +327,23 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
 // naming what it expected. No device needed: the choices are process settings.
 TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
-  const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention()};
+  const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention(),
+                        cuda::host_logits()};
   cuda::set_decode_kernels("v6pf");
   EXPECT_EQ(cuda::matvec_variant(), 6);
   EXPECT_TRUE(cuda::fused_decode());
   EXPECT_TRUE(cuda::pdl_enabled());
   EXPECT_FALSE(cuda::one_kernel_attention());
+  EXPECT_FALSE(cuda::host_logits());
   cuda::set_decode_kernels("v0a");
   EXPECT_EQ(cuda::matvec_variant(), 0);
   EXPECT_FALSE(cuda::fused_decode());
   EXPECT_FALSE(cuda::pdl_enabled());
   EXPECT_TRUE(cuda::one_kernel_attention());
-  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p"})
+  cuda::set_decode_kernels("v8fph");
+  EXPECT_TRUE(cuda::host_logits());
+  EXPECT_FALSE(cuda::one_kernel_attention());
+  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
   // clears them.
@@ -366,6 +371,59 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_fused_decode(saved[0]);
   cuda::set_pdl(saved[1]);
   cuda::set_one_kernel_attention(saved[2]);
+  cuda::set_host_logits(saved[3]);
+}
+
+// The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit
+// for bit, as the copy after it, on the graph and without, for prompts and one-token steps;
+// and a NaN reaching the logits still ends the step with the error.
+TEST(CudaModelDecode, HostLogitsAreTheCopiedLogits) {
+  CHANNEL_REQUIRE_CUDA();
+  const int saved_variant = cuda::matvec_variant();
+  const bool saved_host = cuda::host_logits();
+  cuda::set_matvec_variant(8);
+  for (const ModelCase c :
+       {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::F16},
+        ModelCase{Arch::qwen3, GgmlType::Q4_0}}) {
+    SCOPED_TRACE(ggml_type_name(static_cast<uint32_t>(c.type)));
+    auto model = random_model(c.arch, c.type);
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    const int n_vocab = model->hparams().n_vocab;
+    std::vector<int32_t> prompt(9);
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = static_cast<int32_t>((i * 37 + 5) % n_vocab);
+    auto run = [&](bool host, bool graphs) {
+      cuda::set_host_logits(host);
+      cuda::CudaSession gpu(weights,
+                            cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 16, .graphs = graphs});
+      const std::span<const float> p = gpu.decode(prompt);
+      std::vector<float> out(p.begin(), p.end());
+      for (int i = 0; i < 5; ++i) {
+        const int32_t tok = static_cast<int32_t>((i * 11 + 3) % n_vocab);
+        const std::span<const float> l = gpu.decode(std::span(&tok, 1));
+        out.insert(out.end(), l.begin(), l.end());
+      }
+      return out;
+    };
+    for (bool graphs : {true, false}) {
+      const std::vector<float> copied = run(false, graphs);
+      EXPECT_EQ(run(true, graphs), copied) << "graphs " << graphs;
+    }
+  }
+  {  // a NaN in the final norm: Q8_0 blocks carry it (quant_store), the LM head marks it
+    auto model = test::small_random_model(Arch::llama, GgmlType::Q8_0, 5);
+    const_cast<std::vector<float>&>(model->weights().output_norm)[3] = std::nanf("");
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    cuda::set_host_logits(true);
+    for (bool graphs : {true, false}) {
+      cuda::CudaSession s(weights,
+                          cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 8, .graphs = graphs});
+      const int32_t tok = 7;
+      EXPECT_THROW(s.decode(std::span(&tok, 1)), Error) << "graphs " << graphs;
+    }
+  }
+  cuda::set_host_logits(saved_host);
+  cuda::set_matvec_variant(saved_variant);
 }
 
 // ---- llama.cpp's goldens ----------------------------------------------------------------------

@@ -36,7 +36,7 @@ bool fused_decode_for(const WeightsLayout& W) {
   return true;
 }
 
-void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
+bool enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
                    int n_out, cudaStream_t cs, const AttendFn& attend) {
   const ModelHparams& hp = weights.model().hparams();
   const WeightsLayout& W = weights.impl().w;
@@ -115,17 +115,22 @@ void enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
     product(b.ff, F, {&L.down}, DevMatrix{}, proj, E);
     add_normed(proj, hp.has_post_norms ? L.post_ffw_norm : nullptr, n, E, hp.rms_eps, x, cs);
   }
-  if (n_out <= 0) return;
+  if (n_out <= 0) return false;
   const int first = n - n_out;
   if (!fuse) {  // fused: the last layer's norm_quant left the output norm's input in act
     rms_norm(x + first * E, E, W.output_norm, n_out, E, hp.rms_eps, xn, E, cs);
     convert_act(W.output.type, xn, n_out, E, E, act, cs);
   }
+  // A softcap changes the logits after the product: the product's own stores are not them.
+  if (n_out == 1 && b.logits_host && host_logits() && !(hp.final_logit_softcap > 0) &&
+      matmul_logits_to_host(W.output, act, b.logits, b.logits_host, b.logits_bad, cs))
+    return true;
   matmul(W.output, act, n_out, b.logits, hp.n_vocab, cs);
   if (hp.final_logit_softcap > 0)
     softcap(b.logits, static_cast<int64_t>(n_out) * hp.n_vocab, hp.final_logit_softcap, cs);
   if (b.nonfinite)
     nonfinite_flags(b.logits, static_cast<int64_t>(n_out) * hp.n_vocab, b.nonfinite, cs);
+  return false;
 }
 
 }  // namespace channel::cuda

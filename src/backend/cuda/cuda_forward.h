@@ -29,6 +29,11 @@ struct ForwardBufs {
   int64_t qkv_w = 0, attn_w = 0;
   // [kNonfiniteBlocks] flags of the logits (nonfinite_flags), pinned host memory; none: no check.
   uint32_t* nonfinite = nullptr;
+  // Where set (pinned host memory) and host_logits() is on, a step with one logits row may have
+  // its LM head store that row at logits_host and a non-finite value's mark in *logits_bad
+  // (matmul_logits_to_host) instead of the flags: enqueue_model then returns true.
+  float* logits_host = nullptr;
+  uint32_t* logits_bad = nullptr;
 };
 
 // Attention blocks per query for n queries: enough (KV head, split, token) blocks to fill
@@ -46,8 +51,9 @@ using AttendFn = std::function<bool(int il, void* q8)>;
 // Enqueues the forward of n tokens (device ids `tokens`) on cs: every layer, calling
 // attend between the Q/K/V product and W_o, then the logits of the last n_out tokens
 // into bufs.logits and their flags into bufs.nonfinite (n_out 0: no final norm nor LM head).
-// Leaves every token's last residual in bufs.x.
-void enqueue_model(const CudaWeights& weights, const ForwardBufs& bufs, const int32_t* tokens,
+// Leaves every token's last residual in bufs.x. True when the LM head wrote the logits to
+// bufs.logits_host itself (ForwardBufs::logits_host), so they need no copy back.
+bool enqueue_model(const CudaWeights& weights, const ForwardBufs& bufs, const int32_t* tokens,
                    int n, int n_out, cudaStream_t cs, const AttendFn& attend);
 
 }  // namespace channel::cuda

@@ -64,6 +64,12 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
 // y[t * ldy + r] = W[r] . x[t] for t < n, r < rows; act from convert_act(w.type, ..., n, ...).
 // One token runs the matvec variant of matvec_variant().
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s);
+// One token's matmul through v8 (where w's variant is 8 and the device takes it) that also
+// stores every y[r] at host_y[r] (pinned host memory) as it is made and sets *host_bad to 1 on
+// a NaN or an Inf (the caller clears it before the step): the logits reach the host while the
+// LM head still runs. False, launching nothing, elsewhere.
+bool matmul_logits_to_host(const DevMatrix& w, const void* act, float* y, float* host_y,
+                           uint32_t* host_bad, cudaStream_t s);
 
 // The one-token product (matvec) for Q8_0, Q4_0, F16 and BF16 weights comes in variants, all
 // with the same arithmetic per 16-byte unit of a row (Q8_0: 16 elements, Q4_0: one 32-element
@@ -238,6 +244,12 @@ void decode_attention(const DecodeAttnArgs& d, cudaStream_t s);
 // it.
 bool one_kernel_attention();
 void set_one_kernel_attention(bool on);
+// CHANNEL_CUDA_HOST_LOGITS=0|1 (read once; default 0, under measurement): a one-token step's LM
+// head, where it runs v8, writes each logit into the session's pinned host buffer as well and
+// marks a non-finite one in a host word (matmul_logits_to_host), so neither the 1 MiB copy
+// after it nor nonfinite_flags waits at the end of the step. set_host_logits overrides it.
+bool host_logits();
+void set_host_logits(bool on);
 
 // ---- the slot ring (cuda_ring_ops.cu; kv/virtual_positions.h, kv/slot_attention.h) -------
 // A rotation with f64 angles (ops/rope.h RopeFreqs): pair i of the first n_rot dimensions

@@ -637,10 +637,12 @@ __device__ __forceinline__ void bar_wait(uint64_t* bar, uint32_t parity) {
 #endif
 
 // Block b owns rows [b * per_block, (b + 1) * per_block); warp w of it rows w, w + kBulkWarps,
-// ... of those. One token.
+// ... of those. One token. host_y (pinned host memory, or null): each row's result is also
+// stored there as it is made, and a non-finite one sets *host_bad (matmul_logits_to_host).
 template <int K>
 __global__ void __launch_bounds__(kBulkWarps * 32)
-    matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block) {
+    matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block, float* host_y,
+                       uint32_t* host_bad) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) uint8_t bulk_smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -716,7 +718,13 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
     }
     if (c == per_row - 1) {
       const float v = warp_sum(sum);
-      if (lane == 0) y[r] = v;
+      if (lane == 0) {
+        y[r] = v;
+        if (host_y) {
+          host_y[r] = v;
+          if (!isfinite(v)) *host_bad = 1;
+        }
+      }
       sum = 0.0f;
     }
     __syncwarp();  // every lane has read the stage before it is filled again
@@ -754,7 +762,8 @@ int bulk_multiprocessors() {
 // fit beside the rings (Q8_0/Q4_0 rows past about 74,000 elements, F16/BF16 past about
 // 41,000): the caller runs v6 then.
 template <int K>
-bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s) {
+bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s,
+                 float* host_y = nullptr, uint32_t* host_bad = nullptr) {
   const size_t smem =
       kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
   if (smem > kBulkSmemMax) return false;
@@ -763,7 +772,7 @@ bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s) 
   const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
   const int64_t per_block = (w.rows + blocks - 1) / blocks;
   launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
-           kBulkWarps * 32, smem, s, w, act, y, per_block);
+           kBulkWarps * 32, smem, s, w, act, y, per_block, host_y, host_bad);
   return true;
 }
 
@@ -1086,6 +1095,23 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
 
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {
   matmul_variant(w, act, n, y, ldy, s, n <= kVerifyTokens ? matvec_variant_for(w) : 0);
+}
+
+bool matmul_logits_to_host(const DevMatrix& w, const void* act, float* y, float* host_y,
+                           uint32_t* host_bad, cudaStream_t s) {
+  if (matvec_variant_for(w) != 8) return false;
+  switch (w.type) {
+    case GgmlType::Q8_0:
+      return launch_bulk<kQ8>(w, act, y, s, host_y, host_bad);
+    case GgmlType::Q4_0:
+      return launch_bulk<kQ4>(w, act, y, s, host_y, host_bad);
+    case GgmlType::F16:
+      return launch_bulk<kF16>(w, act, y, s, host_y, host_bad);
+    case GgmlType::BF16:
+      return launch_bulk<kBF16>(w, act, y, s, host_y, host_bad);
+    default:
+      return false;
+  }
 }
 
 // The many-token product through cuBLAS: F16/BF16 weights as they are, other types

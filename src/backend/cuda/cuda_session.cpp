@@ -47,9 +47,12 @@ struct CudaSession::State {
   DeviceBuffer rope_cs;   // rope_table's, [2: global, sliding][max_batch][n_rot / 2]
   PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
   PinnedBuffer nonfinite;               // the logits' flags (nonfinite_flags), written by the step
+  PinnedBuffer logits_bad;              // the LM head's non-finite mark (host_logits), one word
   // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
   // (a speculative verify): graph_index(n, all), each captured on its first use.
   std::vector<cudaGraphExec_t> graphs = std::vector<cudaGraphExec_t>(2 * (kVerifyTokens + 1));
+  // Whether each captured step's LM head writes the logits to the host itself (no copy node).
+  std::vector<char> graph_direct = std::vector<char>(2 * (kVerifyTokens + 1));
   size_t bytes = 0;
 
   static size_t graph_index(int n, bool all) { return static_cast<size_t>(n) * 2 + (all ? 1 : 0); }
@@ -128,6 +131,7 @@ CudaSession::CudaSession(std::shared_ptr<const CudaWeights> weights, CudaSession
   s.logits_host = PinnedBuffer(
       static_cast<size_t>(std::min(s.max_batch, kVerifyTokens)) * hp.n_vocab * f, "logits");
   s.nonfinite = PinnedBuffer(kNonfiniteBlocks * 4, "logits flags");
+  s.logits_bad = PinnedBuffer(4, "logits flags");
   s.bytes = kv_bytes + scratch;
   // Slot i holds position i: the contiguous session's table is the identity.
   std::vector<int32_t> ids(cap);
@@ -183,8 +187,10 @@ int CudaSession::verify_capacity() const {
 }
 
 // Enqueues the forward of the n tokens whose inputs are in st_->step, logits into
-// st_->logits: the last token's row, or all n rows.
-void CudaSession::enqueue_forward(int n, bool all_logits) {
+// st_->logits: the last token's row, or all n rows. pinned_logits (st_->logits_host, or null):
+// where the logits go on the host; true when the LM head wrote them there itself
+// (host_logits()), with a non-finite one marked in st_->logits_bad.
+bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) {
   const ModelHparams& hp = model().hparams();
   const WeightsLayout& W = weights_->impl().w;
   State& s = *st_;
@@ -208,6 +214,8 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
                    s.proj.as<float>(), s.gu.as<float>(), s.ff.as<float>(),  s.act.get(),
                    s.logits.as<float>(), s.qkv_w,        s.attn_w};
   bufs.nonfinite = s.nonfinite.as<uint32_t>();
+  bufs.logits_host = pinned_logits;
+  bufs.logits_bad = s.logits_bad.as<uint32_t>();
 
   // The contiguous context: slot == position, each query sees the slots its range names.
   auto attend = [&](int il, void* q8) {
@@ -260,7 +268,7 @@ void CudaSession::enqueue_forward(int n, bool all_logits) {
     }
     return q8 != nullptr;
   };
-  enqueue_model(*weights_, bufs, step + kTokens * B, n, all_logits ? n : 1, cs, attend);
+  return enqueue_model(*weights_, bufs, step + kTokens * B, n, all_logits ? n : 1, cs, attend);
 }
 
 void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out) {
@@ -323,16 +331,21 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
   // The graph copies the logits into the pinned logits_host (a fixed address), the host then
   // to logits_out; without it they go to logits_out directly.
   float* dst = graph_step || !all_logits ? s.logits_host.as<float>() : logits_out;
+  // direct: the LM head stores the logits at dst itself (host_logits), nothing is copied back.
+  bool direct = false;
   auto enqueue = [&] {
     cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs),
                 "step inputs");
-    enqueue_forward(n, all_logits);
-    cuda::check(
-        cudaMemcpyAsync(dst, s.logits.get(), rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
-        "logits");
+    direct = enqueue_forward(n, all_logits, dst == s.logits_host.as<float>() ? dst : nullptr);
+    if (!direct)
+      cuda::check(
+          cudaMemcpyAsync(dst, s.logits.get(), rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
+          "logits");
   };
+  *s.logits_bad.as<uint32_t>() = 0;  // the LM head only ever sets it
   if (graph_step) {
-    cudaGraphExec_t& exec = s.graphs[State::graph_index(n, all_logits)];
+    const size_t gi = State::graph_index(n, all_logits);
+    cudaGraphExec_t& exec = s.graphs[gi];
     if (!exec) {
       cudaGraph_t g = nullptr;
       cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
@@ -347,14 +360,16 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
       const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
       cudaGraphDestroy(g);
       cuda::check(err, "instantiating the decode graph");
+      s.graph_direct[gi] = direct;
     }
+    direct = s.graph_direct[gi];
     cuda::check(cudaGraphLaunch(exec, cs), "launching the decode graph");
   } else {
     enqueue();
   }
   s.stream.sync("the forward pass");
   if (all_logits && dst != logits_out) std::memcpy(logits_out, dst, rows * n_vocab * 4);
-  if (any_nonfinite(s.nonfinite.as<uint32_t>()))
+  if (direct ? *s.logits_bad.as<uint32_t>() != 0 : any_nonfinite(s.nonfinite.as<uint32_t>()))
     throw_error("forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
                 "weights or its input are damaged");
 }

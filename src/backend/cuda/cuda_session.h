@@ -47,12 +47,13 @@ class CudaWeights {
 };
 
 // Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE,
-// CHANNEL_CUDA_PDL and CHANNEL_CUDA_DECODE_ATTN set them (cuda_kernels.h): the one-token
-// product's variant (0..8), the fused activation stages, programmatic dependent launch and the
-// one-kernel attention. A session captures them with its decode graph, so they apply to
-// sessions made after. `spec`: "vN", then any of "f" (fused), "p" (PDL) and "a" (one-kernel
-// attention), then any "+role:vN" (per-product variants, set_role_variants in cuda_kernels.h),
-// e.g. "v6fpa" or "v8fp+output:v6"; a bad spec is a one-line error.
+// CHANNEL_CUDA_PDL, CHANNEL_CUDA_DECODE_ATTN and CHANNEL_CUDA_HOST_LOGITS set them
+// (cuda_kernels.h): the one-token product's variant (0..8), the fused activation stages,
+// programmatic dependent launch, the one-kernel attention and the LM head writing the logits
+// to the host. A session captures them with its decode graph, so they apply to sessions made
+// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention) and "h"
+// (host logits), then any "+role:vN" (per-product variants, set_role_variants in
+// cuda_kernels.h), e.g. "v6fpa" or "v8fp+output:v6"; a bad spec is a one-line error.
 void set_decode_kernels(const std::string& spec);
 
 struct CudaSessionConfig {
@@ -89,7 +90,7 @@ class CudaSession {
   void check(std::span<const int32_t> tokens) const;
   void run_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
   void run_step(int n, bool all_logits, bool graph_step, float* logits_out);
-  void enqueue_forward(int n, bool all_logits);
+  bool enqueue_forward(int n, bool all_logits, float* pinned_logits);
 
   std::shared_ptr<const CudaWeights> weights_;
   CudaSessionConfig config_;

@@ -49,6 +49,7 @@ std::atomic<int> g_pdl{-1};
 std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
+std::atomic<int> g_host_logits{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -229,12 +230,25 @@ void set_one_kernel_attention(bool on) {
   g_one_attn.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
+bool host_logits() {
+  int v = g_host_logits.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  v = env_flag("CHANNEL_CUDA_HOST_LOGITS", false);
+  g_host_logits.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_host_logits(bool on) {
+  g_host_logits.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
 namespace {
 
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
-      "decode kernels: expected v0..v{}, then any of f (fused), p (PDL) and a (one-kernel "
-      "attention), then any +role:vN (roles qkv, wo, gate_up, down, output), got '{}'",
+      "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
+      "attention) and h (logits written to the host by the LM head), then any +role:vN (roles "
+      "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
 
@@ -255,9 +269,9 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false;
+  bool fused = false, pdl = false, one = false, host = false;
   for (const char c : spec.substr(2, plus - 2)) {
-    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : nullptr;
+    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
@@ -266,6 +280,7 @@ void set_decode_kernels(const std::string& spec) {
   set_fused_decode(fused);
   set_pdl(pdl);
   set_one_kernel_attention(one);
+  set_host_logits(host);
 }
 
 }  // namespace channel::cuda
