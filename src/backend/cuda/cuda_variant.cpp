@@ -60,6 +60,15 @@ int env_flag(const char* name, bool fallback) {
   return e == "1" ? 1 : 0;
 }
 
+// The process setting in `slot` (-1: not yet read), from env_flag(name, fallback) on first use.
+bool cached_env_flag(std::atomic<int>& slot, const char* name, bool fallback) {
+  int v = slot.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  v = env_flag(name, fallback);
+  slot.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
 }  // namespace
 
 int matvec_variant() {
@@ -160,21 +169,13 @@ void set_matvec_variant(int variant) {
 }
 
 bool fused_decode() {
-  int v = g_fuse.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  v = env_flag("CHANNEL_CUDA_FUSE", kDefaultFuse);
-  g_fuse.store(v, std::memory_order_relaxed);
-  return v == 1;
+  return cached_env_flag(g_fuse, "CHANNEL_CUDA_FUSE", kDefaultFuse);
 }
 
 void set_fused_decode(bool on) { g_fuse.store(on ? 1 : 0, std::memory_order_relaxed); }
 
 bool pdl_enabled() {
-  int v = g_pdl.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  v = env_flag("CHANNEL_CUDA_PDL", kDefaultPdl);
-  g_pdl.store(v, std::memory_order_relaxed);
-  return v == 1;
+  return cached_env_flag(g_pdl, "CHANNEL_CUDA_PDL", kDefaultPdl);
 }
 
 void set_pdl(bool on) { g_pdl.store(on ? 1 : 0, std::memory_order_relaxed); }
@@ -231,11 +232,7 @@ void set_one_kernel_attention(bool on) {
 }
 
 bool host_logits() {
-  int v = g_host_logits.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  v = env_flag("CHANNEL_CUDA_HOST_LOGITS", false);
-  g_host_logits.store(v, std::memory_order_relaxed);
-  return v == 1;
+  return cached_env_flag(g_host_logits, "CHANNEL_CUDA_HOST_LOGITS", false);
 }
 
 void set_host_logits(bool on) {
