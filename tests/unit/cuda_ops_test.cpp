@@ -52,11 +52,13 @@ struct TestMatrix {
   cuda::DeviceBuffer staging, q, d;
   cuda::DevMatrix dev;
 
-  TestMatrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  // nan_row (if any): that row's first value is NaN.
+  TestMatrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed, int64_t nan_row = -1) {
     const auto traits = *ggml_type_traits(static_cast<uint32_t>(type));
     const size_t row_bytes = ggml_row_bytes(traits, cols);
     raw.resize(row_bytes * static_cast<size_t>(rows));
-    const std::vector<float> x = randn(static_cast<size_t>(rows * cols), seed, 0.5f);
+    std::vector<float> x = randn(static_cast<size_t>(rows * cols), seed, 0.5f);
+    if (nan_row >= 0) x[static_cast<size_t>(nan_row * cols)] = std::nanf("");
     for (int64_t r = 0; r < rows; ++r)
       quantize_row(type, x.data() + r * cols, raw.data() + r * row_bytes, cols);
     host = WeightMatrix{type, rows, cols, raw.data(), row_bytes};
@@ -169,6 +171,49 @@ INSTANTIATE_TEST_SUITE_P(
         // Rows past one 128 MiB chunk of dequantized weights (cuBLAS runs two).
         MatmulCase{GgmlType::Q4_0, 17000, 4096, 33}),
     case_name);
+
+// The LM head storing its results to the host as it makes them (matmul_logits_to_host, v8):
+// in windows of rows, whole or cut by a block's edge, the host gets the device's bits, and a
+// non-finite row anywhere sets the host word.
+TEST(CudaOps, LogitsToHostAreTheProduct) {
+  CHANNEL_REQUIRE_CUDA();
+  const int saved = cuda::matvec_variant();
+  cuda::set_matvec_variant(8);
+  cuda::PinnedBuffer bad(4, "bad");
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_0, GgmlType::BF16}) {
+    for (const int64_t rows :
+         {int64_t{1}, int64_t{255}, int64_t{257}, int64_t{5000}, int64_t{70001}}) {
+      const std::string what =
+          ggml_type_name(static_cast<uint32_t>(type)) + " " + std::to_string(rows);
+      // A NaN weight survives as a NaN in f16/bf16 (quantizing drops it from a block's scale).
+      const bool keeps_nan = type == GgmlType::F16 || type == GgmlType::BF16;
+      for (const int64_t nan_row : {int64_t{-1}, rows / 2, rows - 1}) {
+        if (nan_row >= 0 && !keeps_nan) continue;
+        TestMatrix w(type, rows, 96, 5, nan_row);
+        const std::vector<float> x = randn(96, 9);
+        cuda::DeviceBuffer dx = to_device(x);
+        cuda::DeviceBuffer act(cuda::act_bytes(type, 1, 96), "act");
+        cuda::convert_act(type, dx.as<float>(), 1, 96, 96, act.get(), nullptr);
+        cuda::DeviceBuffer dy(static_cast<size_t>(rows) * 4, "y");
+        cuda::PinnedBuffer host(static_cast<size_t>(rows) * 4, "host y");
+        std::fill_n(host.as<float>(), rows, -7.0f);
+        *bad.as<uint32_t>() = 0;
+        ASSERT_TRUE(cuda::matmul_logits_to_host(w.dev, act.get(), dy.as<float>(), host.as<float>(),
+                                                bad.as<uint32_t>(), nullptr))
+            << what;
+        cuda::check(cudaDeviceSynchronize(), "sync");
+        const std::vector<float> y = from_device<float>(dy, static_cast<size_t>(rows));
+        ASSERT_EQ(std::memcmp(y.data(), host.as<float>(), y.size() * 4), 0)
+            << what << " nan " << nan_row;
+        EXPECT_EQ(*bad.as<uint32_t>(), nan_row >= 0 ? 1u : 0u) << what << " nan " << nan_row;
+        if (nan_row >= 0) {
+          EXPECT_TRUE(std::isnan(y[static_cast<size_t>(nan_row)])) << what;
+        }
+      }
+    }
+  }
+  cuda::set_matvec_variant(saved);
+}
 
 // The planes' CRC-32C a stored recall is checked with: the host's crc32c of each plane, at
 // plane sizes that split into 1024, a few, or one run of words; written to device memory, and

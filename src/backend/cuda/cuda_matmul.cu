@@ -636,9 +636,22 @@ __device__ __forceinline__ void bar_wait(uint64_t* bar, uint32_t parity) {
 }
 #endif
 
+// matmul_logits_to_host's windows: the host's copy of the results goes out kHostWindow rows
+// at a time. A store of one float each over PCIe is one transaction each (stop 39 measured
+// 262,144 of them 76-200 us slower than the 1 MiB copy after the kernel); a warp's 32 floats
+// in a row go out together, and the windows of a block complete one after another while the
+// product still runs, so the copy hides behind the weights' reads.
+constexpr int64_t kHostWindow = 256;
+
+// Windows (absolute rows [k * kHostWindow, (k + 1) * kHostWindow)) meeting a block's rows.
+__host__ __device__ constexpr int64_t host_windows(int64_t per_block) {
+  return per_block / kHostWindow + 2;
+}
+
 // Block b owns rows [b * per_block, (b + 1) * per_block); warp w of it rows w, w + kBulkWarps,
-// ... of those. One token. host_y (pinned host memory, or null): each row's result is also
-// stored there as it is made, and a non-finite one sets *host_bad (matmul_logits_to_host).
+// ... of those. One token. host_y (pinned host memory, or null): the results are also staged in
+// shared memory, and the warp finishing the last row of a window stores the window's rows to
+// host_y and sets *host_bad if one is not finite (matmul_logits_to_host).
 template <int K>
 __global__ void __launch_bounds__(kBulkWarps * 32)
     matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block, float* host_y,
@@ -653,6 +666,10 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
   uint8_t* xs = bulk_smem + kBulkRingBytes;  // the activation
   const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
   const int64_t b1 = b0 + per_block < w.rows ? b0 + per_block : w.rows;
+  // With host_y: the block's results, then a count of finished rows a window.
+  float* staged = reinterpret_cast<float*>(xs + (bulk_act_bytes<K>(w.cols) + 15) / 16 * 16);
+  uint32_t* finished = reinterpret_cast<uint32_t*>(staged + per_block);
+  const int64_t window0 = b0 / kHostWindow;
   const int64_t first = b0 + warp;
   const int64_t rows = first < b1 ? (b1 - first + kBulkWarps - 1) / kBulkWarps : 0;
   const int64_t cols = w.cols, units = units_per_row<K>(cols);
@@ -696,6 +713,9 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
     const uint32_t* src = static_cast<const uint32_t*>(act);
     for (int64_t i = threadIdx.x; i < words; i += kBulkWarps * 32)
       reinterpret_cast<uint32_t*>(xs)[i] = src[i];
+    if (host_y)
+      for (int64_t i = threadIdx.x; i < host_windows(per_block); i += kBulkWarps * 32)
+        finished[i] = 0;
   }
   __syncthreads();
   float sum = 0.0f;
@@ -718,11 +738,27 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
     }
     if (c == per_row - 1) {
       const float v = warp_sum(sum);
-      if (lane == 0) {
-        y[r] = v;
-        if (host_y) {
-          host_y[r] = v;
-          if (!isfinite(v)) *host_bad = 1;
+      if (lane == 0) y[r] = v;
+      if (host_y) {
+        const int64_t k = r / kHostWindow;
+        const int64_t lo = k * kHostWindow > b0 ? k * kHostWindow : b0;
+        const int64_t hi = (k + 1) * kHostWindow < b1 ? (k + 1) * kHostWindow : b1;
+        int last = 0;
+        if (lane == 0) {
+          staged[r - b0] = v;
+          __threadfence_block();  // the row is seen before the count that says it is there
+          last = atomicAdd(&finished[k - window0], 1u) == static_cast<uint32_t>(hi - lo - 1);
+          if (last) __threadfence_block();
+        }
+        if (__shfl_sync(0xffffffffu, last, 0)) {
+          __syncwarp();
+          bool bad = false;
+          for (int64_t i = lo + lane; i < hi; i += 32) {
+            const float x = staged[i - b0];
+            host_y[i] = x;
+            bad = bad || !isfinite(x);
+          }
+          if (__any_sync(0xffffffffu, bad) && lane == 0) *host_bad = 1;
         }
       }
       sum = 0.0f;
@@ -764,13 +800,14 @@ int bulk_multiprocessors() {
 template <int K>
 bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s,
                  float* host_y = nullptr, uint32_t* host_bad = nullptr) {
-  const size_t smem =
-      kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
-  if (smem > kBulkSmemMax) return false;
   const int sms = bulk_multiprocessors<K>();
   if (sms == 0) return false;
   const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
   const int64_t per_block = (w.rows + blocks - 1) / blocks;
+  size_t smem = kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
+  if (host_y)
+    smem += static_cast<size_t>(per_block) * 4 + static_cast<size_t>(host_windows(per_block)) * 4;
+  if (smem > kBulkSmemMax) return false;
   launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
            kBulkWarps * 32, smem, s, w, act, y, per_block, host_y, host_bad);
   return true;
