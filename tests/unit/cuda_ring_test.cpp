@@ -486,6 +486,34 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
     });
 
+// A NaN reaching the logits ends the ring's step with the error, on the graph and without,
+// where the LM head writes the logits to the host itself (Q8_0: v8) and where they are copied
+// (F16); a prompt's step too.
+TEST(CudaRingErrors, NonFiniteLogitsGiveTheError) {
+  CHANNEL_REQUIRE_CUDA();
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::F16}) {
+    SCOPED_TRACE(ggml_type_name(static_cast<uint32_t>(type)));
+    auto model = ring_model(Arch::gemma3, type);
+    const_cast<std::vector<float>&>(model->weights().output_norm)[3] = std::nanf("");
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    for (const bool graphs : {true, false}) {
+      RingSessionConfig c = small_ring();
+      c.compute = cuda::ring_compute(weights, graphs);
+      RingSession s(model, c);
+      const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+      try {
+        s.append(SpanType::user, prompt);
+        ADD_FAILURE() << "a prompt of NaN logits did not throw (graphs " << graphs << ")";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+      }
+      const int32_t tok = 7;
+      for (int i = 0; i < 2; ++i)
+        EXPECT_THROW(s.decode(std::span(&tok, 1)), Error) << "graphs " << graphs;
+    }
+  }
+}
+
 // Recall: an episode's K/V written into the device's recall tier is attended as the CPU's.
 // Also the token tap (final-norm rows and the global layers' queries), and graph replay
 // against direct launches.

@@ -244,10 +244,11 @@ void decode_attention(const DecodeAttnArgs& d, cudaStream_t s);
 // it.
 bool one_kernel_attention();
 void set_one_kernel_attention(bool on);
-// CHANNEL_CUDA_HOST_LOGITS=0|1 (read once; default 0, under measurement): a one-token step's LM
-// head, where it runs v8, writes each logit into the session's pinned host buffer as well and
-// marks a non-finite one in a host word (matmul_logits_to_host), so neither the 1 MiB copy
-// after it nor nonfinite_flags waits at the end of the step. set_host_logits overrides it.
+// CHANNEL_CUDA_HOST_LOGITS=0|1 (read once; default 1): a one-token step's LM head, where it
+// runs v8, also stores the logits into the session's pinned host buffer, a window of rows at
+// a time while it runs, and marks a non-finite one in a host word (matmul_logits_to_host), so
+// neither the 1 MiB copy after it nor nonfinite_flags waits at the end of the step.
+// set_host_logits overrides it.
 bool host_logits();
 void set_host_logits(bool on);
 

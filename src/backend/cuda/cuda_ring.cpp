@@ -56,7 +56,7 @@ class CudaRing final : public RingCompute {
   const ModelHparams& hp() const { return w_->model().hparams(); }
   void build_step(const RingChunk& c);
   void upload_step();
-  void enqueue(const RingChunk& c, int n, int n_out);
+  bool enqueue(const RingChunk& c, int n, int n_out);
   size_t row_offset(int il, uint32_t slot, int h) const;
   size_t pitch_of(int il) const {  // bytes from one KV head's rows to the next in layer il
     return static_cast<size_t>(layers_.at(static_cast<size_t>(il)).cap) * hp().head_dim * kv_elem_;
@@ -115,6 +115,8 @@ class CudaRing final : public RingCompute {
   DeviceBuffer header_, runs_, table_, inv_freq_;
   PinnedBuffer header_h_, runs_h_, table_h_, logits_h_, resid_h_;
   PinnedBuffer nonfinite_;  // the logits' flags (nonfinite_flags), written by the step
+  PinnedBuffer logits_bad_;    // the LM head's non-finite mark where it wrote logits_h_ itself
+  bool graph_direct_ = false;  // the graph's LM head writes logits_h_ (host_logits)
   RingRope rope_global_, rope_sliding_;
   size_t n_runs_ = 0, n_table_ = 0;
   std::vector<int> segment_end_;
@@ -211,6 +213,7 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   table_h_ = PinnedBuffer(table_cap_ * 4, "the active-slot table");
   logits_h_ = PinnedBuffer(static_cast<size_t>(h.n_vocab) * f, "logits");
   nonfinite_ = PinnedBuffer(kNonfiniteBlocks * 4, "logits flags");
+  logits_bad_ = PinnedBuffer(4, "logits flags");
   resid_h_ = PinnedBuffer(static_cast<size_t>(h.n_embd) * f, "residual");
   std::memset(header_h_.as<char>(), 0, header_bytes_);
   // The rope frequencies (f64) of global and sliding layers, uploaded once.
@@ -411,8 +414,9 @@ void CudaRing::upload_step() {
                 "the active-slot table");
 }
 
-// Enqueues the forward of the n tokens of the uploaded step, logits of the last n_out.
-void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
+// Enqueues the forward of the n tokens of the uploaded step, logits of the last n_out. True
+// when the LM head stores the one row of logits into logits_h_ itself (host_logits).
+bool CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
   const ModelHparams& h = hp();
   const WeightsLayout& W = w_->impl().w;
   const cudaStream_t cs = stream_.get();
@@ -421,10 +425,20 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
   const auto* key_pos = reinterpret_cast<const double*>(header_.as<char>() + pos_offset_);
   float* qkv = qkv_.as<float>();
   const QkvLayout ql{h.n_head, h.n_head_kv, h.head_dim, h.head_dim_v, qkv_w_, kv_f32_};
-  const ForwardBufs bufs{
-      x_.as<float>(),  xn_.as<float>(),          qkv,        attn_.as<float>(),   proj_.as<float>(),
-      gu_.as<float>(), ff_.as<float>(),          act_.get(), logits_.as<float>(), qkv_w_,
-      attn_w_,         nonfinite_.as<uint32_t>()};
+  const ForwardBufs bufs{x_.as<float>(),
+                         xn_.as<float>(),
+                         qkv,
+                         attn_.as<float>(),
+                         proj_.as<float>(),
+                         gu_.as<float>(),
+                         ff_.as<float>(),
+                         act_.get(),
+                         logits_.as<float>(),
+                         qkv_w_,
+                         attn_w_,
+                         nonfinite_.as<uint32_t>(),
+                         logits_h_.as<float>(),
+                         logits_bad_.as<uint32_t>()};
   auto attend = [&](int il, void* q8) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
@@ -473,7 +487,7 @@ void CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
                   "the queries");
     return q8 != nullptr;
   };
-  enqueue_model(*w_, bufs, step + kTokens * B, n, n_out, cs, attend);
+  return enqueue_model(*w_, bufs, step + kTokens * B, n, n_out, cs, attend);
 }
 
 void CudaRing::forward(const RingChunk& c) {
@@ -488,16 +502,19 @@ void CudaRing::forward(const RingChunk& c) {
   const size_t n_vocab = static_cast<size_t>(h.n_vocab), E = static_cast<size_t>(h.n_embd);
   const bool graph_step = graphs_ && n == 1 && n_out == 1 && c.queries == nullptr;
   upload_step();
+  *logits_bad_.as<uint32_t>() = 0;  // the LM head only ever sets it
+  bool direct = false;
   if (graph_step) {
     if (!graph_) {  // the kernels, the logits and the residual back; the step is uploaded before
       cudaGraph_t g = nullptr;
       cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal),
                   "capturing the decode step");
       try {
-        enqueue(c, 1, 1);
-        cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
-                                    cudaMemcpyDeviceToHost, cs),
-                    "logits");
+        graph_direct_ = enqueue(c, 1, 1);
+        if (!graph_direct_)
+          cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
+                                      cudaMemcpyDeviceToHost, cs),
+                      "logits");
         cuda::check(
             cudaMemcpyAsync(resid_h_.as<float>(), x_.get(), E * 4, cudaMemcpyDeviceToHost, cs),
             "the residual");
@@ -511,10 +528,11 @@ void CudaRing::forward(const RingChunk& c) {
       cudaGraphDestroy(g);
       cuda::check(err, "instantiating the decode graph");
     }
+    direct = graph_direct_;
     cuda::check(cudaGraphLaunch(graph_, cs), "launching the decode graph");
   } else {
-    enqueue(c, n, n_out);
-    if (n_out == 1)
+    direct = enqueue(c, n, n_out);
+    if (n_out == 1 && !direct)
       cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
                                   cudaMemcpyDeviceToHost, cs),
                   "logits");
@@ -533,7 +551,8 @@ void CudaRing::forward(const RingChunk& c) {
     std::memcpy(c.bounded_kv, bounded_.chunk_kv(0, n),
                 static_cast<size_t>(bounded_.count()) * n * 2 * kv_dim_ * sizeof(float));
   if (graph_step && c.residual) std::memcpy(c.residual, resid_h_.as<float>(), E * 4);
-  if (n_out > 0 && any_nonfinite(nonfinite_.as<uint32_t>()))
+  if (n_out > 0 &&
+      (direct ? *logits_bad_.as<uint32_t>() != 0 : any_nonfinite(nonfinite_.as<uint32_t>())))
     throw_error(
         "forward (cuda): non-finite values (NaN or Inf) in the logits: the model's "
         "weights or its input are damaged");
