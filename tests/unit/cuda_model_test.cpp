@@ -329,7 +329,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
   const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention(),
                         cuda::host_logits()};
-  const int saved_shared = cuda::bulk_shared_permille();
   cuda::set_decode_kernels("v6pf");
   EXPECT_EQ(cuda::matvec_variant(), 6);
   EXPECT_TRUE(cuda::fused_decode());
@@ -344,17 +343,8 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_decode_kernels("v8fph");
   EXPECT_TRUE(cuda::host_logits());
   EXPECT_FALSE(cuda::one_kernel_attention());
-  EXPECT_EQ(cuda::bulk_shared_permille(), 0);
-  cuda::set_decode_kernels("v8fs250ph");
-  EXPECT_EQ(cuda::bulk_shared_permille(), 250);
-  EXPECT_TRUE(cuda::host_logits());
-  EXPECT_TRUE(cuda::pdl_enabled());
-  cuda::set_decode_kernels("v8s0");
-  EXPECT_EQ(cuda::bulk_shared_permille(), 0);
-  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8s", "v8s901",
-                          "v8s1000", "v8s10s20", "v8sx"})
+  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
-  EXPECT_THROW(cuda::set_bulk_shared_permille(-1), Error);
   // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
   // clears them.
   const std::string saved_roles = cuda::role_variants();
@@ -382,7 +372,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_pdl(saved[1]);
   cuda::set_one_kernel_attention(saved[2]);
   cuda::set_host_logits(saved[3]);
-  cuda::set_bulk_shared_permille(saved_shared);
 }
 
 // The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit
@@ -434,38 +423,6 @@ TEST(CudaModelDecode, HostLogitsAreTheCopiedLogits) {
     }
   }
   cuda::set_host_logits(saved_host);
-  cuda::set_matvec_variant(saved_variant);
-}
-
-// v8's shared tail (rows claimed at run time by the warps that finish first) in whole
-// decode steps, graph and PDL on: the same logits, bit for bit, as every row dealt in advance.
-TEST(CudaModelDecode, SharedTailGivesTheSameLogits) {
-  CHANNEL_REQUIRE_CUDA();
-  const int saved_variant = cuda::matvec_variant();
-  const int saved_shared = cuda::bulk_shared_permille();
-  cuda::set_matvec_variant(8);
-  for (const ModelCase c :
-       {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::F16}}) {
-    SCOPED_TRACE(ggml_type_name(static_cast<uint32_t>(c.type)));
-    auto model = random_model(c.arch, c.type);
-    auto weights = cuda::CudaWeights::upload(model, 0);
-    const int n_vocab = model->hparams().n_vocab;
-    auto run = [&](int permille) {
-      cuda::set_bulk_shared_permille(permille);
-      cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 32, .n_batch = 16});
-      std::vector<float> out;
-      for (int i = 0; i < 8; ++i) {
-        const int32_t tok = static_cast<int32_t>((i * 13 + 2) % n_vocab);
-        const std::span<const float> l = gpu.decode(std::span(&tok, 1));
-        out.insert(out.end(), l.begin(), l.end());
-      }
-      return out;
-    };
-    const std::vector<float> dealt = run(0);
-    EXPECT_EQ(run(250), dealt);
-    EXPECT_EQ(run(900), dealt);
-  }
-  cuda::set_bulk_shared_permille(saved_shared);
   cuda::set_matvec_variant(saved_variant);
 }
 

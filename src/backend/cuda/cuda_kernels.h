@@ -100,12 +100,6 @@ constexpr int kMatvecPerType = -2;
 int matvec_variant();  // 0..8, or kMatvecPerType
 int matvec_variant_for(GgmlType type);
 void set_matvec_variant(int variant);
-// v8's shared tail: CHANNEL_CUDA_BULK_SHARED=0..900 (read once; default below) per mille of a
-// product's rows are left to the warps that finish their own first, claimed one row at a
-// time (matvec_bulk_kernel); 0: every row dealt in advance. set_bulk_shared_permille
-// overrides it.
-int bulk_shared_permille();
-void set_bulk_shared_permille(int permille);
 // Per product: CHANNEL_CUDA_MATVEC_ROLES="down:v6,output:v6" (read once; a bad one is a
 // one-line error) or set_role_variants gives the products of those roles (qkv, wo, gate_up,
 // down, output) their one-token variant over the choice above; "" clears them. matmul takes

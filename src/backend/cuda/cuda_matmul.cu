@@ -587,7 +587,6 @@ struct BulkStage {
   int4 w[kBulkUnits];
   // The chunk's block scales (up to kBulkUnits halves, Q4_0), their span widened to 16 bytes.
   __align__(16) uint8_t scales[kBulkUnits * 2 + 32];
-  int64_t row, u0;  // the chunk: its row, and its first unit there
 };
 
 constexpr size_t kBulkRingBytes = (sizeof(BulkStage) + sizeof(uint64_t)) * kBulkWarps * kBulkStages;
@@ -649,19 +648,14 @@ __host__ __device__ constexpr int64_t host_windows(int64_t per_block) {
   return per_block / kHostWindow + 2;
 }
 
-// Rows [0, shared_from) are dealt in runs of per_block to the blocks, and block b's run to
-// its warps in turn (warp w: rows w, w + kBulkWarps, ...). Rows [shared_from, w.rows) are the
-// shared tail: a warp that has finished its own rows claims them one at a time (claims[0]), so
-// that the multiprocessors that read faster take more of them and all end together. claims[1]
-// counts the blocks done; the last resets both, so the words are zero between products (the
-// next product claims only after its PDL wait, when this grid has completed). One token.
-// host_y (pinned host memory, or null; no shared tail then): the results are also staged in
+// Block b owns rows [b * per_block, (b + 1) * per_block); warp w of it rows w, w + kBulkWarps,
+// ... of those. One token. host_y (pinned host memory, or null): the results are also staged in
 // shared memory, and the warp finishing the last row of a window stores the window's rows to
 // host_y and sets *host_bad if one is not finite (matmul_logits_to_host).
 template <int K>
 __global__ void __launch_bounds__(kBulkWarps * 32)
-    matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block,
-                       int64_t shared_from, uint32_t* claims, float* host_y, uint32_t* host_bad) {
+    matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block, float* host_y,
+                       uint32_t* host_bad) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) uint8_t bulk_smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -671,26 +665,25 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
       warp * kBulkStages;
   uint8_t* xs = bulk_smem + kBulkRingBytes;  // the activation
   const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
-  const int64_t b1 = b0 + per_block < shared_from ? b0 + per_block : shared_from;
+  const int64_t b1 = b0 + per_block < w.rows ? b0 + per_block : w.rows;
   // With host_y: the block's results, then a count of finished rows a window.
   float* staged = reinterpret_cast<float*>(xs + (bulk_act_bytes<K>(w.cols) + 15) / 16 * 16);
   uint32_t* finished = reinterpret_cast<uint32_t*>(staged + per_block);
   const int64_t window0 = b0 / kHostWindow;
   const int64_t first = b0 + warp;
-  const int64_t own = first < b1 ? (b1 - first + kBulkWarps - 1) / kBulkWarps : 0;
+  const int64_t rows = first < b1 ? (b1 - first + kBulkWarps - 1) / kBulkWarps : 0;
   const int64_t cols = w.cols, units = units_per_row<K>(cols);
   const int64_t per_row = (units + kBulkUnits - 1) / kBulkUnits;  // chunks a row
+  const int64_t total = rows * per_row;
   constexpr bool kScaled = K == kQ8 || K == kQ4;
+  // Chunk j: row first + (j / per_row) * kBulkWarps, units from (j % per_row) * kBulkUnits.
   auto scales_of = [&](int64_t r, int64_t u0) {
     return static_cast<const __half*>(w.d) + r * (cols / kQ) + (K == kQ8 ? u0 / 2 : u0);
   };
-  // Lane 0 asks for chunk j (row r, units from u0) into stage j % kBulkStages; the stage
-  // carries r and u0 to the lanes (the mbarrier's arrival publishes them).
-  auto issue = [&](int64_t j, int64_t r, int64_t u0) {
+  auto issue = [&](int64_t j) {
     BulkStage& st = ring[j % kBulkStages];
     uint64_t* bar = &bars[j % kBulkStages];
-    st.row = r;
-    st.u0 = u0;
+    const int64_t r = first + (j / per_row) * kBulkWarps, u0 = (j % per_row) * kBulkUnits;
     const int nu = static_cast<int>(units - u0 < kBulkUnits ? units - u0 : kBulkUnits);
     const uint8_t* src = static_cast<const uint8_t*>(w.q) + (r * units + u0) * 16;
     const uint32_t bytes = static_cast<uint32_t>(nu) * 16;
@@ -709,36 +702,10 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
     bulk_copy(st.w, src, bytes, bar);
     if constexpr (kScaled) bulk_copy(st.scales, reinterpret_cast<const void*>(s0), sbytes, bar);
   };
-  // Lane 0's state: own rows begun, the row being asked for and its next chunk, chunks asked.
-  int64_t begun = 0, row = 0, chunk = per_row, issued = 0;
-  bool more = true;
-  // Asks for the next chunk; false when there is none, or when it would need a claim that
-  // may not be made yet (before the PDL wait).
-  auto issue_next = [&](bool may_claim) {
-    if (!more) return false;
-    if (chunk == per_row) {
-      if (begun < own) {
-        row = first + begun++ * kBulkWarps;
-      } else if (!may_claim) {
-        return false;
-      } else {
-        const int64_t r = claims ? shared_from + atomicAdd(&claims[0], 1u) : w.rows;
-        if (r >= w.rows) {
-          more = false;
-          return false;
-        }
-        row = r;
-      }
-      chunk = 0;
-    }
-    issue(issued++, row, chunk++ * kBulkUnits);
-    return true;
-  };
   if (lane == 0) {
     for (int s = 0; s < kBulkStages; ++s) bar_init(&bars[s]);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    while (issued < kBulkStages && issue_next(false)) {
-    }
+    for (int64_t j = 0; j < total && j < kBulkStages; ++j) issue(j);
   }
   pdl_wait();
   {  // the activation, once a block: every row reads all of it
@@ -751,15 +718,11 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
         finished[i] = 0;
   }
   __syncthreads();
-  if (lane == 0)
-    while (issued < kBulkStages && issue_next(true)) {
-    }
   float sum = 0.0f;
-  // Chunk j was asked for before iteration j begins (by then lane 0 has tried j + 1).
-  for (int64_t j = 0; j < __shfl_sync(0xffffffffu, issued, 0); ++j) {
+  for (int64_t j = 0; j < total; ++j) {
     BulkStage& st = ring[j % kBulkStages];
     bar_wait(&bars[j % kBulkStages], static_cast<uint32_t>((j / kBulkStages) & 1));
-    const int64_t r = st.row, u0 = st.u0;
+    const int64_t r = first + (j / per_row) * kBulkWarps, c = j % per_row, u0 = c * kBulkUnits;
     const int nu = static_cast<int>(units - u0 < kBulkUnits ? units - u0 : kBulkUnits);
     const __half* sc = nullptr;
     if constexpr (kScaled)
@@ -773,7 +736,7 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
         sum += unit_dot<K>(st.w[i], ws, xs, 0, cols, 1, u0 + i);
       }
     }
-    if (u0 + nu == units) {  // the row's last chunk
+    if (c == per_row - 1) {
       const float v = warp_sum(sum);
       if (lane == 0) y[r] = v;
       if (host_y) {
@@ -801,14 +764,7 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
       sum = 0.0f;
     }
     __syncwarp();  // every lane has read the stage before it is filled again
-    if (lane == 0) issue_next(true);
-  }
-  if (claims) {  // the last block out leaves the words zero for the next product
-    __syncthreads();
-    if (threadIdx.x == 0 && atomicAdd(&claims[1], 1u) == gridDim.x - 1) {
-      atomicExch(&claims[0], 0u);
-      atomicExch(&claims[1], 0u);
-    }
+    if (lane == 0 && j + kBulkStages < total) issue(j + kBulkStages);
   }
 #else
   __trap();  // launched only on sm_90 and later (launch_bulk)
@@ -837,31 +793,7 @@ int bulk_multiprocessors() {
   return prepared[dev] = major >= 9 ? std::max(1, n) : 0;
 }
 
-// v8's shared tails' words (matvec_bulk_kernel's claims), two a stream: products on one
-// stream run one after another, on two streams they may overlap. Zero at load, and left zero
-// by every product that uses them.
-constexpr int kClaimSlots = 256;
-__device__ uint32_t g_bulk_claims[kClaimSlots][2];
-
-// This stream's claim words on the current device; null (no shared tail) once kClaimSlots
-// streams have taken theirs.
-uint32_t* bulk_claims(cudaStream_t s) {
-  static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, uint32_t*> slots;
-  static std::map<int, int> used;
-  int dev = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  const std::lock_guard<std::mutex> lock(mu);
-  if (const auto it = slots.find({dev, s}); it != slots.end()) return it->second;
-  int& n = used[dev];
-  if (n == kClaimSlots) return nullptr;
-  void* base = nullptr;
-  check(cudaGetSymbolAddress(&base, g_bulk_claims), "v8 claim words");
-  return slots[{dev, s}] = static_cast<uint32_t*>(base) + 2 * n++;
-}
-
-// One block a multiprocessor (at most one a kBulkWarps rows). Without host_y, the last
-// bulk_shared_permille() of the rows are the shared tail; the rest are dealt evenly.
+// One block a multiprocessor (at most one a kBulkWarps rows), each the same number of rows.
 // False, launching nothing, where the device is older than sm_90 or the activation does not
 // fit beside the rings (Q8_0/Q4_0 rows past about 74,000 elements, F16/BF16 past about
 // 41,000): the caller runs v6 then.
@@ -870,18 +802,14 @@ bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s,
                  float* host_y = nullptr, uint32_t* host_bad = nullptr) {
   const int sms = bulk_multiprocessors<K>();
   if (sms == 0) return false;
-  const int64_t share = host_y ? 0 : w.rows * bulk_shared_permille() / 1000;
-  uint32_t* claims = share > 0 ? bulk_claims(s) : nullptr;
-  const int64_t shared_from = claims ? w.rows - share : w.rows;
-  const int64_t blocks = std::min<int64_t>(sms, (shared_from + kBulkWarps - 1) / kBulkWarps);
-  const int64_t per_block = (shared_from + blocks - 1) / blocks;
+  const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
+  const int64_t per_block = (w.rows + blocks - 1) / blocks;
   size_t smem = kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
   if (host_y)
     smem += static_cast<size_t>(per_block) * 4 + static_cast<size_t>(host_windows(per_block)) * 4;
   if (smem > kBulkSmemMax) return false;
-  launch_k(matvec_bulk_kernel<K>,
-           dim3(static_cast<unsigned>((shared_from + per_block - 1) / per_block)), kBulkWarps * 32,
-           smem, s, w, act, y, per_block, shared_from, claims, host_y, host_bad);
+  launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
+           kBulkWarps * 32, smem, s, w, act, y, per_block, host_y, host_bad);
   return true;
 }
 

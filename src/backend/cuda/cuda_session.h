@@ -51,10 +51,9 @@ class CudaWeights {
 // (cuda_kernels.h): the one-token product's variant (0..8), the fused activation stages,
 // programmatic dependent launch, the one-kernel attention and the LM head writing the logits
 // to the host. A session captures them with its decode graph, so they apply to sessions made
-// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention), "h"
-// (host logits) and "sN" (v8's shared tail, N per mille; none: 0), then any "+role:vN"
-// (per-product variants, set_role_variants in cuda_kernels.h), e.g. "v6fpa", "v8fphs100" or
-// "v8fp+output:v6"; a bad spec is a one-line error.
+// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention) and "h"
+// (host logits), then any "+role:vN" (per-product variants, set_role_variants in
+// cuda_kernels.h), e.g. "v6fpa" or "v8fp+output:v6"; a bad spec is a one-line error.
 void set_decode_kernels(const std::string& spec);
 
 struct CudaSessionConfig {

@@ -33,7 +33,6 @@ constexpr bool kDefaultPdl = true;
 // 1 MiB copy and nonfinite_flags after it, in one process: 12B q8_0 tg128 229.6-230.1 ->
 // 231.0-231.7 t/s, 1B 896 -> 906.
 constexpr bool kDefaultHostLogits = true;
-constexpr int kDefaultBulkShared = 0;
 
 int default_variant(GgmlType type) {
   if (type == GgmlType::F16 || type == GgmlType::BF16) return 0;
@@ -55,8 +54,6 @@ std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
-std::atomic<int> g_bulk_shared{-1};
-constexpr int kMaxBulkShared = 900;
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -246,36 +243,13 @@ void set_host_logits(bool on) {
   g_host_logits.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-int bulk_shared_permille() {
-  int v = g_bulk_shared.load(std::memory_order_relaxed);
-  if (v >= 0) return v;
-  const char* env = std::getenv("CHANNEL_CUDA_BULK_SHARED");
-  v = kDefaultBulkShared;
-  if (env && *env) {
-    const std::string e(env);
-    if (e.size() > 3 || e.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(e) > kMaxBulkShared)
-      throw_error("CHANNEL_CUDA_BULK_SHARED: expected 0..{} (per mille), got '{}'", kMaxBulkShared,
-                  e);
-    v = std::stoi(e);
-  }
-  g_bulk_shared.store(v, std::memory_order_relaxed);
-  return v;
-}
-
-void set_bulk_shared_permille(int permille) {
-  if (permille < 0 || permille > kMaxBulkShared)
-    throw_error("v8 shared tail: expected 0..{} per mille, got {}", kMaxBulkShared, permille);
-  g_bulk_shared.store(permille, std::memory_order_relaxed);
-}
-
 namespace {
 
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention), h (logits written to the host by the LM head) and sN (v8's shared tail, N "
-      "per mille), then any +role:vN (roles qkv, wo, gate_up, down, output), got '{}'",
+      "attention) and h (logits written to the host by the LM head), then any +role:vN (roles "
+      "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
 
@@ -297,18 +271,7 @@ void set_decode_kernels(const std::string& spec) {
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
   bool fused = false, pdl = false, one = false, host = false;
-  int shared = -1;
-  const std::string flags = spec.substr(2, plus - 2);
-  for (size_t i = 0; i < flags.size(); ++i) {
-    const char c = flags[i];
-    if (c == 's') {  // s and its digits
-      const size_t e = std::min(flags.find_first_not_of("0123456789", i + 1), flags.size());
-      if (shared >= 0 || e == i + 1 || e - i - 1 > 3) bad_decode_kernels(spec);
-      shared = std::stoi(flags.substr(i + 1, e - i - 1));
-      if (shared > kMaxBulkShared) bad_decode_kernels(spec);
-      i = e - 1;
-      continue;
-    }
+  for (const char c : spec.substr(2, plus - 2)) {
     bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
@@ -319,7 +282,6 @@ void set_decode_kernels(const std::string& spec) {
   set_pdl(pdl);
   set_one_kernel_attention(one);
   set_host_logits(host);
-  set_bulk_shared_permille(shared >= 0 ? shared : 0);
 }
 
 }  // namespace channel::cuda
