@@ -47,6 +47,9 @@ function(channel_add_cuda_backend core)
   # cuBLAS is opened at run time (cuda_cublas.cpp): its headers only, and libdl.
   target_link_libraries(channel_cuda PUBLIC ${core} CUDA::cudart_static ${CMAKE_DL_LIBS})
   target_compile_definitions(channel_cuda PUBLIC CHANNEL_HAS_CUDA=1)
+  if(CHANNEL_CUDA_TIMELINE)  # only for measuring: every kernel's first block stamps the clock
+    target_compile_definitions(channel_cuda PRIVATE CHANNEL_CUDA_TIMELINE=1)
+  endif()
   # runtime/ring_device.cpp makes the device ring for `--device cuda` and the C API's device:
   # it alone in runtime/ learns that the backend exists, and channel_runtime links it.
   set_source_files_properties(${CMAKE_SOURCE_DIR}/src/runtime/ring_device.cpp

@@ -8,8 +8,35 @@
 #include <utility>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_timeline.h"
 
 namespace channel::cuda {
+
+#if defined(CHANNEL_CUDA_TIMELINE)
+// The timeline build (cuda_timeline.h): where the marks go. Without relocatable device code
+// each .cu file has its own copy of the pointer; each registers a setter, and timeline_start
+// points them all at the one buffer.
+struct TimelineDevice {
+  unsigned int count, capacity;
+  TimelineMark* marks;
+};
+using TimelinePoint = void (*)(TimelineDevice*);
+void timeline_register(TimelinePoint point);
+bool timeline_noting();
+void timeline_note_launch(const void* kernel, dim3 grid, dim3 block);
+static __constant__ TimelineDevice* timeline_here;
+static void timeline_point_here(TimelineDevice* d) {
+  check(cudaMemcpyToSymbol(timeline_here, &d, sizeof d), "pointing the timeline");
+}
+[[maybe_unused]] static const bool timeline_registered =
+    (timeline_register(&timeline_point_here), true);
+
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
 
 // Programmatic dependent launch (sm_90): every kernel waits here for the grid before it in the
 // stream (a no-op when it was launched without the attribute), so a launch with it may start
@@ -20,10 +47,26 @@ namespace channel::cuda {
 // kernel here waits before it reads or writes anything another kernel touches (the weights
 // are written at upload, which synchronizes before any forward), and a grid completes only
 // after its own wait, so the order of completions stays the stream's.
+// In the timeline build the first block of each grid also stamps when it began and when the
+// wait let it go.
 __device__ __forceinline__ void pdl_wait() {
+#if defined(CHANNEL_CUDA_TIMELINE)
+  TimelineDevice* tl = timeline_here;
+  const bool mark = tl && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 &&
+                    threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+  const uint64_t started = mark ? globaltimer_ns() : 0;
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+#if defined(CHANNEL_CUDA_TIMELINE)
+  if (mark) {
+    const unsigned int i = atomicAdd(&tl->count, 1u);
+    if (i < tl->capacity)
+      tl->marks[i] = TimelineMark{started, globaltimer_ns(), gridDim.x * gridDim.y * gridDim.z,
+                                  blockDim.x * blockDim.y * blockDim.z};
+  }
 #endif
 }
 
@@ -44,6 +87,9 @@ void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cud
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl_enabled() ? 1 : 0;
+#if defined(CHANNEL_CUDA_TIMELINE)
+  if (timeline_noting()) timeline_note_launch(reinterpret_cast<const void*>(kernel), grid, block);
+#endif
   check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), "launching a kernel");
 }
 
