@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/top_tokens.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -228,29 +229,22 @@ void Sampler::reset() {
   rng_ = Rng(config_.seed);
 }
 
+std::span<const float> Sampler::penalized(std::span<const float> logits) {
+  if (config_.repeat_penalty == 1.0f || history_.empty()) return logits;
+  scratch_.assign(logits.begin(), logits.end());
+  for (int32_t id : history_) {
+    if (id < 0 || static_cast<size_t>(id) >= scratch_.size()) continue;
+    const float l = logits[static_cast<size_t>(id)];  // from the original: once per id
+    scratch_[static_cast<size_t>(id)] =
+        l <= 0.0f ? l * config_.repeat_penalty : l / config_.repeat_penalty;
+  }
+  return scratch_;
+}
+
 int32_t Sampler::sample_greedy(std::span<const float> logits) {
   // Every filter keeps the maximum, so greedy is the argmax of the penalised logits
   // (ties to the lowest id), without building the candidate list.
-  std::span<const float> values = logits;
-  if (config_.repeat_penalty != 1.0f && !history_.empty()) {
-    scratch_.assign(logits.begin(), logits.end());
-    for (int32_t id : history_) {
-      if (id < 0 || static_cast<size_t>(id) >= scratch_.size()) continue;
-      const float l = logits[static_cast<size_t>(id)];  // from the original: once per id
-      scratch_[static_cast<size_t>(id)] =
-          l <= 0.0f ? l * config_.repeat_penalty : l / config_.repeat_penalty;
-    }
-    values = scratch_;
-  }
-  size_t best = 0;
-  float best_value = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] > best_value) {  // NaN never compares greater
-      best_value = values[i];
-      best = i;
-    }
-  }
-  return static_cast<int32_t>(best);
+  return static_cast<int32_t>(argmax_logit(penalized(logits)));
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
@@ -261,9 +255,15 @@ int32_t Sampler::sample(std::span<const float> logits) {
     logits = biased_;
   }
   if (config_.temperature <= 0.0f) return sample_greedy(logits);
-  candidates_.assign(logits);
-  apply_repeat_penalty(candidates_, history_, config_.repeat_penalty);
-  apply_top_k(candidates_, config_.top_k);
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < logits.size()) {
+    // The penalty then top-k, as the chain below does them, without the whole list.
+    top_k_tokens(penalized(logits), static_cast<size_t>(config_.top_k), candidates_.items);
+    candidates_.sorted = true;
+  } else {
+    candidates_.assign(logits);
+    apply_repeat_penalty(candidates_, history_, config_.repeat_penalty);
+    apply_top_k(candidates_, config_.top_k);
+  }
   apply_top_p(candidates_, config_.top_p);
   apply_min_p(candidates_, config_.min_p);
   apply_temperature(candidates_, config_.temperature);

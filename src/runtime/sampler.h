@@ -109,13 +109,15 @@ class Sampler {
 
  private:
   int32_t sample_greedy(std::span<const float> logits);
+  // The logits with the repetition penalty applied (a copy in scratch_), or as given.
+  std::span<const float> penalized(std::span<const float> logits);
 
   SamplerConfig config_;
   Rng rng_;
   std::vector<int32_t> history_;  // ring of the last repeat_last_n accepted tokens
   size_t history_next_ = 0;       // where the next accepted token goes once the ring is full
   CandidateList candidates_;      // scratch, reused between calls
-  std::vector<float> scratch_;    // [n_vocab] penalised logits for the greedy path
+  std::vector<float> scratch_;    // [n_vocab] penalised logits (penalized)
   LogitBias bias_;                // optional, see set_logit_bias
   std::vector<float> biased_;     // [n_vocab] the logits after bias_
 };

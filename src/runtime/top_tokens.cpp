@@ -1,0 +1,115 @@
+#include "runtime/top_tokens.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace channel {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// 16 lanes a step as one vector (GCC/Clang vector extensions: one AVX-512 register, or two or
+// four narrower ones); `v > m ? v : m` passes over NaN, as the scalar compare did.
+constexpr size_t kLanes = 16;
+typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
+typedef int32_t Ints __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+Floats load(const float* x) {
+  Floats v;
+  std::memcpy(&v, x, sizeof v);
+  return v;
+}
+
+Floats splat(float f) {
+  return Floats{} + f;
+}
+
+bool before(const TokenCandidate& a, const TokenCandidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// The largest of x[0, n) (n a multiple of kLanes), NaN passed over; -inf if none is above.
+float lane_max(const float* x, size_t n) {
+  Floats m = splat(kNegInf);
+  for (size_t i = 0; i < n; i += kLanes) {
+    const Floats v = load(x + i);
+    m = v > m ? v : m;
+  }
+  float best = kNegInf;
+  for (size_t j = 0; j < kLanes; ++j) best = m[j] > best ? m[j] : best;
+  return best;
+}
+
+}  // namespace
+
+size_t argmax_logit(std::span<const float> logits) {
+  const float* x = logits.data();
+  const size_t n = logits.size(), body = n / kLanes * kLanes;
+  // Each lane keeps its first maximum (strictly greater replaces).
+  Floats m = splat(kNegInf);
+  Ints at{}, id{};
+  for (size_t j = 0; j < kLanes; ++j) id[j] = static_cast<int32_t>(j);
+  for (size_t i = 0; i < body; i += kLanes, id += static_cast<int32_t>(kLanes)) {
+    const Floats v = load(x + i);
+    const Ints greater = v > m;
+    m = greater ? v : m;
+    at = greater ? id : at;
+  }
+  float best = kNegInf;
+  size_t best_at = 0;
+  for (size_t j = 0; j < kLanes; ++j)
+    if (m[j] > best || (m[j] == best && m[j] > kNegInf && static_cast<size_t>(at[j]) < best_at)) {
+      best = m[j];
+      best_at = static_cast<size_t>(at[j]);
+    }
+  for (size_t i = body; i < n; ++i)  // the tail's ids are above every lane's
+    if (x[i] > best) {
+      best = x[i];
+      best_at = i;
+    }
+  return best > kNegInf ? best_at : 0;
+}
+
+void top_k_tokens(std::span<const float> logits, size_t k, std::vector<TokenCandidate>& out) {
+  out.clear();
+  const size_t n = logits.size();
+  k = std::min(k, n);
+  if (k == 0) return;
+  out.reserve(k);
+  auto clean = [&](size_t i) {
+    const float v = logits[i];
+    return std::isnan(v) ? kNegInf : v;
+  };
+  // A heap whose top is the worst kept (the last by `before`).
+  size_t i = 0;
+  for (; i < k; ++i) {
+    out.push_back({static_cast<int32_t>(i), clean(i), 0.0f});
+    std::push_heap(out.begin(), out.end(), before);
+  }
+  // Ids only grow from here, so a logit equal to the worst kept loses its tie: only a
+  // greater one enters, and a block or a group of lanes whose largest is not greater is
+  // passed over whole (after the first few thousand logits, nearly all of them).
+  constexpr size_t kBlock = 16 * kLanes;
+  float worst = out.front().logit;
+  auto scan = [&](size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j) {
+      const float v = clean(j);
+      if (!(v > worst)) continue;
+      std::pop_heap(out.begin(), out.end(), before);
+      out.back() = {static_cast<int32_t>(j), v, 0.0f};
+      std::push_heap(out.begin(), out.end(), before);
+      worst = out.front().logit;
+    }
+  };
+  for (; i + kBlock <= n; i += kBlock) {
+    if (!(lane_max(logits.data() + i, kBlock) > worst)) continue;
+    for (size_t g = i; g < i + kBlock; g += kLanes)
+      if (lane_max(logits.data() + g, kLanes) > worst) scan(g, g + kLanes);
+  }
+  scan(i, n);
+  std::sort(out.begin(), out.end(), before);
+}
+
+}  // namespace channel

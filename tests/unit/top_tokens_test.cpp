@@ -1,0 +1,119 @@
+#include "runtime/top_tokens.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "runtime/sampler.h"
+
+namespace channel {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// A row with many ties (values on a coarse grid), and NaN, -inf and +inf sprinkled in as asked.
+std::vector<float> row(size_t n, uint64_t seed, double grid, bool specials) {
+  Rng r(seed);
+  std::vector<float> x(n);
+  for (auto& v : x)
+    v = static_cast<float>(std::round((r.next_double() * 20.0 - 10.0) / grid) * grid);
+  if (specials && n > 0)
+    for (size_t i = 0; i < n / 50 + 1; ++i) {
+      const size_t at = r.next_u64() % n;
+      const uint64_t kind = r.next_u64() % 4;
+      x[at] = kind == 0 ? std::nanf("") : kind == 1 ? -kInf : kind == 2 ? 9.5f : x[at];
+    }
+  return x;
+}
+
+size_t scalar_argmax(const std::vector<float>& x) {
+  size_t best = 0;
+  float value = -kInf;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] > value) {
+      value = x[i];
+      best = i;
+    }
+  return best;
+}
+
+const size_t kSizes[] = {0, 1, 2, 15, 16, 17, 63, 64, 65, 1000, 4099, 262144 + 7};
+
+TEST(TopTokens, ArgmaxIsTheScalarScan) {
+  for (const size_t n : kSizes)
+    for (const double grid : {1e-6, 0.5, 4.0})
+      for (const bool specials : {false, true}) {
+        const std::vector<float> x = row(n, n * 7 + 1, grid, specials);
+        EXPECT_EQ(argmax_logit(x), scalar_argmax(x)) << n << " grid " << grid;
+      }
+  // Nothing above -inf: 0, as the scalar scan; a lone +inf or a maximum at the very end wins.
+  EXPECT_EQ(argmax_logit(std::vector<float>(40, std::nanf(""))), 0u);
+  EXPECT_EQ(argmax_logit(std::vector<float>(40, -kInf)), 0u);
+  std::vector<float> x(100, 1.0f);
+  x[99] = 2.0f;
+  EXPECT_EQ(argmax_logit(x), 99u);
+  x[37] = kInf;
+  EXPECT_EQ(argmax_logit(x), 37u);
+  std::vector<float> ties(48, 3.0f);  // the same maximum in every lane: the lowest id
+  ties[0] = 0.0f;
+  EXPECT_EQ(argmax_logit(ties), 1u);
+}
+
+TEST(TopTokens, TopKIsTheSortedListsHead) {
+  std::vector<TokenCandidate> got;
+  for (const size_t n : kSizes)
+    for (const size_t k :
+         {size_t{1}, size_t{2}, size_t{40}, size_t{65}, n > 0 ? n - 1 : 0, n, n + 5})
+      for (const double grid : {1e-6, 0.5, 4.0})
+        for (const bool specials : {false, true}) {
+          if (k == 0) continue;
+          const std::vector<float> x = row(n, n * 13 + k, grid, specials);
+          CandidateList want;
+          want.assign(x);
+          apply_top_k(want, static_cast<int32_t>(k));
+          top_k_tokens(x, k, got);
+          ASSERT_EQ(got.size(), want.items.size()) << n << " k " << k;
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(got[i].id, want.items[i].id) << n << " k " << k << " at " << i;
+            ASSERT_EQ(std::memcmp(&got[i].logit, &want.items[i].logit, 4), 0) << n << " at " << i;
+          }
+        }
+}
+
+// The sampler's top-k path against the chain run filter by filter with the same RNG: the
+// same tokens, step after step, penalty on and off.
+TEST(TopTokens, SamplerGivesTheChainsTokens) {
+  for (const float penalty : {1.0f, 1.3f})
+    for (const int top_k : {1, 40, 700}) {
+      SamplerConfig cfg;
+      cfg.temperature = 0.9f;
+      cfg.top_k = top_k;
+      cfg.repeat_penalty = penalty;
+      cfg.repeat_last_n = 16;
+      cfg.seed = 99;
+      Sampler fast(cfg);
+      Rng rng(cfg.seed);
+      std::vector<int32_t> recent;
+      for (int step = 0; step < 200; ++step) {
+        const std::vector<float> x =
+            row(3000, static_cast<uint64_t>(step) + 5, 0.25, step % 3 == 0);
+        CandidateList c;
+        c.assign(x);
+        apply_repeat_penalty(c, fast.recent_tokens(), cfg.repeat_penalty);
+        apply_top_k(c, cfg.top_k);
+        apply_top_p(c, cfg.top_p);
+        apply_min_p(c, cfg.min_p);
+        apply_temperature(c, cfg.temperature);
+        const int32_t want = draw(c, rng);
+        const int32_t got = fast.sample(x);
+        ASSERT_EQ(got, want) << "penalty " << penalty << " top-k " << top_k << " step " << step;
+        fast.accept(got);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace channel
