@@ -347,9 +347,10 @@ const CommandRegistrar registrar{
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
       sub.add_option("--cuda-decode", args->cuda_decode,
                      "CUDA: also run tg once per decode kernel choice (v0..v8, then any of f = "
-                     "fused, p = PDL, a = one-kernel attention, then any +role:vN for the "
-                     "products qkv, wo, gate_up, down, output), e.g. v8fp,v8fp+output:v6; one "
-                     "JSON line each before the summary");
+                     "fused, p = PDL, a = one-kernel attention, h = the LM head writes the "
+                     "logits to the host, then any +role:vN for the products qkv, wo, gate_up, "
+                     "down, output; a letter left out is off: the default is v8fph for Q8_0), "
+                     "e.g. v8fph,v8fph+output:v6; one JSON line each before the summary");
       return [args] { return run_bench(*args); };
     }};
 
