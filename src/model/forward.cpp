@@ -9,6 +9,7 @@
 #include "ops/activation.h"
 #include "ops/norm.h"
 #include "util/error.h"
+#include "util/finite.h"
 
 namespace channel {
 
@@ -70,17 +71,16 @@ void add_rows(float* x, const float* y, int64_t n) {
 // after every layer, O(n x n_embd) against the layer's O(n x n_embd x n_ff): the first place
 // they appear is named.
 void check_finite(const float* x, int64_t count, const char* where, int il) {
-  for (int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(x[i])) {
-      if (il >= 0)
-        throw_error("forward: non-finite values (NaN or Inf) first appear in the output of layer "
-                    "{} (blk.{}): the model's weights or its input are damaged",
-                    il, il);
-      throw_error("forward: non-finite values (NaN or Inf) first appear in {}: the model's "
-                  "weights are damaged",
-                  where);
-    }
-  }
+  if (all_finite(x, count)) return;
+  if (il >= 0)
+    throw_error(
+        "forward: non-finite values (NaN or Inf) first appear in the output of layer "
+        "{} (blk.{}): the model's weights or its input are damaged",
+        il, il);
+  throw_error(
+      "forward: non-finite values (NaN or Inf) first appear in {}: the model's "
+      "weights are damaged",
+      where);
 }
 
 // Embeddings: x[t] = token_embd[token_t] * embd_scale.
