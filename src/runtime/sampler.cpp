@@ -16,10 +16,6 @@ uint64_t rotl(uint64_t x, int k) {
   return (x << k) | (x >> (64 - k));
 }
 
-bool before(const TokenCandidate& a, const TokenCandidate& b) {
-  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
-
 // Fills p with the softmax of the logits, subtracting the maximum first. An all -inf list gets all
 // its mass on the first entry.
 void softmax(CandidateList& c) {
@@ -106,7 +102,7 @@ void apply_top_k(CandidateList& c, int32_t k) {
   if (k <= 0) return;
   const size_t keep = std::min(static_cast<size_t>(k), c.items.size());
   if (!c.sorted) {
-    std::partial_sort(c.items.begin(), c.items.begin() + keep, c.items.end(), before);
+    std::partial_sort(c.items.begin(), c.items.begin() + keep, c.items.end(), ranks_before);
     c.sorted = true;
   }
   c.items.resize(keep);
@@ -120,13 +116,13 @@ void apply_top_p(CandidateList& c, float p) {
   size_t n_sorted = c.items.size();
   if (!c.sorted) {
     n_sorted = std::min<size_t>(256, c.items.size());
-    std::partial_sort(c.items.begin(), c.items.begin() + n_sorted, c.items.end(), before);
+    std::partial_sort(c.items.begin(), c.items.begin() + n_sorted, c.items.end(), ranks_before);
   }
   double cum = 0.0;
   size_t keep = c.items.size();
   for (size_t i = 0; i < c.items.size(); ++i) {
     if (i == n_sorted) {  // the partial sort was not enough: finish it
-      std::sort(c.items.begin() + i, c.items.end(), before);
+      std::sort(c.items.begin() + i, c.items.end(), ranks_before);
       n_sorted = c.items.size();
     }
     cum += c.items[i].p;
@@ -151,7 +147,7 @@ void apply_min_p(CandidateList& c, float min_p) {
 
 void apply_temperature(CandidateList& c, float temperature) {
   if (temperature <= 0.0f) {
-    const auto best = std::min_element(c.items.begin(), c.items.end(), before);
+    const auto best = std::min_element(c.items.begin(), c.items.end(), ranks_before);
     const TokenCandidate top = *best;
     c.items.assign(1, top);
     c.sorted = true;

@@ -50,8 +50,13 @@ struct TokenCandidate {
   float p;  // probability, valid after a filter that computes it (top-p, draw)
 };
 
-// Candidates plus whether they are sorted by (logit descending, id ascending). That
-// order is total, so sorting gives the same list on every standard library.
+// The candidates' order: logit descending, then id ascending. It is total, so sorting gives
+// the same list on every standard library.
+inline bool ranks_before(const TokenCandidate& a, const TokenCandidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Candidates plus whether they are sorted by ranks_before.
 struct CandidateList {
   std::vector<TokenCandidate> items;
   bool sorted = false;

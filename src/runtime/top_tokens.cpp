@@ -26,10 +26,6 @@ Floats splat(float f) {
   return Floats{} + f;
 }
 
-bool before(const TokenCandidate& a, const TokenCandidate& b) {
-  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
-
 // The largest of x[0, n) (n a multiple of kLanes), NaN passed over; -inf if none is above.
 float lane_max(const float* x, size_t n) {
   Floats m = splat(kNegInf);
@@ -82,11 +78,11 @@ void top_k_tokens(std::span<const float> logits, size_t k, std::vector<TokenCand
     const float v = logits[i];
     return std::isnan(v) ? kNegInf : v;
   };
-  // A heap whose top is the worst kept (the last by `before`).
+  // A heap whose top is the worst kept (the last by ranks_before).
   size_t i = 0;
   for (; i < k; ++i) {
     out.push_back({static_cast<int32_t>(i), clean(i), 0.0f});
-    std::push_heap(out.begin(), out.end(), before);
+    std::push_heap(out.begin(), out.end(), ranks_before);
   }
   // Ids only grow from here, so a logit equal to the worst kept loses its tie: only a
   // greater one enters, and a block or a group of lanes whose largest is not greater is
@@ -97,9 +93,9 @@ void top_k_tokens(std::span<const float> logits, size_t k, std::vector<TokenCand
     for (size_t j = from; j < to; ++j) {
       const float v = clean(j);
       if (!(v > worst)) continue;
-      std::pop_heap(out.begin(), out.end(), before);
+      std::pop_heap(out.begin(), out.end(), ranks_before);
       out.back() = {static_cast<int32_t>(j), v, 0.0f};
-      std::push_heap(out.begin(), out.end(), before);
+      std::push_heap(out.begin(), out.end(), ranks_before);
       worst = out.front().logit;
     }
   };
@@ -109,7 +105,7 @@ void top_k_tokens(std::span<const float> logits, size_t k, std::vector<TokenCand
       if (lane_max(logits.data() + g, kLanes) > worst) scan(g, g + kLanes);
   }
   scan(i, n);
-  std::sort(out.begin(), out.end(), before);
+  std::sort(out.begin(), out.end(), ranks_before);
 }
 
 }  // namespace channel
