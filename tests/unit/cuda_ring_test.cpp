@@ -583,9 +583,10 @@ void recall_and_tap(std::shared_ptr<const Model> model, RingComputeFactory devic
     if (i == 45) {
       for (RingSession* s : {&cpu, &gpu, &plain}) s->release_recall(9);
     }
-    if (i == 40) {  // the queries too (the device then launches without the graph)
+    if (i == 40) {  // the queries too (a graph of its own copies them on the device)
       cpu.set_query_capture(true);
       gpu.set_query_capture(true);
+      plain.set_query_capture(true);
     }
     const int32_t t = static_cast<int32_t>((i * 37 + 11) % hp.n_vocab);
     const std::vector<float> want = vec(cpu.append(SpanType::user, std::span(&t, 1)));

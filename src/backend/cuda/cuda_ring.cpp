@@ -26,7 +26,8 @@ class CudaRing final : public RingCompute {
  public:
   CudaRing(std::shared_ptr<const CudaWeights> weights, const RingComputeShape& shape, bool graphs);
   ~CudaRing() override {
-    if (graph_) cudaGraphExecDestroy(graph_);
+    for (cudaGraphExec_t g : graph_)
+      if (g) cudaGraphExecDestroy(g);
   }
 
   void forward(const RingChunk& c) override;
@@ -114,15 +115,19 @@ class CudaRing final : public RingCompute {
   DeviceBuffer x_, xn_, qkv_, attn_, proj_, gu_, ff_, act_, part_, logits_;
   DeviceBuffer header_, runs_, table_, inv_freq_;
   PinnedBuffer header_h_, runs_h_, table_h_, logits_h_, resid_h_;
+  PinnedBuffer queries_h_;  // [n_global][q_dim] one token's queries, copied by the graph
   PinnedBuffer nonfinite_;  // the logits' flags (nonfinite_flags), written by the step
   PinnedBuffer logits_bad_;    // the LM head's non-finite mark where it wrote logits_h_ itself
-  bool graph_direct_ = false;  // the graph's LM head writes logits_h_ (host_logits)
+  // The one-token step's graphs, without and with the queries' copy (RingChunk::queries: the
+  // episodic memory's tap asks for them every token), and whether each one's LM head writes
+  // logits_h_ itself (host_logits).
+  cudaGraphExec_t graph_[2] = {nullptr, nullptr};
+  bool graph_direct_[2] = {false, false};
   RingRope rope_global_, rope_sliding_;
   size_t n_runs_ = 0, n_table_ = 0;
   std::vector<int> segment_end_;
   std::vector<RingStepRef> refs_;
   mutable std::vector<char> buf_;  // kv_slots / set_kv_slots staging of one run
-  cudaGraphExec_t graph_ = nullptr;
 };
 
 CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingComputeShape& shape,
@@ -215,6 +220,8 @@ CudaRing::CudaRing(std::shared_ptr<const CudaWeights> weights, const RingCompute
   nonfinite_ = PinnedBuffer(kNonfiniteBlocks * 4, "logits flags");
   logits_bad_ = PinnedBuffer(4, "logits flags");
   resid_h_ = PinnedBuffer(static_cast<size_t>(h.n_embd) * f, "residual");
+  queries_h_ =
+      PinnedBuffer(std::max<size_t>(static_cast<size_t>(n_global_ * q_dim_) * f, f), "queries");
   std::memset(header_h_.as<char>(), 0, header_bytes_);
   // The rope frequencies (f64) of global and sliding layers, uploaded once.
   const size_t ng = shape_.rope_global.inv_freq.size(), ns = shape_.rope_sliding.inv_freq.size();
@@ -500,18 +507,24 @@ void CudaRing::forward(const RingChunk& c) {
   build_step(c);
   const cudaStream_t cs = stream_.get();
   const size_t n_vocab = static_cast<size_t>(h.n_vocab), E = static_cast<size_t>(h.n_embd);
-  const bool graph_step = graphs_ && n == 1 && n_out == 1 && c.queries == nullptr;
+  const bool graph_step = graphs_ && n == 1 && n_out == 1;
+  const int with_queries = c.queries != nullptr ? 1 : 0;
   upload_step();
   *logits_bad_.as<uint32_t>() = 0;  // the LM head only ever sets it
   bool direct = false;
   if (graph_step) {
-    if (!graph_) {  // the kernels, the logits and the residual back; the step is uploaded before
+    cudaGraphExec_t& graph = graph_[with_queries];
+    if (!graph) {  // the kernels, the logits and the residual back; the step is uploaded before
       cudaGraph_t g = nullptr;
       cuda::check(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal),
                   "capturing the decode step");
       try {
-        graph_direct_ = enqueue(c, 1, 1);
-        if (!graph_direct_)
+        // The queries go to the pinned queries_h_ (a captured copy needs a fixed address that
+        // the device can reach), then to c.queries after the step.
+        RingChunk captured = c;
+        captured.queries = with_queries ? queries_h_.as<float>() : nullptr;
+        graph_direct_[with_queries] = enqueue(captured, 1, 1);
+        if (!graph_direct_[with_queries])
           cuda::check(cudaMemcpyAsync(logits_h_.as<float>(), logits_.get(), n_vocab * 4,
                                       cudaMemcpyDeviceToHost, cs),
                       "logits");
@@ -524,12 +537,12 @@ void CudaRing::forward(const RingChunk& c) {
         throw;
       }
       cuda::check(cudaStreamEndCapture(cs, &g), "capturing the decode step");
-      const cudaError_t err = cudaGraphInstantiate(&graph_, g, 0);
+      const cudaError_t err = cudaGraphInstantiate(&graph, g, 0);
       cudaGraphDestroy(g);
       cuda::check(err, "instantiating the decode graph");
     }
-    direct = graph_direct_;
-    cuda::check(cudaGraphLaunch(graph_, cs), "launching the decode graph");
+    direct = graph_direct_[with_queries];
+    cuda::check(cudaGraphLaunch(graph, cs), "launching the decode graph");
   } else {
     direct = enqueue(c, n, n_out);
     if (n_out == 1 && !direct)
@@ -551,6 +564,8 @@ void CudaRing::forward(const RingChunk& c) {
     std::memcpy(c.bounded_kv, bounded_.chunk_kv(0, n),
                 static_cast<size_t>(bounded_.count()) * n * 2 * kv_dim_ * sizeof(float));
   if (graph_step && c.residual) std::memcpy(c.residual, resid_h_.as<float>(), E * 4);
+  if (graph_step && with_queries)
+    std::memcpy(c.queries, queries_h_.as<float>(), static_cast<size_t>(n_global_ * q_dim_) * 4);
   if (n_out > 0 &&
       (direct ? *logits_bad_.as<uint32_t>() != 0 : any_nonfinite(nonfinite_.as<uint32_t>())))
     throw_error(
