@@ -32,7 +32,9 @@ channel_status channel_session_attach_memory(channel_session* session, const cha
     // Recall copy (channel_session_set_recall_copy): the sampler reads what tier 3 holds. The
     // attachment is destroyed before the stream and its sampler (capi_internal.h).
     session->stream->sampler().set_logit_bias(
-        [m = session->memory.get()](std::span<float> l) { m->bias_toward_recalled(l); });
+        [m = session->memory.get()](size_t n, std::vector<LogitEdit>& e) {
+          m->recalled_bonus(n, e);
+        });
     session->store = std::move(store);
   });
 }

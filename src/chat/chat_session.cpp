@@ -63,7 +63,7 @@ void ChatSession::attach_memory() {
   mc.copy.bias = config_.recall_copy;
   memory_ = std::make_unique<MemoryAttachment>(stream_->ring_session(), *store_, mc);
   stream_->sampler().set_logit_bias(
-      [m = memory_.get()](std::span<float> l) { m->bias_toward_recalled(l); });
+      [m = memory_.get()](size_t n, std::vector<LogitEdit>& e) { m->recalled_bonus(n, e); });
   if (!config_.auto_recall || config_.recall_k == 0 || stream_->ring_session().ring().config().n_recall == 0)
     return;
   AutoRecallConfig rc;

@@ -468,6 +468,13 @@ void MemoryAttachment::release(uint64_t id) {
 }
 
 size_t MemoryAttachment::bias_toward_recalled(std::span<float> logits) {
+  std::vector<LogitEdit> edits;
+  const size_t best = recalled_bonus(logits.size(), edits);
+  for (const LogitEdit& e : edits) logits[static_cast<size_t>(e.id)] += e.delta;
+  return best;
+}
+
+size_t MemoryAttachment::recalled_bonus(size_t n_vocab, std::vector<LogitEdit>& edits) {
   if (config_.copy.bias == 0.0f) return 0;
   const auto& eps = session_.ring().recall_episodes();
   if (eps.empty()) return 0;
@@ -490,7 +497,7 @@ size_t MemoryAttachment::bias_toward_recalled(std::span<float> logits) {
     sources.emplace_back(it->second);
   }
   copy_context_ = recent_tokens();
-  return apply_recall_copy(logits, copy_context_, sources, config_.copy);
+  return recall_copy_edits(n_vocab, copy_context_, sources, config_.copy, edits);
 }
 
 MemoryStats MemoryAttachment::stats() const {

@@ -173,6 +173,8 @@ class MemoryAttachment {
   // logit bias of every front end with an attached store (Sampler::set_logit_bias). Returns the
   // length of the match (0: nothing changed). A record that cannot be read is left out.
   size_t bias_toward_recalled(std::span<float> logits);
+  // The same as edits for the sampler (Sampler::LogitBias): appends them, returns the match.
+  size_t recalled_bonus(size_t n_vocab, std::vector<LogitEdit>& edits);
   void set_copy(const RecallCopyConfig& copy) { config_.copy = copy; }
   const RecallCopyConfig& copy() const { return config_.copy; }
 

@@ -6,9 +6,9 @@
 
 namespace channel {
 
-size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> context,
+size_t recall_copy_edits(size_t n_vocab, std::span<const int32_t> context,
                          std::span<const std::span<const int32_t>> sources,
-                         const RecallCopyConfig& config) {
+                         const RecallCopyConfig& config, std::vector<LogitEdit>& edits) {
   if (config.bias == 0.0f || context.empty() || config.min_match == 0) return 0;
   const size_t cap = std::min(config.max_match, context.size());
   size_t best = 0;
@@ -34,7 +34,16 @@ size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> conte
   const size_t run = std::max<size_t>(2, std::min(best, config.max_bonus_run));
   const float bonus = config.bias * std::log2(static_cast<float>(run));
   for (int32_t t : next)
-    if (t >= 0 && static_cast<size_t>(t) < logits.size()) logits[static_cast<size_t>(t)] += bonus;
+    if (t >= 0 && static_cast<size_t>(t) < n_vocab) edits.push_back({t, bonus});
+  return best;
+}
+
+size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> context,
+                         std::span<const std::span<const int32_t>> sources,
+                         const RecallCopyConfig& config) {
+  std::vector<LogitEdit> edits;
+  const size_t best = recall_copy_edits(logits.size(), context, sources, config, edits);
+  for (const LogitEdit& e : edits) logits[static_cast<size_t>(e.id)] += e.delta;
   return best;
 }
 

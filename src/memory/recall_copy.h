@@ -12,6 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
+
+#include "runtime/sampler.h"
 
 namespace channel {
 
@@ -36,5 +39,10 @@ inline constexpr float kDefaultRecallCopyBias = 3.0f;
 size_t apply_recall_copy(std::span<float> logits, std::span<const int32_t> context,
                          std::span<const std::span<const int32_t>> sources,
                          const RecallCopyConfig& config);
+// The same bonus as edits (a sampler's logit bias): appends one per distinct continuation in
+// [0, n_vocab) and returns the length of the match (0: none appended).
+size_t recall_copy_edits(size_t n_vocab, std::span<const int32_t> context,
+                         std::span<const std::span<const int32_t>> sources,
+                         const RecallCopyConfig& config, std::vector<LogitEdit>& edits);
 
 }  // namespace channel

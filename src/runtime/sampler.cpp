@@ -246,9 +246,15 @@ int32_t Sampler::sample_greedy(std::span<const float> logits) {
 int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) throw_error("sampler: empty logits");
   if (bias_) {
-    biased_.assign(logits.begin(), logits.end());
-    bias_(biased_);
-    logits = biased_;
+    edits_.clear();
+    bias_(logits.size(), edits_);
+    if (!edits_.empty()) {
+      biased_.assign(logits.begin(), logits.end());
+      for (const LogitEdit& e : edits_)
+        if (e.id >= 0 && static_cast<size_t>(e.id) < biased_.size())
+          biased_[static_cast<size_t>(e.id)] += e.delta;
+      logits = biased_;
+    }
   }
   if (config_.temperature <= 0.0f) return sample_greedy(logits);
   if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < logits.size()) {

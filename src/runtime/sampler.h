@@ -43,6 +43,13 @@ struct SamplerConfig {
 // Throws channel::Error naming the first out-of-range field (e.g. a negative temperature).
 void validate(const SamplerConfig& config);
 
+// A logit bias's change: delta added to the logit of token id (ids outside the vocabulary
+// are ignored).
+struct LogitEdit {
+  int32_t id;
+  float delta;
+};
+
 // One entry of the candidate list that the filters narrow down.
 struct TokenCandidate {
   int32_t id;
@@ -87,10 +94,12 @@ class Sampler {
   void accept(int32_t token);
 
   // A logit bias applied before the chain on every sample() (e.g. an attached store's recall
-  // copy, MemoryAttachment::bias_toward_recalled); it edits a copy, never the caller's logits.
-  // What it captures must outlive its use: clear it (an empty function) before that goes.
-  // reconfigured() keeps it; session files do not hold it.
-  using LogitBias = std::function<void(std::span<float> logits)>;
+  // copy, MemoryAttachment::recalled_bonus): given the vocabulary's size it appends the ids to
+  // raise or lower and by how much. The sampler applies them to a copy, never the caller's
+  // logits, and copies nothing on the steps it asks for none (most steps: a megabyte at
+  // Gemma's vocabulary). What it captures must outlive its use: clear it (an empty function)
+  // before that goes. reconfigured() keeps it; session files do not hold it.
+  using LogitBias = std::function<void(size_t n_vocab, std::vector<LogitEdit>& edits)>;
   void set_logit_bias(LogitBias bias) { bias_ = std::move(bias); }
   const LogitBias& logit_bias() const { return bias_; }
   // Forgets the history and restarts the RNG from the seed.
@@ -124,7 +133,8 @@ class Sampler {
   CandidateList candidates_;      // scratch, reused between calls
   std::vector<float> scratch_;    // [n_vocab] penalised logits (penalized)
   LogitBias bias_;                // optional, see set_logit_bias
-  std::vector<float> biased_;     // [n_vocab] the logits after bias_
+  std::vector<LogitEdit> edits_;  // scratch: what bias_ asks for
+  std::vector<float> biased_;     // [n_vocab] the logits after bias_'s edits
 };
 
 }  // namespace channel

@@ -702,7 +702,8 @@ TEST(RetrievalRecall, TheRecalledEpisodesTokensBiasTheirContinuation) {
   for (size_t t = 0; t < logits.size(); ++t)
     EXPECT_EQ(logits[t], int32_t(t) == ep.tokens[2] ? kDefaultRecallCopyBias : 0.0f) << t;
   // The sampler of a front end sees it through its logit bias.
-  ss.sampler().set_logit_bias([&mem](std::span<float> l) { mem.bias_toward_recalled(l); });
+  ss.sampler().set_logit_bias(
+      [&mem](size_t n, std::vector<LogitEdit>& e) { mem.recalled_bonus(n, e); });
   SamplerConfig greedy;
   greedy.temperature = 0.0f;
   ss.sampler() = ss.sampler().reconfigured(greedy);

@@ -336,15 +336,27 @@ TEST(SamplerBias, TheLogitBiasEditsACopyAndSurvivesReconfiguration) {
   Sampler s(plain(0.0f));
   const std::vector<float> logits = {0.0f, 2.0f, 1.0f};
   EXPECT_EQ(s.sample(logits), 1);
-  s.set_logit_bias([](std::span<float> l) { l[2] += 5.0f; });
+  s.set_logit_bias([](size_t n, std::vector<LogitEdit>& e) {
+    EXPECT_EQ(n, 3u);
+    e.push_back({2, 5.0f});
+    e.push_back({7, 100.0f});  // outside the vocabulary: ignored
+  });
   EXPECT_EQ(s.sample(logits), 2);
   EXPECT_EQ(logits[2], 1.0f);  // the caller's logits are untouched
   Sampler r = s.reconfigured(plain(0.0f, 7));
   EXPECT_EQ(r.sample(logits), 2);
   SamplerConfig sampled = plain(1.0f, 3);
   Sampler t = s.reconfigured(sampled);
-  t.set_logit_bias([](std::span<float> l) { l[0] += 100.0f; });
+  t.set_logit_bias([](size_t, std::vector<LogitEdit>& e) { e.push_back({0, 100.0f}); });
   for (int i = 0; i < 20; ++i) EXPECT_EQ(t.sample(logits), 0);  // the chain sees the bias
+  // A bias that asks for nothing on a step leaves the logits as they are (and copies nothing).
+  int calls = 0;
+  s.set_logit_bias([&calls](size_t, std::vector<LogitEdit>& e) {
+    if (++calls % 2 == 0) e.push_back({0, 10.0f});
+  });
+  EXPECT_EQ(s.sample(logits), 1);
+  EXPECT_EQ(s.sample(logits), 0);
+  EXPECT_EQ(s.sample(logits), 1);  // the edits of the step before are not kept
   s.set_logit_bias({});
   EXPECT_EQ(s.sample(logits), 1);
 }

@@ -204,7 +204,8 @@ int run_session(const RunArgs& args) {
     mc.consolidate = !args.recall_only;
     mc.copy.bias = static_cast<float>(args.recall_copy);
     mem = std::make_unique<MemoryAttachment>(s->ring_session(), *store, mc);
-    s->sampler().set_logit_bias([m = mem.get()](std::span<float> l) { m->bias_toward_recalled(l); });
+    s->sampler().set_logit_bias(
+        [m = mem.get()](size_t n, std::vector<LogitEdit>& e) { m->recalled_bonus(n, e); });
   }
   struct ClearBias {  // before mem goes, the sampler forgets the bias that points into it
     StreamSession& s;
