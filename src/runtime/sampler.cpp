@@ -257,13 +257,13 @@ int32_t Sampler::sample(std::span<const float> logits) {
     }
   }
   if (config_.temperature <= 0.0f) return sample_greedy(logits);
-  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < logits.size()) {
-    // The penalty then top-k, as the chain below does them, without the whole list.
-    top_k_tokens(penalized(logits), static_cast<size_t>(config_.top_k), candidates_.items);
+  const std::span<const float> values = penalized(logits);
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < values.size()) {
+    // What assign + apply_top_k give, without the whole vocabulary's list.
+    top_k_tokens(values, static_cast<size_t>(config_.top_k), candidates_.items);
     candidates_.sorted = true;
   } else {
-    candidates_.assign(logits);
-    apply_repeat_penalty(candidates_, history_, config_.repeat_penalty);
+    candidates_.assign(values);
     apply_top_k(candidates_, config_.top_k);
   }
   apply_top_p(candidates_, config_.top_p);
