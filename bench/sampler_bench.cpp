@@ -2,7 +2,10 @@
 // selection otherwise) against the baseline it replaced in the same run, the whole vocabulary
 // as a candidate list then partially sorted (CandidateList::assign + apply_top_k) and a scalar
 // argmax, and a logit bias that asks for nothing against copying the row first. Compare the
-// pairs' times: the ratio is what a decode step saves on the host.
+// pairs' times: the ratio is what a decode step saves on the host. With top-k off, the sampler
+// against the whole list sorted, then top-p and min-p (what the chain did where its first 256
+// entries did not hold the mass).
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -89,6 +92,38 @@ void BM_SampleDefault_CopyFirst(benchmark::State& state) {
   }
 }
 
+// top-k off, top-p 0.95 and min-p 0.05 (what `--top-k 0` leaves): on these logits the 64
+// high ones hold about three quarters of the mass, so top-p's prefix runs deep into the rest.
+void BM_SampleTopP_NoTopK(benchmark::State& state) {
+  SamplerConfig config;
+  config.top_k = 0;
+  Sampler s{config};
+  for (auto _ : state) benchmark::DoNotOptimize(s.sample(logits()));
+}
+
+// The baseline: the whole vocabulary's list, sorted, top-p's prefix, min-p.
+void BM_TopP_SortedList(benchmark::State& state) {
+  CandidateList c;
+  for (auto _ : state) {
+    c.assign(logits());
+    std::sort(c.items.begin(), c.items.end(), ranks_before);
+    c.sorted = true;
+    apply_top_p(c, 0.95f);
+    apply_min_p(c, 0.05f);
+    benchmark::DoNotOptimize(c.items.data());
+  }
+}
+
+// The same chain with a peaked row (one logit far above the rest): top-p stops at once.
+void BM_SampleTopP_NoTopK_Peaked(benchmark::State& state) {
+  SamplerConfig config;
+  config.top_k = 0;
+  Sampler s{config};
+  std::vector<float> x = logits();
+  x[12345] = 40.0f;
+  for (auto _ : state) benchmark::DoNotOptimize(s.sample(x));
+}
+
 BENCHMARK(BM_TopK40_SortedList);
 BENCHMARK(BM_TopK40_Selection);
 BENCHMARK(BM_Argmax_Scalar);
@@ -96,5 +131,8 @@ BENCHMARK(BM_Argmax_Lanes);
 BENCHMARK(BM_SampleDefault);
 BENCHMARK(BM_SampleDefault_IdleBias);
 BENCHMARK(BM_SampleDefault_CopyFirst);
+BENCHMARK(BM_TopP_SortedList);
+BENCHMARK(BM_SampleTopP_NoTopK);
+BENCHMARK(BM_SampleTopP_NoTopK_Peaked);
 
 }  // namespace

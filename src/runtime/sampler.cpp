@@ -111,19 +111,20 @@ void apply_top_k(CandidateList& c, int32_t k) {
 void apply_top_p(CandidateList& c, float p) {
   if (p >= 1.0f || c.items.size() <= 1) return;
   softmax(c);
-  // Sorting a whole 256K vocabulary is slow, and the mass is usually in the first
-  // few hundred: sort those first and only the rest if they do not reach p.
-  size_t n_sorted = c.items.size();
-  if (!c.sorted) {
-    n_sorted = std::min<size_t>(256, c.items.size());
-    std::partial_sort(c.items.begin(), c.items.begin() + n_sorted, c.items.end(), ranks_before);
-  }
+  // Sorting a whole 256K vocabulary is slow, and the mass is usually in the first few
+  // hundred: sort those first, and where they do not reach p the next eight times as many
+  // (selected, then sorted), and so on. The order is total, so the prefix is the full sort's.
+  size_t n_sorted = c.sorted ? c.items.size() : 0;
   double cum = 0.0;
   size_t keep = c.items.size();
   for (size_t i = 0; i < c.items.size(); ++i) {
-    if (i == n_sorted) {  // the partial sort was not enough: finish it
-      std::sort(c.items.begin() + i, c.items.end(), ranks_before);
-      n_sorted = c.items.size();
+    if (i == n_sorted) {
+      const size_t next = std::min(c.items.size(), std::max<size_t>(256, 8 * n_sorted));
+      const auto from = c.items.begin() + static_cast<std::ptrdiff_t>(i);
+      const auto to = c.items.begin() + static_cast<std::ptrdiff_t>(next);
+      if (next < c.items.size()) std::nth_element(from, to, c.items.end(), ranks_before);
+      std::sort(from, to, ranks_before);
+      n_sorted = next;
     }
     cum += c.items[i].p;
     if (cum >= p) {
@@ -262,11 +263,13 @@ int32_t Sampler::sample(std::span<const float> logits) {
     // What assign + apply_top_k give, without the whole vocabulary's list.
     top_k_tokens(values, static_cast<size_t>(config_.top_k), candidates_.items);
     candidates_.sorted = true;
-  } else {
+    apply_top_p(candidates_, config_.top_p);
+  } else if (config_.top_k > 0 || !nucleus_tokens(values, config_.top_p, config_.min_p,
+                                                  candidates_.items, candidates_.sorted)) {
     candidates_.assign(values);
     apply_top_k(candidates_, config_.top_k);
-  }
-  apply_top_p(candidates_, config_.top_p);
+    apply_top_p(candidates_, config_.top_p);
+  }  // else top-p and min-p of the whole row without its list (nucleus_tokens)
   apply_min_p(candidates_, config_.min_p);
   apply_temperature(candidates_, config_.temperature);
   return draw(candidates_, rng_);

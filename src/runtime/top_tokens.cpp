@@ -38,6 +38,14 @@ float lane_max(const float* x, size_t n) {
   return best;
 }
 
+// The largest logit of the row, NaN passed over; -inf if none is above.
+float row_max(std::span<const float> logits) {
+  const size_t body = logits.size() / kLanes * kLanes;
+  float best = lane_max(logits.data(), body);
+  for (size_t i = body; i < logits.size(); ++i) best = logits[i] > best ? logits[i] : best;
+  return best;
+}
+
 }  // namespace
 
 size_t argmax_logit(std::span<const float> logits) {
@@ -106,6 +114,51 @@ void top_k_tokens(std::span<const float> logits, size_t k, std::vector<TokenCand
   }
   scan(i, n);
   std::sort(out.begin(), out.end(), ranks_before);
+}
+
+bool nucleus_tokens(std::span<const float> logits, float top_p, float min_p,
+                    std::vector<TokenCandidate>& out, bool& sorted) {
+  const size_t n = logits.size();
+  if (!(min_p > 0.0f) || n < 2) return false;
+  const float max_logit = row_max(logits);
+  if (!std::isfinite(max_logit)) return false;
+  // apply_min_p's threshold: the maximum survives top-p, so it is the row's.
+  const float threshold = max_logit + std::log(min_p);
+  out.clear();
+  constexpr size_t kBlock = 16 * kLanes;
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {  // blocks with nothing at the threshold passed over
+    if (!(lane_max(logits.data() + i, kBlock) >= threshold)) continue;
+    for (size_t j = i; j < i + kBlock; ++j)
+      if (logits[j] >= threshold) out.push_back({static_cast<int32_t>(j), logits[j], 0.0f});
+  }
+  for (; i < n; ++i)
+    if (logits[i] >= threshold) out.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
+  sorted = false;
+  if (top_p >= 1.0f) return true;  // top-p off: min-p's erase keeps the row's (id) order
+  // apply_top_p's softmax: each exp rounded to float, summed in double in id order over the
+  // whole row (NaN and -inf give 0), each probability that over the sum rounded to float.
+  double sum = 0.0;
+  for (size_t j = 0; j < n; ++j) {
+    const float v = logits[j];
+    if (!(v > kNegInf)) continue;  // NaN (taken as -inf) and -inf: exp gives 0
+    const float e = std::exp(v - max_logit);
+    sum += e;
+  }
+  std::sort(out.begin(), out.end(), ranks_before);
+  sorted = true;
+  // The smallest prefix with mass >= top_p; past the listed tokens min-p cuts it anyway.
+  double cum = 0.0;
+  for (size_t j = 0; j < out.size(); ++j) {
+    const float e = std::exp(out[j].logit - max_logit);
+    out[j].p = static_cast<float>(e / sum);
+    cum += out[j].p;
+    if (cum >= top_p) {
+      out.resize(j + 1);
+      break;
+    }
+  }
+  return true;
 }
 
 }  // namespace channel

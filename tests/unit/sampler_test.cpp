@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -108,6 +109,38 @@ TEST(SamplerFilters, TopPOnLargeUnsortedListSortsBeyondTheFirstBlock) {
   apply_top_p(c, 0.5f);
   ASSERT_NEAR(static_cast<double>(c.items.size()), 1000.0, 2.0);
   for (size_t i = 0; i < c.items.size(); ++i) EXPECT_EQ(c.items[i].id, static_cast<int32_t>(i));
+}
+
+// Deep prefixes (past 256, past 8 x 256) on distinct and tied logits: the filter's stepwise
+// selection gives the whole list's sort, cut where the mass first reaches p.
+TEST(SamplerFilters, TopPIsTheFullSortsPrefix) {
+  for (const float p : {0.2f, 0.6f, 0.97f, 1.0f - 1e-7f})
+    for (const int grid : {0, 3}) {
+      std::vector<float> logits(30000);
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const float u = static_cast<float>((i * 7919) % 30011) / 30011.0f;  // a shuffled ramp
+        logits[i] = grid ? std::round(u * 4.0f * grid) / grid : u * 4.0f;
+      }
+      auto c = from_logits(logits);
+      apply_top_p(c, p);
+      auto full = from_logits(logits);
+      std::sort(full.items.begin(), full.items.end(), ranks_before);
+      double sum = 0.0, cum = 0.0;
+      const float max_logit = full.items.front().logit;
+      for (const float l : logits) sum += std::exp(l - max_logit);
+      size_t keep = full.items.size();
+      for (size_t i = 0; i < full.items.size(); ++i) {
+        cum += static_cast<float>(std::exp(full.items[i].logit - max_logit) / sum);
+        if (cum >= p) {
+          keep = i + 1;
+          break;
+        }
+      }
+      ASSERT_EQ(c.items.size(), keep) << "p " << p << " grid " << grid;
+      for (size_t i = 0; i < keep; ++i)
+        ASSERT_EQ(c.items[i].id, full.items[i].id) << "p " << p << " at " << i;
+      EXPECT_TRUE(c.sorted);
+    }
 }
 
 TEST(SamplerFilters, MinPKeepsTokensAboveFractionOfMax) {

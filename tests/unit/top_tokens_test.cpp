@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -83,14 +84,65 @@ TEST(TopTokens, TopKIsTheSortedListsHead) {
         }
 }
 
+// Top-p then min-p of a whole row (top-k off) without its list: the chain's tokens, order and
+// logits, on peaked and flat rows, ties, NaN and -inf; declined where min-p is off or the row
+// has no finite maximum.
+TEST(TopTokens, NucleusIsTheChainsList) {
+  std::vector<TokenCandidate> got;
+  bool sorted = false;
+  for (const size_t n : kSizes)
+    for (const float top_p : {0.0f, 0.3f, 0.9f, 0.95f, 0.999999f, 1.0f})
+      for (const float min_p : {0.001f, 0.05f, 0.5f, 1.0f})
+        for (const double grid : {1e-6, 0.5, 4.0})
+          for (const bool specials : {false, true}) {
+            // The vocabulary-sized row: the deep and the peaked cases only (each chain run
+            // sorts much of it).
+            if (n > 5000 && (top_p < 0.9f || top_p == 1.0f || min_p > 0.05f)) continue;
+            std::vector<float> x = row(n, n * 17 + 3, grid, specials);
+            if (n > 100 && grid == 0.5) x[n / 3] = 40.0f;  // one logit holds nearly all the mass
+            const bool ran = nucleus_tokens(x, top_p, min_p, got, sorted);
+            if (n < 2) {
+              EXPECT_FALSE(ran);
+              continue;
+            }
+            ASSERT_TRUE(ran) << n;
+            CandidateList want;
+            want.assign(x);
+            apply_top_p(want, top_p);
+            apply_min_p(want, min_p);
+            ASSERT_EQ(got.size(), want.items.size()) << n << " p " << top_p << " min-p " << min_p;
+            for (size_t i = 0; i < got.size(); ++i) {
+              ASSERT_EQ(got[i].id, want.items[i].id) << n << " p " << top_p << " at " << i;
+              ASSERT_EQ(std::memcmp(&got[i].logit, &want.items[i].logit, 4), 0) << n << " at " << i;
+            }
+            EXPECT_EQ(sorted, top_p < 1.0f);
+          }
+  std::vector<float> x(100, 0.5f);
+  EXPECT_FALSE(nucleus_tokens(x, 0.9f, 0.0f, got, sorted));  // min-p off
+  x.assign(100, -kInf);
+  EXPECT_FALSE(nucleus_tokens(x, 0.9f, 0.05f, got, sorted));
+  x.assign(100, std::nanf(""));
+  EXPECT_FALSE(nucleus_tokens(x, 0.9f, 0.05f, got, sorted));
+  x.assign(100, 0.5f);
+  x[7] = kInf;
+  EXPECT_FALSE(nucleus_tokens(x, 0.9f, 0.05f, got, sorted));
+}
+
 // The sampler's top-k path against the chain run filter by filter with the same RNG: the
 // same tokens, step after step, penalty on and off.
 TEST(TopTokens, SamplerGivesTheChainsTokens) {
   for (const float penalty : {1.0f, 1.3f})
-    for (const int top_k : {1, 40, 700}) {
+    // {top-k, top-p, min-p}: top-k's selection; top-k off (nucleus_tokens), with top-p or
+    // min-p alone too; top-k past the row.
+    for (const auto& [top_k, top_p, min_p] :
+         {std::tuple{1, 0.95f, 0.05f}, std::tuple{40, 0.95f, 0.05f}, std::tuple{700, 0.95f, 0.05f},
+          std::tuple{0, 0.95f, 0.05f}, std::tuple{0, 0.5f, 0.01f}, std::tuple{0, 1.0f, 0.05f},
+          std::tuple{0, 0.9f, 0.0f}, std::tuple{5000, 0.9f, 0.05f}}) {
       SamplerConfig cfg;
       cfg.temperature = 0.9f;
       cfg.top_k = top_k;
+      cfg.top_p = top_p;
+      cfg.min_p = min_p;
       cfg.repeat_penalty = penalty;
       cfg.repeat_last_n = 16;
       cfg.seed = 99;
@@ -109,7 +161,8 @@ TEST(TopTokens, SamplerGivesTheChainsTokens) {
         apply_temperature(c, cfg.temperature);
         const int32_t want = draw(c, rng);
         const int32_t got = fast.sample(x);
-        ASSERT_EQ(got, want) << "penalty " << penalty << " top-k " << top_k << " step " << step;
+        ASSERT_EQ(got, want) << "penalty " << penalty << " top-k " << top_k << " top-p " << top_p
+                             << " min-p " << min_p << " step " << step;
         fast.accept(got);
       }
     }
