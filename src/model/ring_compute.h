@@ -113,6 +113,10 @@ class RingCompute {
   // (page-locked on a device, so the copy is a plain DMA), valid until the next call; null:
   // the session stages in its own memory.
   virtual uint16_t* recall_staging(size_t n_values) { return nullptr; }
+  // Host memory for one row of logits (n_vocab floats) that forward fills itself, without a
+  // copy, when chunk.logits points at it with LogitsFor::last (a device's page-locked row);
+  // valid for the compute's lifetime. Null: none (forward copies to chunk.logits).
+  virtual float* logits_memory() { return nullptr; }
   // Replaces bounded layer il's ring on the device by `state`'s (RingSession calls it before
   // the next forward after a truncate_last, a probe's rollback or a session file's load).
   virtual void load_bounded(int il, const BoundedState& state) = 0;

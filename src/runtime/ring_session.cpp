@@ -147,6 +147,7 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
     shape.rope_global = rope_global_;
     shape.rope_sliding = rope_sliding_;
     compute_ = config.compute(model_, shape);
+    if (float* row = compute_->logits_memory()) use_logits_memory(row);
     residual_.resize(nb * hp.n_embd);
     for (int il = 0; il < hp.n_layer; ++il)
       if (hp.is_bounded(il)) bounded_layers_.push_back(il);
@@ -626,23 +627,23 @@ std::vector<float> RingSession::probe(std::span<const int32_t> tokens, SpanType 
   if (tokens.size() > max_probe())
     throw_error("session: probe of {} tokens is longer than the free window ({} tokens)",
                 tokens.size(), max_probe());
-  const std::vector<float> saved_logits = logits_;
+  const std::vector<float> saved_logits(logits_.begin(), logits_.end());
   save_bounded();
   const ProbeMark mark = ring_.begin_probe();
   std::vector<float> out;
   try {
     ring_.begin_span(type);
     run_chunks(tokens);
-    out = logits_;
+    out.assign(logits_.begin(), logits_.end());
   } catch (...) {
     ring_.rollback_clock(mark);
     restore_bounded();
-    logits_ = saved_logits;
+    std::copy(saved_logits.begin(), saved_logits.end(), logits_.begin());
     throw;
   }
   ring_.rollback_clock(mark);
   restore_bounded();
-  logits_ = saved_logits;
+  std::copy(saved_logits.begin(), saved_logits.end(), logits_.begin());
   return out;
 }
 

@@ -16,9 +16,16 @@ int resolve_threads(int n) {
 SessionBase::SessionBase(std::shared_ptr<const Model> model, int32_t n_vocab, int n_threads)
     : model_(std::move(model)),
       pool_(resolve_threads(n_threads)),
-      logits_(static_cast<size_t>(n_vocab)) {}
+      logits_own_(static_cast<size_t>(n_vocab)),
+      logits_(logits_own_) {}
 
 SessionBase::~SessionBase() = default;
+
+void SessionBase::use_logits_memory(float* row) {
+  std::copy(logits_.begin(), logits_.end(), row);
+  logits_ = std::span<float>(row, logits_.size());
+  logits_own_ = {};
+}
 
 void SessionBase::reset() {
   throw Error("this session cannot be reset (a slot ring)");

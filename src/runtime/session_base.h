@@ -69,9 +69,19 @@ class SessionBase {
   // Called before the checks of every decode (a ring settles its tentative decode_all).
   virtual void before_decode() {}
 
+  // Makes `row` (n_vocab floats, kept for as long as the session) the memory of logits_, its
+  // values copied there: a device's page-locked row that its forward writes itself, so no
+  // megabyte is copied a token.
+  void use_logits_memory(float* row);
+
   std::shared_ptr<const Model> model_;
   ThreadPool pool_;
-  std::vector<float> logits_;      // [n_vocab]
+
+ private:
+  std::vector<float> logits_own_;  // [n_vocab], unless a device lent its row
+
+ protected:
+  std::span<float> logits_;        // [n_vocab]: logits_own_ or the device's row
   std::vector<float> all_logits_;  // [n_tokens][n_vocab] of the last decode_all
 };
 

@@ -150,6 +150,9 @@ class HostRing final : public RingCompute {
           got.emplace_back(table_[runs_[r].first + i], runs_[r].pos);
       ASSERT_EQ(got, want) << "query " << t;
     }
+    if (!lent.empty() && c.which == LogitsFor::last) {  // the session asks for the lent row
+      EXPECT_EQ(c.logits, lent.data());
+    }
     channel::forward(*model_, ForwardBatch{c.tokens, layers_}, c.which, scratch_, pool_, c.logits);
     const size_t E = size_t(model_->hparams().n_embd);
     if (c.residual) std::copy_n(scratch_.x.begin(), c.tokens.size() * E, c.residual);
@@ -212,8 +215,11 @@ class HostRing final : public RingCompute {
   static inline int stored_recalls = 0;  // over every HostRing
   size_t kv_bytes() const override { return 0; }
   std::string device_name() const override { return "host emulation"; }
+  // Lent (as the CUDA ring lends its pinned row): the session's logits live here.
+  float* logits_memory() override { return lent.empty() ? nullptr : lent.data(); }
   int forwards = 0;
   bool stored = true;
+  std::vector<float> lent;  // [n_vocab] when lending
 
  private:
   size_t row(int il, uint32_t slot, int h) const {
@@ -311,10 +317,13 @@ class HostRing final : public RingCompute {
   const RingChunk* chunk_ = nullptr;
 };
 
-RingComputeFactory host_ring(HostRing** made = nullptr, bool stored = true) {
-  return [made, stored](std::shared_ptr<const Model> model, const RingComputeShape& shape) {
-    auto r = std::make_unique<HostRing>(std::move(model), shape);
+RingComputeFactory host_ring(HostRing** made = nullptr, bool stored = true,
+                             bool lend_logits = false) {
+  return [made, stored, lend_logits](std::shared_ptr<const Model> model,
+                                     const RingComputeShape& shape) {
+    auto r = std::make_unique<HostRing>(model, shape);
     r->stored = stored;
+    if (lend_logits) r->lent.assign(size_t(model->hparams().n_vocab), -1.0f);
     if (made) *made = r.get();
     return std::unique_ptr<RingCompute>(std::move(r));
   };
@@ -428,12 +437,16 @@ TEST(CudaRingHost, StepAndSessionPathMatchTheCpuRing) {
   const RingSessionConfig config = small_ring();
   RingSessionConfig emulated = config;
   HostRing* host = nullptr;
-  emulated.compute = host_ring(&host);
+  emulated.compute = host_ring(&host, true, true);
   RingSession cpu(model, config), dev(model, emulated);
   ASSERT_TRUE(dev.on_device());
   EXPECT_EQ(dev.device_name(), "host emulation");
   EXPECT_TRUE(dev.layer_k(0).empty());
+  // The session's logits are the device's row (zeros before the first decode, as the CPU's).
+  EXPECT_EQ(dev.logits().data(), host->lent.data());
+  EXPECT_EQ(vec(dev.logits()), vec(cpu.logits()));
   const DriveResult r = drive(cpu, dev, 1500, 1e-12);
+  EXPECT_EQ(dev.logits().data(), host->lent.data());
   EXPECT_LE(r.worst, 1e-9) << "worst at " << r.worst_at;
   EXPECT_GE(r.evictions, 150u);
   EXPECT_GT(host->forwards, 1500);

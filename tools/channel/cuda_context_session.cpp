@@ -12,7 +12,9 @@ CudaContextSession::CudaContextSession(std::shared_ptr<const Model> model, int d
                                        int n_threads)
     : SessionBase(model, model->hparams().n_vocab, n_threads),
       weights_(cuda::CudaWeights::upload(model, device)),
-      gpu_(weights_, cuda::CudaSessionConfig{.n_ctx = n_ctx}) {}
+      gpu_(weights_, cuda::CudaSessionConfig{.n_ctx = n_ctx}) {
+  use_logits_memory(gpu_.logits_memory());  // decode's row: nothing copied a token
+}
 
 void CudaContextSession::check_room(size_t n) const {
   if (n > static_cast<size_t>(room()))
@@ -23,7 +25,7 @@ void CudaContextSession::check_room(size_t n) const {
 void CudaContextSession::run(std::span<const int32_t> tokens, float* all) {
   if (all == nullptr) {
     const std::span<const float> l = gpu_.decode(tokens);
-    std::copy(l.begin(), l.end(), logits_.begin());
+    if (l.data() != logits_.data()) std::copy(l.begin(), l.end(), logits_.begin());
   } else {
     const std::vector<float> l = gpu_.decode_all(tokens);
     std::copy(l.begin(), l.end(), all);

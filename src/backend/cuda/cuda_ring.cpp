@@ -45,6 +45,8 @@ class CudaRing final : public RingCompute {
   void forget_host_region(const void* region) override { pins_.forget(region); }
   void load_bounded(int il, const BoundedState& state) override;
   uint16_t* recall_staging(size_t n_values) override;
+  // The session's logits live in logits_h_, which the LM head or the step's copy fills.
+  float* logits_memory() override { return logits_h_.as<float>(); }
   size_t kv_bytes() const override { return kv_.bytes() + bounded_.bytes(); }
   std::string device_name() const override { return w_->device_name(); }
 
@@ -559,7 +561,8 @@ void CudaRing::forward(const RingChunk& c) {
                   "the residuals");
   }
   stream_.sync("the forward pass");
-  if (n_out == 1) std::memcpy(c.logits, logits_h_.as<float>(), n_vocab * 4);
+  if (n_out == 1 && c.logits != logits_h_.as<float>())
+    std::memcpy(c.logits, logits_h_.as<float>(), n_vocab * 4);
   if (bounded_.count() > 0 && c.bounded_kv)
     std::memcpy(c.bounded_kv, bounded_.chunk_kv(0, n),
                 static_cast<size_t>(bounded_.count()) * n * 2 * kv_dim_ * sizeof(float));

@@ -382,6 +382,10 @@ std::span<const float> CudaSession::decode(std::span<const int32_t> tokens) {
   return {st_->logits_host.as<float>(), static_cast<size_t>(model().hparams().n_vocab)};
 }
 
+float* CudaSession::logits_memory() {
+  return st_->logits_host.as<float>();
+}
+
 std::vector<float> CudaSession::decode_all(std::span<const int32_t> tokens) {
   check(tokens);
   const size_t n_vocab = static_cast<size_t>(model().hparams().n_vocab);

@@ -73,7 +73,10 @@ class CudaSession {
   // As Session::decode / decode_all / truncate_last / reset (runtime/session.h). The bounded
   // layers' rings live on the device, mirrored by host BoundedStates (their undo history):
   // truncate_last(k) fails, state unchanged, when k exceeds it (UNDO_DEPTH).
+  // decode's logits are always the page-locked row logits_memory() (n_vocab floats, for the
+  // session's lifetime), which decode_all also leaves holding its last token's.
   std::span<const float> decode(std::span<const int32_t> tokens);
+  float* logits_memory();
   std::vector<float> decode_all(std::span<const int32_t> tokens);
   void truncate_last(int k);
   void reset();
