@@ -74,6 +74,12 @@ void validate(const SamplerConfig& config) {
                 config.repeat_penalty);
   if (config.repeat_last_n < 0)
     throw_error("sampler: repeat-last-n must be >= 0, got {}", config.repeat_last_n);
+  if (!std::isfinite(config.presence_penalty) || !std::isfinite(config.frequency_penalty))
+    throw_error("sampler: presence and frequency penalties must be finite, got {} and {}",
+                config.presence_penalty, config.frequency_penalty);
+  for (const LogitEdit& e : config.logit_bias)
+    if (!std::isfinite(e.delta))
+      throw_error("sampler: the logit bias of token {} must be finite, got {}", e.id, e.delta);
 }
 
 void CandidateList::assign(std::span<const float> logits) {
@@ -227,13 +233,24 @@ void Sampler::reset() {
 }
 
 std::span<const float> Sampler::penalized(std::span<const float> logits) {
-  if (config_.repeat_penalty == 1.0f || history_.empty()) return logits;
+  const bool counted = config_.presence_penalty != 0.0f || config_.frequency_penalty != 0.0f;
+  if ((config_.repeat_penalty == 1.0f && !counted) || history_.empty()) return logits;
   scratch_.assign(logits.begin(), logits.end());
-  for (int32_t id : history_) {
+  // Each distinct recent token once, with how often it occurred.
+  seen_.assign(history_.begin(), history_.end());
+  std::sort(seen_.begin(), seen_.end());
+  for (size_t i = 0; i < seen_.size();) {
+    size_t j = i;
+    while (j < seen_.size() && seen_[j] == seen_[i]) ++j;
+    const int32_t id = seen_[i];
+    const float count = static_cast<float>(j - i);
+    i = j;
     if (id < 0 || static_cast<size_t>(id) >= scratch_.size()) continue;
-    const float l = logits[static_cast<size_t>(id)];  // from the original: once per id
-    scratch_[static_cast<size_t>(id)] =
-        l <= 0.0f ? l * config_.repeat_penalty : l / config_.repeat_penalty;
+    float l = logits[static_cast<size_t>(id)];
+    if (config_.repeat_penalty != 1.0f)
+      l = l <= 0.0f ? l * config_.repeat_penalty : l / config_.repeat_penalty;
+    if (counted) l -= count * config_.frequency_penalty + config_.presence_penalty;
+    scratch_[static_cast<size_t>(id)] = l;
   }
   return scratch_;
 }
@@ -246,9 +263,9 @@ int32_t Sampler::sample_greedy(std::span<const float> logits) {
 
 int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) throw_error("sampler: empty logits");
-  if (bias_) {
-    edits_.clear();
-    bias_(logits.size(), edits_);
+  if (bias_ || !config_.logit_bias.empty()) {
+    edits_.assign(config_.logit_bias.begin(), config_.logit_bias.end());
+    if (bias_) bias_(logits.size(), edits_);
     if (!edits_.empty()) {
       biased_.assign(logits.begin(), logits.end());
       for (const LogitEdit& e : edits_)

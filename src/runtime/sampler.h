@@ -30,25 +30,33 @@ class Rng {
   uint64_t s_[4];
 };
 
-struct SamplerConfig {
-  float temperature = 0.8f;     // 0 = greedy (argmax after the penalty)
-  int32_t top_k = 40;           // <= 0: off
-  float top_p = 0.95f;          // >= 1: off
-  float min_p = 0.05f;          // <= 0: off
-  float repeat_penalty = 1.0f;  // 1: off; > 1 discourages the last repeat_last_n tokens
-  int32_t repeat_last_n = 64;   // how many recent tokens the penalty looks at; 0: off
-  uint64_t seed = 42;
-};
-
-// Throws channel::Error naming the first out-of-range field (e.g. a negative temperature).
-void validate(const SamplerConfig& config);
-
 // A logit bias's change: delta added to the logit of token id (ids outside the vocabulary
 // are ignored).
 struct LogitEdit {
   int32_t id;
   float delta;
 };
+
+struct SamplerConfig {
+  float temperature = 0.8f;     // 0 = greedy (argmax after the penalty)
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off; > 1 discourages the last repeat_last_n tokens
+  int32_t repeat_last_n = 64;   // how many recent tokens the penalties look at; 0: off
+  uint64_t seed = 42;
+  // OpenAI's penalties over the same recent tokens (llama.cpp's convention): a token seen c
+  // times there loses c * frequency_penalty + presence_penalty (c > 0) from its logit, after
+  // the repetition penalty. 0: off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  // Added to these tokens' logits before everything else (OpenAI's logit_bias).
+  std::vector<LogitEdit> logit_bias;
+  // Session files keep the fields above seed only: a loaded session has these off.
+};
+
+// Throws channel::Error naming the first out-of-range field (e.g. a negative temperature).
+void validate(const SamplerConfig& config);
 
 // One entry of the candidate list that the filters narrow down.
 struct TokenCandidate {
@@ -123,7 +131,8 @@ class Sampler {
 
  private:
   int32_t sample_greedy(std::span<const float> logits);
-  // The logits with the repetition penalty applied (a copy in scratch_), or as given.
+  // The logits with the repetition, presence and frequency penalties applied (a copy in
+  // scratch_), or as given.
   std::span<const float> penalized(std::span<const float> logits);
 
   SamplerConfig config_;
@@ -132,6 +141,7 @@ class Sampler {
   size_t history_next_ = 0;       // where the next accepted token goes once the ring is full
   CandidateList candidates_;      // scratch, reused between calls
   std::vector<float> scratch_;    // [n_vocab] penalised logits (penalized)
+  std::vector<int32_t> seen_;     // scratch: the history sorted (penalized)
   LogitBias bias_;                // optional, see set_logit_bias
   std::vector<LogitEdit> edits_;  // scratch: what bias_ asks for
   std::vector<float> biased_;     // [n_vocab] the logits after bias_'s edits

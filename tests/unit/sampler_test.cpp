@@ -208,6 +208,62 @@ TEST(Sampler, GreedyIsArgmaxWithPenaltyApplied) {
   EXPECT_TRUE(s.recent_tokens().empty());
 }
 
+// OpenAI's penalties: a recent token loses count * frequency + presence, after the repetition
+// penalty, over the same window; negative values favour repeats.
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountTheRecentTokens) {
+  SamplerConfig cfg = plain(0.0f);
+  cfg.presence_penalty = 0.5f;
+  cfg.frequency_penalty = 0.4f;
+  cfg.repeat_last_n = 3;
+  Sampler s(cfg);
+  const std::vector<float> logits = {3.0f, 2.2f, 1.0f, -1.0f};
+  EXPECT_EQ(s.sample(logits), 0);
+  s.accept(0);  // 0: 3 - 0.4 - 0.5 = 2.1 < 2.2
+  EXPECT_EQ(s.sample(logits), 1);
+  s.accept(1);  // 1: 2.2 - 0.9 = 1.3; 0 at 2.1 wins again
+  EXPECT_EQ(s.sample(logits), 0);
+  s.accept(0);  // recent {0, 1, 0}: 0 at 3 - 0.8 - 0.5 = 1.7 beats 1 at 1.3
+  EXPECT_EQ(s.sample(logits), 0);
+  s.accept(0);  // {1, 0, 0}: the same
+  s.accept(0);  // {0, 0, 0}: 0 at 3 - 1.2 - 0.5 = 1.3 < 2.2
+  EXPECT_EQ(s.sample(logits), 1);
+  // With the repetition penalty first: 3 / 2 = 1.5, then - 0.4 - 0.5 = 0.6 < 1.0.
+  cfg.repeat_penalty = 2.0f;
+  cfg.repeat_last_n = 1;
+  Sampler r(cfg);
+  r.accept(0);
+  r.accept(1);  // only 1 is recent: 2.2 / 2 - 0.9 = 0.2
+  EXPECT_EQ(r.sample(logits), 0);
+  r.accept(0);
+  EXPECT_EQ(r.sample(logits), 1);  // 0: 0.6; 1: 2.2
+  // Negative: a repeat is favoured.
+  cfg = plain(0.0f);
+  cfg.presence_penalty = -2.0f;
+  Sampler f(cfg);
+  f.accept(2);
+  EXPECT_EQ(f.sample(logits), 0);  // 1.0 + 2.0 = 3.0 ties 0 at 3.0: the lower id wins
+  cfg.frequency_penalty = -0.1f;
+  Sampler g(cfg);
+  g.accept(2);
+  EXPECT_EQ(g.sample(logits), 2);  // 3.1
+}
+
+// The configuration's logit bias adds to the hook's, before the penalties, on a copy.
+TEST(Sampler, ConfiguredLogitBiasAddsToTheLogits) {
+  SamplerConfig cfg = plain(0.0f);
+  cfg.logit_bias = {{2, 1.5f}, {99, 100.0f}};  // 99: outside the vocabulary, ignored
+  Sampler s(cfg);
+  const std::vector<float> logits = {0.0f, 2.0f, 1.0f};
+  EXPECT_EQ(s.sample(logits), 2);  // 2.5 > 2.0
+  EXPECT_EQ(logits[2], 1.0f);
+  s.set_logit_bias([](size_t, std::vector<LogitEdit>& e) { e.push_back({1, 1.0f}); });
+  EXPECT_EQ(s.sample(logits), 1);  // 3.0 > 2.5
+  cfg.logit_bias = {{1, -100.0f}};
+  cfg.temperature = 1.0f;
+  Sampler banned(cfg);
+  for (int i = 0; i < 50; ++i) EXPECT_NE(banned.sample(logits), 1);
+}
+
 TEST(Sampler, GreedyMatchesFullChainAtZeroTemperature) {
   // The greedy fast path must agree with running every filter.
   Rng noise(11);
@@ -360,6 +416,15 @@ TEST(Sampler, RejectsOutOfRangeConfig) {
   EXPECT_THROW(Sampler{cfg}, Error);
   cfg = {};
   cfg.repeat_last_n = -2;
+  EXPECT_THROW(Sampler{cfg}, Error);
+  cfg = {};
+  cfg.presence_penalty = INFINITY;
+  EXPECT_THROW(Sampler{cfg}, Error);
+  cfg = {};
+  cfg.frequency_penalty = NAN;
+  EXPECT_THROW(Sampler{cfg}, Error);
+  cfg = {};
+  cfg.logit_bias = {{3, NAN}};
   EXPECT_THROW(Sampler{cfg}, Error);
   Sampler ok(SamplerConfig{});
   EXPECT_THROW(ok.sample({}), Error);

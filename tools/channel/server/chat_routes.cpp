@@ -16,10 +16,12 @@ namespace {
 
 using nlohmann::json;
 
-void check_model(const ServerContext& ctx, const std::string& model) {
+void check_model(const ServerContext& ctx, const GenerationParams& params) {
+  const std::string& model = params.model;
   if (!model.empty() && model != ctx.config.model_id)
     throw ApiError(404, "the model '" + model + "' does not exist (this server has '" + ctx.config.model_id + "')",
                    "model", "model_not_found");
+  check_logit_bias(params, ctx.config.model->hparams().n_vocab);
 }
 
 void check_prompt_length(const ServerContext& ctx, size_t n_tokens) {
@@ -38,7 +40,7 @@ struct PreparedChat {
 };
 
 std::unique_ptr<PreparedChat> prepare_chat(ServerContext& ctx, const ChatRequest& req) {
-  check_model(ctx, req.params.model);
+  check_model(ctx, req.params);
   auto p = std::make_unique<PreparedChat>();
   ChatConfig config = ctx.config.chat;
   config.memory_path.clear();
@@ -160,7 +162,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
 void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   const CompletionRequest req =
       parse_completion_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
-  check_model(ctx, req.params.model);
+  check_model(ctx, req.params);
   const Tokenizer& tok = ctx.config.model->tokenizer();
   std::vector<int32_t> ids = tok.encode(req.prompt, tok.add_bos_default(), true);
   if (ids.empty()) bad_request("the prompt is empty", "prompt");

@@ -85,6 +85,29 @@ GenerationParams parse_params(const json& body, const SamplerConfig& defaults, i
       bad_request("top_p must be a number in (0, 1]", "top_p");
     p.sampling.top_p = v->get<float>();
   }
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* v = field(body, name)) {
+      if (!v->is_number() || !(v->get<double>() >= -2 && v->get<double>() <= 2))
+        bad_request(std::string(name) + " must be a number from -2 to 2", name);
+      (std::string(name) == "presence_penalty" ? p.sampling.presence_penalty
+                                               : p.sampling.frequency_penalty) = v->get<float>();
+    }
+  }
+  if (const json* v = field(body, "logit_bias")) {
+    if (!v->is_object())
+      bad_request("logit_bias must be an object of token ids to numbers", "logit_bias");
+    if (v->size() > 300) bad_request("logit_bias takes at most 300 tokens", "logit_bias");
+    p.sampling.logit_bias.clear();
+    for (const auto& [key, bias] : v->items()) {
+      const std::string param = "logit_bias." + key;
+      const bool digits = !key.empty() && key.size() <= 9 &&
+                          key.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits) bad_request("logit_bias keys must be token ids (non-negative integers)", param);
+      if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100))
+        bad_request("a logit bias must be a number from -100 to 100", param);
+      p.sampling.logit_bias.push_back({static_cast<int32_t>(std::stol(key)), bias.get<float>()});
+    }
+  }
   if (const json* v = field(body, "seed")) {
     if (!v->is_number_integer()) bad_request("seed must be an integer", "seed");
     p.sampling.seed = static_cast<uint64_t>(v->get<int64_t>());
@@ -244,6 +267,14 @@ CompletionRequest parse_completion_request(const json& body, const SamplerConfig
     r.echo = e->get<bool>();
   }
   return r;
+}
+
+void check_logit_bias(const GenerationParams& params, int32_t n_vocab) {
+  for (const LogitEdit& e : params.sampling.logit_bias)
+    if (e.id >= n_vocab)
+      bad_request("token " + std::to_string(e.id) + " is outside the vocabulary (" +
+                      std::to_string(n_vocab) + " tokens)",
+                  "logit_bias." + std::to_string(e.id));
 }
 
 }  // namespace channel::server

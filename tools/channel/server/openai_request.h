@@ -47,5 +47,7 @@ CompletionRequest parse_completion_request(const nlohmann::json& body,
 // The parts a named-session message request takes: messages (user / tool results) only.
 std::vector<ChatMessage> parse_messages(const nlohmann::json& messages);
 std::vector<ToolSpec> parse_tools(const nlohmann::json& tools);
+// A 400 naming logit_bias.ID for a token id outside the model's vocabulary.
+void check_logit_bias(const GenerationParams& params, int32_t n_vocab);
 
 }  // namespace channel::server

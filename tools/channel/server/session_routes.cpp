@@ -41,6 +41,7 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
   json params = body;
   params["messages"] = json::array({{{"role", "user"}, {"content", ""}}});
   const ChatRequest req = parse_chat_request(params, ctx.config.chat.sampling, ctx.config.default_max_tokens);
+  check_logit_bias(req.params, ctx.config.model->hparams().n_vocab);
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
   auto lock = std::make_shared<std::unique_lock<std::mutex>>(lock_session(*s));
   ChatSession& chat = *s->chat;
