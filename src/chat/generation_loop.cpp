@@ -34,6 +34,13 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
                                 std::span<const std::string> template_stops) {
   const Tokenizer& tok = stream.tokenizer();
   if (options.sampling) stream.set_sampler(*options.sampling);
+  const bool logprobs = options.logprobs >= 0 && options.logprobs_out;
+  struct LogprobsOff {  // the stream's next user does not pay for them
+    StreamSession& s;
+    ~LogprobsOff() { s.set_logprobs(-1); }
+  } logprobs_off{stream};
+  stream.set_logprobs(logprobs ? options.logprobs : -1);
+  const size_t first_logprob = logprobs ? options.logprobs_out->size() : 0;
   GenerationResult r;
   // In JSON mode the object's end ends the reply; stop strings could cut it apart.
   std::vector<std::string> stops;
@@ -83,6 +90,7 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
   on.on_token = [&](const GeneratedToken& g) {
     ++r.n_tokens;
     const size_t before = r.text.size();
+    if (logprobs && g.logprobs) options.logprobs_out->push_back({g.token, before, *g.logprobs});
     r.text += g.text;
     if (!in_call && !options.tool_marker.empty()) {
       const size_t m = options.tool_marker.size();
@@ -91,7 +99,14 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     if (options.json_object) {
       json.push(tok.token_to_piece(g.token, false));
       if (json.complete()) {
-        if (options.prefix.empty()) r.text = std::string(trim_whitespace(r.text));
+        if (options.prefix.empty()) {
+          const std::string_view kept = trim_whitespace(r.text);
+          const size_t cut = static_cast<size_t>(kept.data() - r.text.data());
+          if (logprobs)  // offsets into the trimmed text
+            for (size_t i = first_logprob; i < options.logprobs_out->size(); ++i)
+              (*options.logprobs_out)[i].offset -= std::min((*options.logprobs_out)[i].offset, cut);
+          r.text = std::string(kept);
+        }
         if (!options.suffix.empty()) {
           stream.feed(in_call ? SpanType::tool_call : SpanType::response_sentence,
                       tok.encode(options.suffix, false, true));

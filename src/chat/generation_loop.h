@@ -20,6 +20,14 @@ namespace channel {
 enum class FinishReason : uint8_t { stop, length, tool_calls, interrupted };
 const char* finish_reason_name(FinishReason r);
 
+// One sampled token's logprobs (ReplyOptions::logprobs) and where its text begins in the
+// reply (GenerationResult::text, the prefix included).
+struct ReplyLogprob {
+  int32_t token = 0;
+  size_t offset = 0;
+  StepLogprobs logprobs;
+};
+
 struct ReplyOptions {
   int max_tokens = 512;
   std::vector<std::string> stop;                 // besides the template's own
@@ -36,6 +44,11 @@ struct ReplyOptions {
   std::string tool_marker;
   bool prefix_is_call = false;  // `prefix` opens a tool call (a forced tool_choice)
   std::function<void()> between_tokens;  // before each token (a background recall lands)
+  // >= 0 with logprobs_out set: each sampled token's ReplyLogprob, with this many alternatives,
+  // appended to *logprobs_out as it comes (before on_text sees its text). Tokens a stop string
+  // cut off are there too: their offset is at or past the reply's end.
+  int logprobs = -1;
+  std::vector<ReplyLogprob>* logprobs_out = nullptr;
 };
 
 struct GenerationResult {

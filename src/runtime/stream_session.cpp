@@ -59,7 +59,14 @@ GeneratedToken StreamSession::next(EogPolicy eog, SpanType type) {
 GeneratedToken StreamSession::next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
                                    SpanType type) {
   if (clock() == 0) throw_error("generate: no tokens appended yet, so there are no logits");
-  return take(sample_token(sampler_, ring_->logits(), allowed, masked_), eog, type);
+  const std::span<const float> logits = ring_->logits();
+  const int32_t token = sample_token(sampler_, logits, allowed, masked_);
+  std::optional<StepLogprobs> logprobs;  // before take() feeds the token over these logits
+  if (logprobs_top_ >= 0)
+    logprobs = step_logprobs(logits, token, static_cast<size_t>(logprobs_top_));
+  GeneratedToken out = take(token, eog, type);
+  out.logprobs = std::move(logprobs);
+  return out;
 }
 
 GeneratedToken StreamSession::take(int32_t token, EogPolicy eog, SpanType type) {

@@ -16,6 +16,7 @@
 #include "kv/sentence_split.h"
 #include "runtime/ring_session.h"
 #include "runtime/sampler.h"
+#include "runtime/top_tokens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace channel {
@@ -31,6 +32,9 @@ struct GeneratedToken {
   bool end_of_generation = false;
   bool new_span = false;  // it was fed as the first token of a new span
   std::string text;       // the UTF-8 this token completed (control tokens: none)
+  // With set_logprobs(n >= 0): its log-probability under the model's distribution (the raw
+  // logits' softmax, before biases, penalties, temperature and filters) and the n likeliest.
+  std::optional<StepLogprobs> logprobs;
 };
 
 // The span state of the text stream, saved in session files: which span the next fed or
@@ -78,6 +82,10 @@ class StreamSession {
     sampler_ = std::move(fresh);
   }
 
+  // next() fills GeneratedToken::logprobs with this many alternatives (-1: off, the default;
+  // the whole row's softmax costs about a millisecond at Gemma's vocabulary).
+  void set_logprobs(int top_n) { logprobs_top_ = top_n; }
+
   RingSession& ring_session() { return *ring_; }
   const RingSession& ring_session() const { return *ring_; }
   const Sampler& sampler() const { return sampler_; }
@@ -103,6 +111,7 @@ class StreamSession {
   TextStreamDecoder text_;       // generated text only
   std::vector<uint8_t> starts_;  // [tokens of one feed] 1 where a span begins (scratch)
   std::vector<float> masked_;    // [n_vocab] logits of a constrained step (scratch)
+  int logprobs_top_ = -1;        // set_logprobs
   GeneratedToken take(int32_t token, EogPolicy eog, SpanType type);
 };
 

@@ -161,4 +161,27 @@ bool nucleus_tokens(std::span<const float> logits, float top_p, float min_p,
   return true;
 }
 
+StepLogprobs step_logprobs(std::span<const float> logits, int32_t token, size_t top_n) {
+  StepLogprobs out;
+  const float max_logit = row_max(logits);
+  double sum = 0.0;
+  if (std::isfinite(max_logit))
+    for (const float v : logits)
+      if (v > kNegInf) sum += std::exp(static_cast<double>(v) - max_logit);
+  // log-sum-exp: every log-probability is the logit less this.
+  const double lse = std::isfinite(max_logit) ? max_logit + std::log(sum) : HUGE_VAL;
+  auto logprob = [&](float v) {
+    return std::isnan(v) || !std::isfinite(lse) ? kNegInf : static_cast<float>(v - lse);
+  };
+  out.logprob = token >= 0 && static_cast<size_t>(token) < logits.size()
+                    ? logprob(logits[static_cast<size_t>(token)])
+                    : kNegInf;
+  if (top_n > 0) {
+    std::vector<TokenCandidate> best;
+    top_k_tokens(logits, top_n, best);
+    for (const TokenCandidate& c : best) out.top.emplace_back(c.id, logprob(c.logit));
+  }
+  return out;
+}
+
 }  // namespace channel

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -20,6 +21,15 @@ size_t argmax_logit(std::span<const float> logits);
 // The k best candidates by (logit descending, id ascending), NaN taken as -inf, in that order:
 // what CandidateList::assign then apply_top_k give, for k >= 1. Fills `out` (p = 0).
 void top_k_tokens(std::span<const float> logits, size_t k, std::vector<TokenCandidate>& out);
+
+// OpenAI's logprobs of one step: the chosen token's log-probability under the softmax of the
+// whole row (NaN taken as -inf), and the top_n most likely tokens' (logit descending, id
+// ascending). A row with no finite maximum gives -inf everywhere.
+struct StepLogprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // (token, log-probability)
+};
+StepLogprobs step_logprobs(std::span<const float> logits, int32_t token, size_t top_n);
 
 // The tokens that top-p then min-p keep of a whole row when top-k is off, in the order they
 // leave those filters: what CandidateList::assign, apply_top_p(top_p) and apply_min_p(min_p)

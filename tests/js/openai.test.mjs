@@ -1,11 +1,13 @@
 // `channel serve` driven by the official openai npm client: models, chat (plain and
-// streaming), tools and tool results, json_object, stop / seed / max_tokens, completions,
+// streaming), tools and tool results, json_object, stop / seed / max_tokens, logprobs,
+// logit_bias and the presence / frequency penalties, completions,
 // named sessions, and errors (400, 401, 404, 413, 429, 503) in OpenAI's shape; a client
 // that disconnects mid-stream leaves the server serving.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { startServer, FACT, QUESTION } from "./server.mjs";
+import { execFileSync } from "node:child_process";
+import { startServer, FACT, QUESTION, CHANNEL } from "./server.mjs";
 
 let server, client;
 before(async () => {
@@ -171,6 +173,82 @@ test("errors are OpenAI-shaped and the server stays up", async () => {
   assert.ok((await r.json()).error);
   r = await fetch(server.base + "/health");
   assert.equal((await r.json()).status, "ok");
+});
+
+// The built-in model's ids of `text`'s pieces ({piece: id}), from `channel tokenize`.
+function ids(text) {
+  const pairs = JSON.parse(execFileSync(CHANNEL, ["tokenize", "--pieces", text], { encoding: "utf8" }));
+  return Object.fromEntries(pairs.map(([id, piece]) => [piece, id]));
+}
+
+test("logprobs: chat, streamed chat and completions", async () => {
+  const ask = { model: "channel", messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }] };
+  const r = await client.chat.completions.create({ ...ask, logprobs: true, top_logprobs: 3 });
+  assert.equal(r.choices[0].message.content, "48213.");
+  const lp = r.choices[0].logprobs.content;
+  // Greedy (--temp 0): each token is its step's likeliest; the pieces spell the reply.
+  assert.equal(lp.map((e) => e.token).join("").trim(), "48213.");
+  for (const e of lp) {
+    assert.ok(e.logprob <= 0 && e.logprob > -100);
+    assert.equal(e.top_logprobs.length, 3);
+    assert.equal(e.top_logprobs[0].token, e.token);
+    assert.ok(Math.abs(e.top_logprobs[0].logprob - e.logprob) < 1e-6);
+    assert.ok(e.top_logprobs[2].logprob <= e.top_logprobs[1].logprob && e.top_logprobs[1].logprob <= e.logprob);
+    assert.deepEqual(e.bytes, [...Buffer.from(e.token, "utf8")]);
+  }
+  const plain = await client.chat.completions.create(ask);
+  assert.equal(plain.choices[0].logprobs, null, "not asked for: null");
+  // Streamed: the same entries, spread over the chunks that carry their text.
+  const stream = await client.chat.completions.create({ ...ask, stream: true, logprobs: true, top_logprobs: 3 });
+  const streamed = [];
+  for await (const c of stream) if (c.choices[0]?.logprobs?.content) streamed.push(...c.choices[0].logprobs.content);
+  assert.deepEqual(streamed, lp);
+  // Completions: logprobs is the number of alternatives; offsets index the returned text.
+  const c = await client.completions.create({ model: "channel", prompt: "The harbour of the town", max_tokens: 4, logprobs: 2 });
+  const L = c.choices[0].logprobs;
+  assert.equal(L.tokens.length, 4);
+  assert.equal(L.tokens.join(""), c.choices[0].text);
+  let at = 0;
+  L.tokens.forEach((t, i) => {
+    assert.equal(L.text_offset[i], at);
+    at += Buffer.byteLength(t, "utf8");
+    assert.equal(Object.keys(L.top_logprobs[i]).length, 2);
+    assert.ok(L.token_logprobs[i] <= 0);
+  });
+  await assert.rejects(client.chat.completions.create({ ...ask, top_logprobs: 2 }),
+    (e) => e.status === 400 && e.param === "top_logprobs");
+  await assert.rejects(client.chat.completions.create({ ...ask, logprobs: true, top_logprobs: 21 }),
+    (e) => e.status === 400 && e.param === "top_logprobs");
+});
+
+test("logit_bias and the presence / frequency penalties", async () => {
+  const ask = { model: "channel", messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }] };
+  const digits = ids("4789");
+  // The answer's first digit banned: the reply no longer starts with it.
+  const banned = await client.chat.completions.create({ ...ask, logit_bias: { [digits["4"]]: -100 } });
+  assert.ok(!banned.choices[0].message.content.startsWith("4"), banned.choices[0].message.content);
+  // One token forced: every token is it.
+  const forced = await client.chat.completions.create({ ...ask, max_tokens: 3, logit_bias: { [digits["7"]]: 100 } });
+  assert.equal(forced.choices[0].message.content, "777");
+  // Strong penalties: no token of the reply repeats one of the last 64.
+  const story = { model: "channel", max_tokens: 30, messages: [{ role: "user", content: "Tell me about the harbour." }] };
+  const repeats = (r) => {
+    const t = r.choices[0].logprobs.content.map((e) => e.token);
+    return t.length - new Set(t).size;
+  };
+  const free = await client.chat.completions.create({ ...story, logprobs: true });
+  const penalised = await client.chat.completions.create({ ...story, logprobs: true, presence_penalty: 2, frequency_penalty: 2 });
+  assert.ok(repeats(free) > 0, "the plain reply repeats a token (else this test says nothing)");
+  assert.ok(repeats(penalised) < repeats(free), `${repeats(penalised)} repeats against ${repeats(free)}`);
+  for (const [body, param] of [
+    [{ presence_penalty: 2.5 }, "presence_penalty"],
+    [{ frequency_penalty: "a" }, "frequency_penalty"],
+    [{ logit_bias: { 999999: 1 } }, "logit_bias.999999"],
+    [{ logit_bias: { "x": 1 } }, "logit_bias.x"],
+    [{ logit_bias: { 5: 101 } }, "logit_bias.5"],
+  ]) {
+    await assert.rejects(client.chat.completions.create({ ...ask, ...body }), (e) => e.status === 400 && e.param === param);
+  }
 });
 
 test("a client that disconnects mid-stream leaves the server serving", async () => {

@@ -128,6 +128,47 @@ TEST(TopTokens, NucleusIsTheChainsList) {
   EXPECT_FALSE(nucleus_tokens(x, 0.9f, 0.05f, got, sorted));
 }
 
+// Log-probabilities of the whole row's softmax: they sum to one, the top ones are the
+// likeliest in the chain's order, NaN and ids outside the row are -inf.
+TEST(TopTokens, StepLogprobsAreTheRowsLogSoftmax) {
+  auto near = [](double got, double want) {  // -inf (a -inf or NaN logit) exactly
+    return std::isinf(want) ? got == want : std::abs(got - want) < 1e-5;
+  };
+  for (const size_t n : {size_t{2}, size_t{17}, size_t{4099}})
+    for (const bool specials : {false, true}) {
+      const std::vector<float> x = row(n, n + 9, 0.25, specials);
+      const StepLogprobs lp = step_logprobs(x, 1, 5);
+      double total = 0.0, max_logit = -kInf;
+      for (const float v : x)
+        max_logit = std::isnan(v) ? max_logit : std::max<double>(max_logit, v);
+      for (const float v : x)
+        if (!std::isnan(v)) total += std::exp(static_cast<double>(v) - max_logit);
+      const double lse = max_logit + std::log(total);
+      const float want = std::isnan(x[1]) ? -kInf : static_cast<float>(x[1] - lse);
+      EXPECT_TRUE(near(lp.logprob, want)) << n << ": " << lp.logprob << " against " << want;
+      std::vector<TokenCandidate> top;
+      top_k_tokens(x, 5, top);
+      ASSERT_EQ(lp.top.size(), top.size());
+      double mass = 0.0;
+      for (size_t i = 0; i < top.size(); ++i) {
+        EXPECT_EQ(lp.top[i].first, top[i].id);
+        EXPECT_TRUE(near(lp.top[i].second, top[i].logit - lse)) << n << " top " << i;
+        mass += std::exp(static_cast<double>(lp.top[i].second));
+      }
+      EXPECT_LE(mass, 1.0 + 1e-6);
+      if (n == 2 && !specials) {
+        EXPECT_NEAR(mass, 1.0, 1e-6);  // the whole row
+      }
+    }
+  const std::vector<float> x = {0.0f, std::nanf(""), 1.0f};
+  EXPECT_EQ(step_logprobs(x, 1, 0).logprob, -kInf);
+  EXPECT_EQ(step_logprobs(x, 3, 0).logprob, -kInf);
+  EXPECT_TRUE(step_logprobs(x, 0, 0).top.empty());
+  EXPECT_NEAR(step_logprobs(x, 2, 0).logprob, -std::log1p(std::exp(-1.0)), 1e-6);
+  const std::vector<float> none(4, -kInf);
+  EXPECT_EQ(step_logprobs(none, 0, 2).logprob, -kInf);
+}
+
 // The sampler's top-k path against the chain run filter by filter with the same RNG: the
 // same tokens, step after step, penalty on and off.
 TEST(TopTokens, SamplerGivesTheChainsTokens) {

@@ -3,6 +3,7 @@
 // other messages are fed turn by turn, and the reply is generated; with "stream": true it
 // goes out as SSE chunks ending in "data: [DONE]". Weights are shared by all requests.
 #include <memory>
+#include <utility>
 
 #include "model/model.h"
 #include "server/api_error.h"
@@ -92,22 +93,28 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
   const ChatRequest req = parse_chat_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
   std::shared_ptr<PreparedChat> p = prepare_chat(ctx, req);
+  const Tokenizer& tok = ctx.config.model->tokenizer();
+  auto lp = std::make_shared<StreamedLogprobs>(tok, req.params.logprobs, true);
+  p->options.logprobs = lp->top();
+  p->options.logprobs_out = lp->entries();
   if (!req.params.stream) {
     const ChatReply reply = p->chat->reply(p->options);
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
-    send_json(res, chat_completion(p->meta, reply));
+    send_json(res, chat_completion(p->meta, reply, lp->whole(reply.text.size())));
     return;
   }
   ++ctx.metrics.streams;
   const bool include_usage = req.params.include_usage;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, p, lease, include_usage](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [&ctx, p, lease, include_usage, lp](
+                                                            size_t, httplib::DataSink& sink) {
     const std::string first = sse(chat_chunk(p->meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
     bool alive = sink.write(first.data(), first.size());
     ReplyOptions o = p->options;
     // With tools offered the reply may turn out to be a call: it is sent whole at the end.
     bool started = false;
     o.on_text = [&](std::string_view text) {
+      lp->emitted(text.size());
       if (p->tools_offered || !alive) return alive;
       if (!started) {  // the model's spacing before the reply (parsed content is trimmed too)
         const size_t b = text.find_first_not_of(" \n\t\r");
@@ -115,7 +122,8 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
         text = text.substr(b);
         started = true;
       }
-      const std::string chunk = sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr));
+      const std::string chunk =
+          sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr, lp->next()));
       alive = sink.write(chunk.data(), chunk.size());
       return alive;
     };
@@ -137,12 +145,17 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
       return false;
     }
     std::string out;
+    // The tokens not streamed yet (with tools offered: all of them) go with the next chunk.
+    json rest = lp->rest(reply.text.size());
     if (p->tools_offered) {
       if (!reply.parsed.content.empty())
-        out += sse(chat_chunk(p->meta, {{"content", reply.parsed.content}}, nullptr));
+        out += sse(chat_chunk(p->meta, {{"content", reply.parsed.content}}, nullptr,
+                              std::exchange(rest, nullptr)));
       if (!reply.parsed.tool_calls.empty())
-        out += sse(chat_chunk(p->meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}}, nullptr));
+        out += sse(chat_chunk(p->meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}},
+                              nullptr, std::exchange(rest, nullptr)));
     }
+    if (!rest.is_null()) out += sse(chat_chunk(p->meta, {{"content", ""}}, nullptr, rest));
     out += sse(chat_chunk(p->meta, json::object(), openai_finish(reply.finish)));
     if (include_usage) {
       json u = chat_chunk(p->meta, json::object(), nullptr);
@@ -178,44 +191,61 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
   o.max_tokens = req.params.max_tokens;
   o.stop = req.params.stop;
   o.json_object = req.params.json_object;
-  const auto body = [&](const std::string& text, const json& finish, bool with_usage, uint64_t n) {
-    json j = {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
-              {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}}})}};
+  // Offsets count from the start of the returned text (after the prompt when it is echoed).
+  auto lp = std::make_shared<StreamedLogprobs>(tok, req.params.logprobs, false,
+                                               req.echo ? req.prompt.size() : 0);
+  o.logprobs = lp->top();
+  o.logprobs_out = lp->entries();
+  const auto body = [meta](const std::string& text, const json& finish, bool with_usage, uint64_t n,
+                           const json& logprobs) {
+    json j = {
+        {"id", meta.id},
+        {"object", "text_completion"},
+        {"created", meta.created},
+        {"model", meta.model},
+        {"choices",
+         json::array(
+             {{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}}})}};
     if (with_usage) j["usage"] = usage_json(meta.prompt_tokens, n);
     return j;
   };
   if (!req.params.stream) {
     const GenerationResult g = run_generation(*stream, o, {});
     ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
-    send_json(res, body((req.echo ? req.prompt : "") + g.text, openai_finish(g.finish), true, g.n_tokens));
+    send_json(res, body((req.echo ? req.prompt : "") + g.text, openai_finish(g.finish), true,
+                        g.n_tokens, lp->whole(g.text.size())));
     return;
   }
   ++ctx.metrics.streams;
   const bool echo = req.echo;
   const std::string prompt = req.prompt;
-  res.set_chunked_content_provider("text/event-stream", [&ctx, stream, lease, o, meta, body, echo, prompt](size_t, httplib::DataSink& sink) mutable {
-    bool alive = true;
-    if (echo) {
-      const std::string c = sse(body(prompt, nullptr, false, 0));
-      alive = sink.write(c.data(), c.size());
-    }
-    o.on_text = [&](std::string_view text) {
-      const std::string c = sse(body(std::string(text), nullptr, false, 0));
-      return alive = alive && sink.write(c.data(), c.size());
-    };
-    const GenerationResult g = run_generation(*stream, o, {});
-    ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
-    lease->release();
-    if (!alive) {
-      ++ctx.metrics.disconnects;
-      sink.done();
-      return false;
-    }
-    const std::string end = sse(body("", openai_finish(g.finish), false, 0)) + kSseDone;
-    sink.write(end.data(), end.size());
-    sink.done();
-    return true;
-  });
+  res.set_chunked_content_provider(
+      "text/event-stream", [&ctx, stream, lease, o, meta, body, echo, prompt, lp](
+                               size_t, httplib::DataSink& sink) mutable {
+        bool alive = true;
+        if (echo) {
+          const std::string c = sse(body(prompt, nullptr, false, 0, nullptr));
+          alive = sink.write(c.data(), c.size());
+        }
+        o.on_text = [&](std::string_view text) {
+          lp->emitted(text.size());
+          const std::string c = sse(body(std::string(text), nullptr, false, 0, lp->next()));
+          return alive = alive && sink.write(c.data(), c.size());
+        };
+        const GenerationResult g = run_generation(*stream, o, {});
+        ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
+        lease->release();
+        if (!alive) {
+          ++ctx.metrics.disconnects;
+          sink.done();
+          return false;
+        }
+        const std::string end =
+            sse(body("", openai_finish(g.finish), false, 0, lp->rest(g.text.size()))) + kSseDone;
+        sink.write(end.data(), end.size());
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace

@@ -217,6 +217,18 @@ ChatRequest parse_chat_request(const json& body, const SamplerConfig& defaults, 
   r.params = parse_params(body, defaults, default_max_tokens);
   if (!body.contains("messages")) bad_request("messages is required", "messages");
   r.messages = parse_messages(body["messages"]);
+  bool logprobs = false;
+  if (const json* v = field(body, "logprobs")) {
+    if (!v->is_boolean()) bad_request("logprobs must be a boolean", "logprobs");
+    logprobs = v->get<bool>();
+  }
+  if (logprobs) r.params.logprobs = 0;
+  if (const json* v = field(body, "top_logprobs")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 20)
+      bad_request("top_logprobs must be an integer from 0 to 20", "top_logprobs");
+    if (!logprobs) bad_request("top_logprobs needs logprobs: true", "top_logprobs");
+    r.params.logprobs = static_cast<int>(v->get<int64_t>());
+  }
   if (const json* t = field(body, "tools")) r.tools = parse_tools(*t);
   if (const json* tc = field(body, "tool_choice")) {
     if (tc->is_string()) {
@@ -265,6 +277,11 @@ CompletionRequest parse_completion_request(const json& body, const SamplerConfig
   if (const json* e = field(body, "echo")) {
     if (!e->is_boolean()) bad_request("echo must be a boolean", "echo");
     r.echo = e->get<bool>();
+  }
+  if (const json* v = field(body, "logprobs")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 5)
+      bad_request("logprobs must be an integer from 0 to 5", "logprobs");
+    r.params.logprobs = static_cast<int>(v->get<int64_t>());
   }
   return r;
 }

@@ -23,6 +23,9 @@ struct GenerationParams {
   std::vector<std::string> stop;
   SamplerConfig sampling;        // temperature, top_p, seed over the server's defaults
   bool json_object = false;      // response_format {"type": "json_object"}
+  // Each sampled token's log-probability and this many alternatives; -1: none. Chat:
+  // logprobs true with top_logprobs (0..20); completions: logprobs (0..5).
+  int logprobs = -1;
 };
 
 struct ChatRequest {

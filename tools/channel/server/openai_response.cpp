@@ -50,7 +50,54 @@ std::string openai_finish(FinishReason finish) {
   }
 }
 
-json chat_completion(const ResponseMeta& m, const ChatReply& reply) {
+namespace {
+
+json piece_bytes(const std::string& piece) {
+  json b = json::array();
+  for (const char c : piece) b.push_back(static_cast<unsigned char>(c));
+  return b;
+}
+
+}  // namespace
+
+json chat_logprobs(const Tokenizer& tok, std::span<const ReplyLogprob> entries, size_t text_end) {
+  json content = json::array();
+  for (const ReplyLogprob& e : entries) {
+    if (e.offset >= text_end) continue;
+    const std::string piece = tok.token_to_piece(e.token, false);
+    json top = json::array();
+    for (const auto& [id, lp] : e.logprobs.top) {
+      const std::string p = tok.token_to_piece(id, false);
+      top.push_back({{"token", p}, {"logprob", lp}, {"bytes", piece_bytes(p)}});
+    }
+    content.push_back({{"token", piece},
+                       {"logprob", e.logprobs.logprob},
+                       {"bytes", piece_bytes(piece)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(const Tokenizer& tok, std::span<const ReplyLogprob> entries,
+                         size_t text_end, size_t base) {
+  json tokens = json::array(), logprobs = json::array(), tops = json::array(),
+       offsets = json::array();
+  for (const ReplyLogprob& e : entries) {
+    if (e.offset >= text_end) continue;
+    tokens.push_back(tok.token_to_piece(e.token, false));
+    logprobs.push_back(e.logprobs.logprob);
+    json top = json::object();
+    for (const auto& [id, lp] : e.logprobs.top) top[tok.token_to_piece(id, false)] = lp;
+    tops.push_back(top);
+    offsets.push_back(base + e.offset);
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", logprobs},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
+json chat_completion(const ResponseMeta& m, const ChatReply& reply, const json& logprobs) {
   json message = {{"role", "assistant"}};
   if (reply.parsed.tool_calls.empty()) {
     message["content"] = reply.parsed.content;
@@ -65,20 +112,38 @@ json chat_completion(const ResponseMeta& m, const ChatReply& reply) {
           {"created", m.created},
           {"model", m.model},
           {"system_fingerprint", "channel"},
-          {"choices",
-           json::array({{{"index", 0}, {"message", message}, {"logprobs", nullptr},
-                         {"finish_reason", openai_finish(reply.finish)}}})},
+          {"choices", json::array({{{"index", 0},
+                                    {"message", message},
+                                    {"logprobs", logprobs},
+                                    {"finish_reason", openai_finish(reply.finish)}}})},
           {"usage", usage_json(m.prompt_tokens, static_cast<uint64_t>(reply.n_tokens))}};
 }
 
-json chat_chunk(const ResponseMeta& m, const json& delta, const json& finish_reason) {
+json chat_chunk(const ResponseMeta& m, const json& delta, const json& finish_reason,
+                const json& logprobs) {
   return {{"id", m.id},
           {"object", "chat.completion.chunk"},
           {"created", m.created},
           {"model", m.model},
           {"system_fingerprint", "channel"},
-          {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr},
+          {"choices", json::array({{{"index", 0},
+                                    {"delta", delta},
+                                    {"logprobs", logprobs},
                                     {"finish_reason", finish_reason}}})}};
+}
+
+json StreamedLogprobs::take(size_t end) {
+  if (top_ < 0) return nullptr;
+  size_t k = sent_;
+  while (k < entries_.size() && entries_[k].offset < end) ++k;
+  const std::span<const ReplyLogprob> part(entries_.data() + sent_, k - sent_);
+  sent_ = k;
+  return chat_ ? chat_logprobs(tok_, part, end) : completion_logprobs(tok_, part, end, base_);
+}
+
+json StreamedLogprobs::rest(size_t text_end) {
+  if (top_ < 0 || sent_ == entries_.size() || entries_[sent_].offset >= text_end) return nullptr;
+  return take(text_end);
 }
 
 std::string sse(const json& data) {

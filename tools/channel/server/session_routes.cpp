@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <utility>
 
 #include "memory/episodic_store.h"
 #include "memory/text_cue.h"
@@ -65,6 +66,10 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
   o.stop = req.params.stop;
   o.sampling = req.params.sampling;
   o.json_object = req.params.json_object;
+  auto lp =
+      std::make_shared<StreamedLogprobs>(ctx.config.model->tokenizer(), req.params.logprobs, true);
+  o.logprobs = lp->top();
+  o.logprobs_out = lp->entries();
   ResponseMeta meta = new_meta("chatcmpl", ctx.config.model_id);
   meta.prompt_tokens = chat.stats().clock - clock0;
   ctx.metrics.prompt_tokens += meta.prompt_tokens;
@@ -91,19 +96,21 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
   };
   if (!req.params.stream) {
     const ChatReply reply = generate(o, nullptr);
-    json j = chat_completion(meta, reply);
+    json j = chat_completion(meta, reply, lp->whole(reply.text.size()));
     j["session"] = s->state();
     send_json(res, j);
     return;
   }
   ++ctx.metrics.streams;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, s, lock, lease, o, meta, generate](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [&ctx, s, lock, lease, o, meta, generate,
+                                                         lp](size_t, httplib::DataSink& sink) {
     const std::string first = sse(chat_chunk(meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
     bool alive = sink.write(first.data(), first.size());
     const bool tools = !s->chat->config().system.tools.empty();
     bool started = false;
     ChatReply reply = generate(o, [&](std::string_view t) {
+      lp->emitted(t.size());
       if (tools || !alive) return alive;
       if (!started) {
         const size_t b = t.find_first_not_of(" \n\t\r");
@@ -111,7 +118,8 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
         t = t.substr(b);
         started = true;
       }
-      const std::string c = sse(chat_chunk(meta, {{"content", std::string(t)}}, nullptr));
+      const std::string c =
+          sse(chat_chunk(meta, {{"content", std::string(t)}}, nullptr, lp->next()));
       return alive = sink.write(c.data(), c.size());
     });
     lease->release();
@@ -122,10 +130,14 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
       return false;
     }
     std::string out;
+    json rest = lp->rest(reply.text.size());  // what was not streamed (with tools: everything)
     if (tools && !reply.parsed.content.empty())
-      out += sse(chat_chunk(meta, {{"content", reply.parsed.content}}, nullptr));
+      out += sse(chat_chunk(meta, {{"content", reply.parsed.content}}, nullptr,
+                            std::exchange(rest, nullptr)));
     if (!reply.parsed.tool_calls.empty())
-      out += sse(chat_chunk(meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}}, nullptr));
+      out += sse(chat_chunk(meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}},
+                            nullptr, std::exchange(rest, nullptr)));
+    if (!rest.is_null()) out += sse(chat_chunk(meta, {{"content", ""}}, nullptr, rest));
     out += sse(chat_chunk(meta, json::object(), openai_finish(reply.finish))) + kSseDone;
     sink.write(out.data(), out.size());
     sink.done();
