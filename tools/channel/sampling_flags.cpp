@@ -26,6 +26,9 @@ SamplerConfig SamplingFlags::over(SamplerConfig saved) const {
   if (was_given("--repeat-penalty")) saved.repeat_penalty = config.repeat_penalty;
   if (was_given("--repeat-last-n")) saved.repeat_last_n = config.repeat_last_n;
   if (was_given("--seed")) saved.seed = config.seed;
+  // Not held by session files: always the flags' (0, off, unless given).
+  saved.presence_penalty = config.presence_penalty;
+  saved.frequency_penalty = config.frequency_penalty;
   return saved;
 }
 
@@ -49,6 +52,14 @@ void add_sampling_options(CLI::App& app, SamplingFlags& flags) {
       ->capture_default_str();
   app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repeat penalty looks at")
       ->check(integer_in(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--presence-penalty", s.presence_penalty,
+                 "Subtract P from the logit of each token among the last --repeat-last-n (0: off)")
+      ->check(number_in(-2.0, 2.0))
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", s.frequency_penalty,
+                 "Subtract F x its count there from each such token's logit (0: off)")
+      ->check(number_in(-2.0, 2.0))
       ->capture_default_str();
   app.add_option("--seed", s.seed, "Random seed (the same seed gives the same text)")
       ->check(integer_in(0, INT64_MAX))
