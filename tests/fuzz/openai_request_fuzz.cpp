@@ -1,0 +1,43 @@
+// libFuzzer target for `channel serve`'s request parsing (server/openai_request.h): a JSON
+// body (byte 0 picks chat completions, completions, or a named session's messages; the rest
+// is the body) either parses or is refused with an ApiError (a 4xx naming the field), never
+// another exception (a 500) or a crash; what parses makes a valid sampler.
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/sampler.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace channel;
+  using namespace channel::server;
+  if (size == 0) return 0;
+  const nlohmann::json body = nlohmann::json::parse(data + 1, data + size, nullptr, false);
+  if (body.is_discarded()) return 0;  // the route's parse_body: a 400 before any field
+  const SamplerConfig defaults;
+  try {
+    switch (data[0] % 3) {
+      case 0: {
+        const ChatRequest r = parse_chat_request(body, defaults, 256);
+        check_logit_bias(r.params, 8192);
+        Sampler sampler(r.params.sampling);
+        break;
+      }
+      case 1: {
+        const CompletionRequest r = parse_completion_request(body, defaults, 256);
+        check_logit_bias(r.params, 8192);
+        Sampler sampler(r.params.sampling);
+        break;
+      }
+      default:
+        if (body.is_object() && body.contains("messages")) parse_messages(body["messages"]);
+        break;
+    }
+  } catch (const ApiError& e) {
+    if (e.status < 400 || e.status >= 500) __builtin_trap();
+  }
+  return 0;
+}
