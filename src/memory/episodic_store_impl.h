@@ -161,6 +161,8 @@ struct EpisodicStore::Impl {
     F f;
     ~UnmapAfter() { f(); }
   };
+  template <typename F>
+  UnmapAfter(F) -> UnmapAfter<F>;  // clang before 17 deduces no aggregate's arguments
   const uint8_t* entry(uint32_t slot) const { return map + L.entry_offset(slot); }
   const uint8_t* block(uint32_t slot) const { return map + L.block_offset(slot); }
   // One slot's index header read with pread: no page of the mapping is touched, so nothing

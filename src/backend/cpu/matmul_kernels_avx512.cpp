@@ -370,7 +370,7 @@ void pack_panel_from_groups(const MatmulWeights& w, int64_t row0, int valid, uin
         for (int g = 0; g < 8; ++g) _mm512_store_si512(pb + g * 128, _mm512_setzero_si512());
       } else {
         const uint8_t* r = rec + b * record;
-        __m512i qh;
+        __m512i qh = _mm512_setzero_si512();  // read only for Q5 (kFive)
         if constexpr (kFive) qh = _mm512_maskz_loadu_epi32(m, r + 32);
         for (int g = 0; g < 4; ++g) {
           const __m512i v = _mm512_maskz_loadu_epi32(m, r + nibbles + 64 * g);

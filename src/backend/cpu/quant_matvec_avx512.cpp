@@ -113,7 +113,7 @@ void matvec16(const MatmulWeights& w, const uint8_t* xq, const int32_t* xcorr, i
       }
       __m512i v[4];
       transpose_rows(rows, at + kNibbles, v);
-      __m512i qh;
+      __m512i qh = _mm512_setzero_si512();  // read only for Q5 (kFive)
       if constexpr (kFive) qh = _mm512_i32gather_epi32(gather_at, rows[0] + at + 2, 1);
       const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
       __m512i sum = _mm512_set1_epi32(xcorr[b]);
@@ -233,7 +233,7 @@ void matvec_groups(const MatmulWeights& w, const uint8_t* xq, const int32_t* xco
       for (int64_t j = 0; j < record; j += 64)
         _mm_prefetch(reinterpret_cast<const char*>(rec + ahead + j), _MM_HINT_T0);
       const uint8_t* xb = xq + b * static_cast<int64_t>(sizeof(BlockQ8_0));
-      __m512i qh;
+      __m512i qh = _mm512_setzero_si512();  // read only for Q5 (kFive)
       if constexpr (kFive) qh = _mm512_loadu_si512(rec + 32);
       __m512i sum = _mm512_set1_epi32(xcorr[b]);
       for (int g = 0; g < 4; ++g) {
