@@ -14,6 +14,14 @@ const json* field(const json& body, const char* name) {
   return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
+// obj[name] as a string ("" when absent or null); anything else is a 400 naming param.name.
+std::string string_field(const json& obj, const char* name, const std::string& param) {
+  const json* v = field(obj, name);
+  if (!v) return "";
+  if (!v->is_string()) bad_request(std::string(name) + " must be a string", param + "." + name);
+  return v->get<std::string>();
+}
+
 // Message content: a string, or an array of {"type": "text", "text": ...} parts.
 std::string content_text(const json& c, const std::string& param) {
   if (c.is_null()) return "";
@@ -21,7 +29,7 @@ std::string content_text(const json& c, const std::string& param) {
   if (!c.is_array()) bad_request("content must be a string or an array of text parts", param);
   std::string s;
   for (const json& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+    if (!part.is_object() || string_field(part, "type", param) != "text" || !part.contains("text") ||
         !part["text"].is_string()) {
       bad_request("only text content parts are supported", param);
     }
@@ -35,7 +43,7 @@ ToolCall parse_tool_call(const json& c, const std::string& param) {
     bad_request("a tool call needs a function object", param);
   const json& fn = c["function"];
   ToolCall t;
-  t.id = c.value("id", "");
+  t.id = string_field(c, "id", param);
   if (!fn.contains("name") || !fn["name"].is_string()) bad_request("a tool call needs a name", param + ".function.name");
   t.name = fn["name"].get<std::string>();
   if (fn.contains("arguments")) {
@@ -66,7 +74,10 @@ GenerationParams parse_params(const json& body, const SamplerConfig& defaults, i
   }
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) bad_request("stream_options must be an object", "stream_options");
-    p.include_usage = so->value("include_usage", false);
+    if (const json* u = field(*so, "include_usage")) {
+      if (!u->is_boolean()) bad_request("include_usage must be a boolean", "stream_options.include_usage");
+      p.include_usage = u->get<bool>();
+    }
   }
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
     if (const json* v = field(body, name)) {
@@ -148,7 +159,7 @@ std::vector<ToolSpec> parse_tools(const json& tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string param = "tools[" + std::to_string(i) + "]";
     const json& t = tools[i];
-    if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") ||
+    if (!t.is_object() || string_field(t, "type", param) != "function" || !t.contains("function") ||
         !t["function"].is_object())
       bad_request("a tool must be {\"type\": \"function\", \"function\": {...}}", param);
     const json& fn = t["function"];
@@ -202,8 +213,8 @@ std::vector<ChatMessage> parse_messages(const json& messages) {
       bad_request("content is required", param + ".content");
     }
     if (cm.role == ChatRole::tool) {
-      cm.tool_call_id = m.value("tool_call_id", "");
-      cm.name = m.value("name", "");
+      cm.tool_call_id = string_field(m, "tool_call_id", param);
+      cm.name = string_field(m, "name", param);
     }
     if (cm.role == ChatRole::system && i != 0) bad_request("a system message is only allowed first", param + ".role");
     out.push_back(std::move(cm));
