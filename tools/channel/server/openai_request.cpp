@@ -29,8 +29,8 @@ std::string content_text(const json& c, const std::string& param) {
   if (!c.is_array()) bad_request("content must be a string or an array of text parts", param);
   std::string s;
   for (const json& part : c) {
-    if (!part.is_object() || string_field(part, "type", param) != "text" || !part.contains("text") ||
-        !part["text"].is_string()) {
+    if (!part.is_object() || string_field(part, "type", param) != "text" ||
+        !part.contains("text") || !part["text"].is_string()) {
       bad_request("only text content parts are supported", param);
     }
     s += part["text"].get<std::string>();
@@ -75,7 +75,8 @@ GenerationParams parse_params(const json& body, const SamplerConfig& defaults, i
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) bad_request("stream_options must be an object", "stream_options");
     if (const json* u = field(*so, "include_usage")) {
-      if (!u->is_boolean()) bad_request("include_usage must be a boolean", "stream_options.include_usage");
+      if (!u->is_boolean())
+        bad_request("include_usage must be a boolean", "stream_options.include_usage");
       p.include_usage = u->get<bool>();
     }
   }
