@@ -71,7 +71,7 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
     }
     r.text = options.prefix;
   }
-  JsonPrefix json;
+  JsonPrefix json(options.json_schema.get());
   const auto allowed = [&](int32_t t) {
     if (tok.is_end_of_generation(t)) return json.complete();
     if (tok.is_control(t)) return false;

@@ -7,12 +7,14 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "chat/chat_message.h"
 #include "runtime/stream_session.h"
 
 namespace channel {
@@ -38,6 +40,8 @@ struct ReplyOptions {
   std::string prefix;        // fed before sampling and part of the reply (forced tool call)
   bool json_object = false;  // only tokens that keep the reply a prefix of a JSON object
                              // (after `prefix`)
+  // With json_object: the object must also be one this schema accepts (JsonPrefix's keywords).
+  std::shared_ptr<const OrderedJson> json_schema;
   std::string suffix;        // with json_object: fed and appended once the object is whole
   // Text that opens a tool call (the template's marker): once the reply contains it, the
   // tokens after it are stored as a tool_call span instead of response sentences.

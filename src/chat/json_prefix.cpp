@@ -1,6 +1,7 @@
 // JSON object prefix checking (json_prefix.h).
 #include "chat/json_prefix.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace channel {
@@ -61,7 +62,206 @@ bool valid_number(const std::string& s) { return scan_number(s, false); }
 // Could `s` still grow into a JSON number?
 bool number_prefix(const std::string& s) { return scan_number(s, true); }
 
+// Schema keywords (json_prefix.h). A missing keyword, or a schema that is not an object,
+// constrains nothing.
+const OrderedJson* keyword(const OrderedJson* s, const char* name) {
+  if (!s || !s->is_object()) return nullptr;
+  const auto it = s->find(name);
+  return it == s->end() ? nullptr : &*it;
+}
+
+// Whether `type` is one the schema's `type` names (any, without the keyword).
+bool has_type(const OrderedJson* s, std::string_view type) {
+  const OrderedJson* t = keyword(s, "type");
+  if (!t) return true;
+  if (t->is_string()) return t->get_ref<const std::string&>() == type;
+  if (t->is_array())
+    for (const OrderedJson& x : *t)
+      if (x.is_string() && x.get_ref<const std::string&>() == type) return true;
+  return !t->is_string() && !t->is_array();  // a malformed keyword constrains nothing
+}
+
+// The values `enum` (or `const`) allows, or null when the schema has neither.
+const OrderedJson* enum_of(const OrderedJson* s, OrderedJson& scratch) {
+  if (const OrderedJson* e = keyword(s, "enum"); e && e->is_array()) return e;
+  if (const OrderedJson* c = keyword(s, "const")) {
+    scratch = OrderedJson::array({*c});
+    return &scratch;
+  }
+  return nullptr;
+}
+
+// Does the enum hold a value of this JSON kind?
+template <typename Pred>
+bool enum_has(const OrderedJson* e, Pred pred) {
+  for (const OrderedJson& x : *e)
+    if (pred(x)) return true;
+  return false;
+}
+
+bool closed_object(const OrderedJson* s) {
+  const OrderedJson* a = keyword(s, "additionalProperties");
+  return a && a->is_boolean() && !a->get<bool>();
+}
+
+// The schema of member `key` of an object of schema s (null: anything).
+const OrderedJson* member_of(const OrderedJson* s, const std::string& key) {
+  if (const OrderedJson* p = keyword(s, "properties"); p && p->is_object()) {
+    const auto it = p->find(key);
+    if (it != p->end()) return &*it;
+  }
+  const OrderedJson* a = keyword(s, "additionalProperties");
+  return a && a->is_object() ? a : nullptr;
+}
+
+const OrderedJson* items_of(const OrderedJson* s) {
+  const OrderedJson* i = keyword(s, "items");
+  return i && i->is_object() ? i : nullptr;
+}
+
+std::string shape_problem(const OrderedJson& s, const std::string& at, int depth) {
+  if (depth > 64) return at + ": nested more than 64 levels";
+  if (!s.is_object()) return s.is_boolean() ? "" : at + ": a schema must be an object";
+  if (const auto t = s.find("type"); t != s.end()) {
+    bool ok = t->is_string();
+    if (t->is_array()) {
+      ok = !t->empty();
+      for (const OrderedJson& x : *t) ok = ok && x.is_string();
+    }
+    if (!ok) return at + ".type: a type name or a list of them";
+  }
+  if (const auto p = s.find("properties"); p != s.end()) {
+    if (!p->is_object()) return at + ".properties: must be an object";
+    for (const auto& [name, sub] : p->items()) {
+      const std::string problem = shape_problem(sub, at + ".properties." + name, depth + 1);
+      if (!problem.empty()) return problem;
+    }
+  }
+  if (const auto r = s.find("required"); r != s.end()) {
+    bool ok = r->is_array();
+    if (ok)
+      for (const OrderedJson& x : *r) ok = ok && x.is_string();
+    if (!ok) return at + ".required: must be a list of names";
+    // A closed object that requires a key it does not name could never end.
+    const auto a = s.find("additionalProperties");
+    const auto p = s.find("properties");
+    if (a != s.end() && a->is_boolean() && !a->get<bool>())
+      for (const OrderedJson& x : *r)
+        if (p == s.end() || !p->is_object() || !p->contains(x.get<std::string>()))
+          return at + ".required: '" + x.get<std::string>() + "' is not one of its properties";
+  }
+  if (const auto a = s.find("additionalProperties"); a != s.end()) {
+    if (!a->is_boolean() && !a->is_object())
+      return at + ".additionalProperties: a boolean or a schema";
+    if (a->is_object()) {
+      const std::string problem = shape_problem(*a, at + ".additionalProperties", depth + 1);
+      if (!problem.empty()) return problem;
+    }
+  }
+  if (const auto i = s.find("items"); i != s.end() && i->is_object()) {
+    const std::string problem = shape_problem(*i, at + ".items", depth + 1);
+    if (!problem.empty()) return problem;
+  }
+  if (const auto e = s.find("enum"); e != s.end() && (!e->is_array() || e->empty()))
+    return at + ".enum: must be a non-empty list";
+  return "";
+}
+
 }  // namespace
+
+std::string json_schema_constraint_problem(const OrderedJson& schema) {
+  if (!schema.is_object()) return "the schema must be a JSON object";
+  const auto t = schema.find("type");
+  if (t == schema.end() || !t->is_string() || t->get_ref<const std::string&>() != "object")
+    return "the schema's root must be {\"type\": \"object\", ...}";
+  return shape_problem(schema, "schema", 0);
+}
+
+OrderedJson with_closed_objects(OrderedJson schema) {
+  // Iterative (a stack of nodes still to visit), so a deep schema cannot exhaust the stack.
+  std::vector<OrderedJson*> todo{&schema};
+  while (!todo.empty()) {
+    OrderedJson* s = todo.back();
+    todo.pop_back();
+    if (!s->is_object()) continue;
+    const auto p = s->find("properties");
+    if (p != s->end() && p->is_object()) {
+      if (!s->contains("additionalProperties")) (*s)["additionalProperties"] = false;
+      for (auto& [name, sub] : s->find("properties")->items()) todo.push_back(&sub);
+    }
+    if (const auto i = s->find("items"); i != s->end()) todo.push_back(&*i);
+    if (const auto a = s->find("additionalProperties"); a != s->end()) todo.push_back(&*a);
+  }
+  return schema;
+}
+
+bool JsonPrefix::string_choices(std::vector<std::string>& out) const {
+  out.clear();
+  if (string_is_key_) {
+    const Frame& f = frames_.back();
+    if (!closed_object(f.schema)) return false;
+    if (const OrderedJson* p = keyword(f.schema, "properties"); p && p->is_object())
+      for (const auto& [name, sub] : p->items())
+        if (std::find(f.seen.begin(), f.seen.end(), name) == f.seen.end()) out.push_back(name);
+    return true;
+  }
+  OrderedJson scratch;
+  const OrderedJson* e = enum_of(value_schema_, scratch);
+  if (!e) return false;
+  for (const OrderedJson& x : *e)
+    if (x.is_string()) out.push_back(x.get<std::string>());
+  return true;
+}
+
+// A character inside a string (not its closing quote): a constrained string must stay a
+// prefix of one of its choices; a key is kept to find its value's schema.
+bool JsonPrefix::string_char(char c) {
+  std::vector<std::string> choices;
+  if (!string_choices(choices)) {
+    if (string_is_key_) text_ += c;
+    return true;
+  }
+  if (c == '\\') return false;
+  text_ += c;
+  for (const std::string& s : choices)
+    if (s.compare(0, text_.size(), text_) == 0) return true;
+  return false;
+}
+
+// The first character of a value, against the schema of the value expected.
+bool JsonPrefix::start_value(char c) {
+  const OrderedJson* s = value_schema_;
+  OrderedJson scratch;
+  const OrderedJson* e = enum_of(s, scratch);
+  if (c == '{' || c == '[') {
+    if (!has_type(s, c == '{' ? "object" : "array")) return false;
+    if (e &&
+        !enum_has(e, [&](const OrderedJson& x) { return c == '{' ? x.is_object() : x.is_array(); }))
+      return false;
+    frames_.push_back(Frame{s, {}, {}});
+    value_schema_ = c == '[' ? items_of(s) : nullptr;
+    return true;
+  }
+  if (c == '"') {
+    if (!has_type(s, "string")) return false;
+    if (e && !enum_has(e, [](const OrderedJson& x) { return x.is_string(); })) return false;
+    text_.clear();
+    return true;
+  }
+  if (c == '-' || (c >= '0' && c <= '9')) {
+    const bool number = has_type(s, "number");
+    if (!number && !has_type(s, "integer")) return false;
+    if (e && !enum_has(e, [](const OrderedJson& x) { return x.is_number(); })) return false;
+    integer_ = !number;
+    return true;
+  }
+  const bool boolean = c == 't' || c == 'f';
+  if (!has_type(s, boolean ? "boolean" : "null")) return false;
+  if (e &&
+      !enum_has(e, [&](const OrderedJson& x) { return boolean ? x.is_boolean() : x.is_null(); }))
+    return false;
+  return true;
+}
 
 bool JsonPrefix::push(std::string_view text) {
   const JsonPrefix saved = *this;
@@ -82,10 +282,28 @@ bool JsonPrefix::end_number() {
   return true;
 }
 
+// The closing quote of a string under a schema: a constrained one is whole; a key is noted.
+bool JsonPrefix::end_string() {
+  std::vector<std::string> choices;
+  if (string_choices(choices) && std::find(choices.begin(), choices.end(), text_) == choices.end())
+    return false;
+  if (string_is_key_) {
+    frames_.back().key = text_;
+    frames_.back().seen.push_back(text_);
+  }
+  return true;
+}
+
 bool JsonPrefix::push_char(char c) {
   if (done_) return false;  // nothing follows the object
   if (in_string_) {
     const auto u = static_cast<unsigned char>(c);
+    if (c == '"' && !escape_ && unicode_left_ == 0) {
+      if (schema_ && !end_string()) return false;
+      in_string_ = false;
+      expect_ = string_is_key_ ? Expect::colon : Expect::comma_or_end;
+      return true;
+    }
     if (unicode_left_ > 0) {
       if (!std::isxdigit(u)) return false;
       --unicode_left_;
@@ -98,13 +316,10 @@ bool JsonPrefix::push_char(char c) {
       }
     } else if (c == '\\') {
       escape_ = true;
-    } else if (c == '"') {
-      in_string_ = false;
-      expect_ = string_is_key_ ? Expect::colon : Expect::comma_or_end;
     } else if (u < 0x20) {
       return false;
     }
-    return true;
+    return !schema_ || string_char(c);
   }
   if (!literal_.empty()) {
     literal_ += c;
@@ -122,6 +337,7 @@ bool JsonPrefix::push_char(char c) {
   if (!number_.empty()) {
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '+' ||
         c == '-') {
+      if (schema_ && integer_ && (c == '.' || c == 'e' || c == 'E')) return false;
       number_ += c;
       return number_prefix(number_);
     }
@@ -134,6 +350,15 @@ bool JsonPrefix::push_char(char c) {
   ws_run_ = 0;
   const auto close = [&](char open) {
     if (stack_.empty() || stack_.back() != open) return false;
+    if (schema_) {  // an object closes once its required members are there
+      const Frame& f = frames_.back();
+      if (const OrderedJson* r = keyword(f.schema, "required"); open == '{' && r && r->is_array())
+        for (const OrderedJson& name : *r)
+          if (name.is_string() &&
+              std::find(f.seen.begin(), f.seen.end(), name.get<std::string>()) == f.seen.end())
+            return false;
+      frames_.pop_back();
+    }
     stack_.pop_back();
     expect_ = Expect::comma_or_end;
     if (stack_.empty()) done_ = true;
@@ -147,6 +372,10 @@ bool JsonPrefix::push_char(char c) {
         if (c != '{') return false;  // a JSON object, not any value
         started_ = true;
       }
+      if (c != '{' && c != '[' && c != '"' && c != '-' &&
+          !std::isdigit(static_cast<unsigned char>(c)) && c != 't' && c != 'f' && c != 'n')
+        return false;
+      if (schema_ && !start_value(c)) return false;
       if (c == '{') {
         stack_.push_back('{');
         expect_ = Expect::key_or_end;
@@ -158,10 +387,8 @@ bool JsonPrefix::push_char(char c) {
         string_is_key_ = false;
       } else if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
         number_ = std::string(1, c);
-      } else if (c == 't' || c == 'f' || c == 'n') {
-        literal_ = std::string(1, c);
       } else {
-        return false;
+        literal_ = std::string(1, c);
       }
       return true;
     case Expect::key:
@@ -170,14 +397,32 @@ bool JsonPrefix::push_char(char c) {
       if (c != '"') return false;
       in_string_ = true;
       string_is_key_ = true;
+      if (schema_) {  // a closed object with every key used takes no other
+        text_.clear();
+        std::vector<std::string> choices;
+        if (string_choices(choices) && choices.empty()) {
+          in_string_ = false;
+          return false;
+        }
+      }
       return true;
     case Expect::colon:
       if (c != ':') return false;
       expect_ = Expect::value;
+      if (schema_) value_schema_ = member_of(frames_.back().schema, frames_.back().key);
       return true;
     case Expect::comma_or_end:
       if (c == ',') {
+        if (schema_ && stack_.back() == '{') {  // a closed object with every key used ends
+          std::vector<std::string> choices;
+          const bool was_key = string_is_key_;
+          string_is_key_ = true;
+          const bool none_left = string_choices(choices) && choices.empty();
+          string_is_key_ = was_key;
+          if (none_left) return false;
+        }
         expect_ = stack_.back() == '{' ? Expect::key : Expect::value;
+        if (schema_ && stack_.back() == '[') value_schema_ = items_of(frames_.back().schema);
         return true;
       }
       if (c == '}') return close('{');

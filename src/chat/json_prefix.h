@@ -3,6 +3,15 @@
 // may end only once the object is complete. The object must start at once ('{' first) and
 // whitespace between tokens comes in runs of at most 16, so constrained sampling cannot
 // idle on blanks.
+//
+// With a JSON schema (response_format json_schema) the object must also be one the schema
+// accepts, as far as these keywords say: `type` (one or a list; "integer" refuses a fraction
+// or an exponent), `properties`, `required` (the object closes only once they are all there),
+// `additionalProperties: false` (only the named keys, each once), `additionalProperties` as
+// a schema, `items`, and `enum` / `const` of strings (the string is one of them). Other
+// keywords (`anyOf`, `$ref`, `pattern`, lengths and bounds, ...) are not enforced: their
+// values may be anything the keywords above allow. Constrained strings (closed keys, enum
+// values) take no escapes.
 #pragma once
 
 #include <cstdint>
@@ -10,17 +19,42 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/chat_message.h"
+
 namespace channel {
 
 class JsonPrefix {
  public:
+  JsonPrefix() = default;
+  // The schema must outlive this (and every copy); null: any object.
+  explicit JsonPrefix(const OrderedJson* schema)
+      : value_schema_(schema), schema_(schema != nullptr) {}
+
   // False (and the state unchanged) when `text` cannot continue a JSON object prefix.
   bool push(std::string_view text);
   bool complete() const { return done_; }
 
  private:
+  // A container being read: its schema (null: anything), and for an object the keys so far
+  // and the key whose value comes next.
+  struct Frame {
+    const OrderedJson* schema = nullptr;
+    std::vector<std::string> seen;
+    std::string key;
+  };
   bool push_char(char c);
   bool end_number();
+  bool start_value(char c);
+  bool string_char(char c);
+  bool end_string();
+  // The strings a string being read must be one of (a closed object's unused keys, an
+  // enum); false when it is free.
+  bool string_choices(std::vector<std::string>& out) const;
+  std::vector<Frame> frames_;                  // parallel to stack_
+  const OrderedJson* value_schema_ = nullptr;  // the next value's (null: anything)
+  std::string text_;                           // the string being read, as written
+  bool integer_ = false;                       // the number being read must be an integer
+  bool schema_ = false;                        // constructed with a schema
   enum class Expect : uint8_t { value, key, colon, comma_or_end, key_or_end, value_or_end };
   std::vector<char> stack_;  // '{' or '['
   Expect expect_ = Expect::value;
@@ -30,5 +64,15 @@ class JsonPrefix {
   int ws_run_ = 0;  // whitespace in a row outside strings (bounded, so output cannot stall)
   std::string number_, literal_;  // a number or true/false/null being read
 };
+
+// A 400-style reason why `schema` cannot constrain a reply (its root is not an object
+// schema, a keyword has the wrong shape), or "" when it can.
+std::string json_schema_constraint_problem(const OrderedJson& schema);
+
+// `schema` with every object schema that names properties and says nothing of others closed
+// (additionalProperties: false), as strict function calling reads a tool's parameters: a
+// call's arguments are its signature, and an open object lets a small model write other keys
+// forever instead of the required ones.
+OrderedJson with_closed_objects(OrderedJson schema);
 
 }  // namespace channel

@@ -9,6 +9,7 @@
 
 #include "runtime/sampler.h"
 #include "server/api_error.h"
+#include "server/json_depth.h"
 #include "server/openai_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -17,6 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const nlohmann::json body = nlohmann::json::parse(data + 1, data + size, nullptr, false);
   if (body.is_discarded()) return 0;  // the route's parse_body: a 400 before any field
+  try {
+    check_json_depth(body, "the body");  // parse_body's second check
+  } catch (const ApiError&) {
+    return 0;
+  }
   const SamplerConfig defaults;
   try {
     switch (data[0] % 3) {

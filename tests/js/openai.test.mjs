@@ -1,5 +1,5 @@
 // `channel serve` driven by the official openai npm client: models, chat (plain and
-// streaming), tools and tool results, json_object, stop / seed / max_tokens, logprobs,
+// streaming), tools and tool results, json_object, json_schema, stop / seed / max_tokens, logprobs,
 // logit_bias and the presence / frequency penalties, completions,
 // named sessions, and errors (400, 401, 404, 413, 429, 503) in OpenAI's shape; a client
 // that disconnects mid-stream leaves the server serving.
@@ -122,6 +122,36 @@ test("response_format json_object gives a JSON object", async () => {
   const parsed = JSON.parse(content);
   assert.equal(typeof parsed, "object");
   assert.ok(!Array.isArray(parsed));
+});
+
+test("response_format json_schema: the object the schema describes", async () => {
+  const schema = {
+    type: "object",
+    properties: { code: { type: "integer" }, owner: { type: "string" }, kind: { enum: ["door", "safe"] } },
+    required: ["code", "owner", "kind"],
+    additionalProperties: false,
+  };
+  const r = await client.chat.completions.create({
+    model: "channel",
+    max_tokens: 200,  // the built-in model spends many tokens on whitespace between the parts
+    messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }],
+    response_format: { type: "json_schema", json_schema: { name: "answer", strict: true, schema } },
+  });
+  assert.equal(r.choices[0].finish_reason, "stop", r.choices[0].message.content);
+  const v = JSON.parse(r.choices[0].message.content);
+  assert.deepEqual(Object.keys(v).sort(), ["code", "kind", "owner"]);
+  assert.ok(Number.isInteger(v.code));
+  assert.equal(typeof v.owner, "string");
+  assert.ok(["door", "safe"].includes(v.kind));
+  for (const [format, param] of [
+    [{ type: "json_schema", json_schema: { name: "x" } }, "response_format.json_schema"],
+    [{ type: "json_schema", json_schema: { name: "x", schema: { type: "array" } } }, "response_format.json_schema.schema"],
+    [{ type: "json_schema", json_schema: { name: "x", schema: { type: "object", required: "code" } } }, "response_format.json_schema.schema"],
+  ]) {
+    await assert.rejects(
+      client.chat.completions.create({ model: "channel", messages: [{ role: "user", content: "hi" }], response_format: format }),
+      (e) => e.status === 400 && e.param === param);
+  }
 });
 
 test("max_tokens, stop, seed and temperature", async () => {

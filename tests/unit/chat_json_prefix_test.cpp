@@ -1,4 +1,4 @@
-// JsonPrefix: what response_format json_object lets generation write.
+// JsonPrefix: what response_format json_object (and json_schema) lets generation write.
 #include <gtest/gtest.h>
 
 #include "chat/json_prefix.h"
@@ -38,6 +38,138 @@ TEST(JsonPrefix, RefusesWhatCannotBecomeAnObject) {
   EXPECT_FALSE(j.push("x"));
   EXPECT_TRUE(j.push("}"));  // a refused push left the state as it was
   EXPECT_TRUE(j.complete());
+}
+
+// A schema's checks, character by character: every prefix of a valid object passes, the
+// first character that breaks a keyword is refused (and leaves the state as it was).
+const OrderedJson kPerson = OrderedJson::parse(R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string"},
+    "age": {"type": "integer"},
+    "score": {"type": ["number", "null"]},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "kind": {"enum": ["cat", "cow"]},
+    "home": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+             "additionalProperties": false},
+    "ok": {"type": "boolean"},
+    "free": {}
+  },
+  "required": ["name", "kind"],
+  "additionalProperties": false
+})");
+
+// The longest prefix of `text` the schema lets through.
+size_t accepted_prefix(const OrderedJson& schema, const std::string& text,
+                       bool* complete = nullptr) {
+  JsonPrefix j(&schema);
+  size_t n = 0;
+  while (n < text.size() && j.push(text.substr(n, 1))) ++n;
+  if (complete) *complete = j.complete();
+  return n;
+}
+
+TEST(JsonSchemaPrefix, AcceptsWhatTheSchemaAccepts) {
+  for (const std::string doc :
+       {R"({"name": "Ann", "kind": "cow"})",
+        R"({"kind": "cat", "age": -12, "score": 1.5e3, "tags": ["a", "b\"c"], "name": "x\u00e9"})",
+        R"({"name": "", "kind": "cow", "score": null, "home": {"city": "Oslo"}, "ok": false,
+            "free": [1, {"any": "thing"}], "tags": []})"}) {
+    bool complete = false;
+    EXPECT_EQ(accepted_prefix(kPerson, doc, &complete), doc.size()) << doc;
+    EXPECT_TRUE(complete) << doc;
+  }
+}
+
+TEST(JsonSchemaPrefix, RefusesAtTheFirstCharacterThatBreaksIt) {
+  // {text, how much of it passes}
+  for (const auto& [text, ok] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"nam" )", R"({"nam)"},          // not a key of a closed object
+           {R"({"xyz": 1})", R"({")"},          // no key starts with 'x'
+           {R"({"name": 3)", R"({"name": )"},   // a string, not a number
+           {R"({"age": 3.5)", R"({"age": 3)"},  // an integer
+           {R"({"age": 1e3)", R"({"age": 1)"},
+           {R"({"kind": "cax")", R"({"kind": "ca)"},           // one of the enum
+           {R"({"kind": "ca")", R"({"kind": "ca)"},            // a whole one
+           {R"({"kind": 1)", R"({"kind": )"},                  // an enum of strings
+           {R"({"name": "x"})", R"({"name": "x")"},            // kind is required
+           {R"({"name": "x", "name")", R"({"name": "x", ")"},  // each key once
+           {R"({"tags": [1)", R"({"tags": [)"},                // items are strings
+           {R"({"tags": {)", R"({"tags": )"},
+           {R"({"score": "s")", R"({"score": )"},  // a number or null
+           {R"({"score": true)", R"({"score": )"},
+           {R"({"ok": null)", R"({"ok": )"},
+           {R"({"home": {"city": "a", "zip": 1)", R"({"home": {"city": "a")"},  // all used
+           {R"({"home": {}})", R"({"home": {)"},          // city is required inside
+           {R"({"kind": "c\u0061t")", R"({"kind": "c)"},  // no escapes in an enum value
+           {R"(["x"])", ""}}) {
+    EXPECT_EQ(accepted_prefix(kPerson, text), ok.size()) << text;
+  }
+  // Every key of a closed object used: only its end may follow.
+  const OrderedJson one = OrderedJson::parse(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})");
+  JsonPrefix k(&one);
+  ASSERT_TRUE(k.push(R"({"a": 1)"));
+  EXPECT_FALSE(k.push(","));  // no key left to follow a comma: a dead end otherwise
+  EXPECT_TRUE(k.push("}"));
+  EXPECT_TRUE(k.complete());
+}
+
+TEST(JsonSchemaPrefix, OpenObjectsTakeOtherKeysWithTheirSchema) {
+  const OrderedJson counts = OrderedJson::parse(
+      R"({"type": "object", "properties": {"n": {"type": "string"}},
+          "additionalProperties": {"type": "integer"}})");
+  bool complete = false;
+  const std::string good = R"({"n": "x", "apples": 3, "pears": -1})";
+  EXPECT_EQ(accepted_prefix(counts, good, &complete), good.size());
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(accepted_prefix(counts, R"({"apples": "3")"), std::string(R"({"apples": )").size());
+  const OrderedJson any = OrderedJson::parse(R"({"type": "object"})");
+  const std::string free = R"({"x": [1, "a", {"b": null}], "y": 2.5})";
+  EXPECT_EQ(accepted_prefix(any, free, &complete), free.size());
+  EXPECT_TRUE(complete);
+}
+
+TEST(JsonSchemaPrefix, SchemasThatCannotConstrainAreNamed) {
+  EXPECT_EQ(json_schema_constraint_problem(kPerson), "");
+  for (const char* bad :
+       {R"([1])", R"({"type": "array"})", R"({"properties": {}})",
+        R"({"type": "object", "properties": []})", R"({"type": "object", "required": [1]})",
+        R"({"type": "object", "properties": {"a": {"type": 3}}})",
+        R"({"type": "object", "properties": {"a": {"enum": []}}})",
+        R"({"type": "object", "additionalProperties": "no"})",
+        R"({"type": "object", "properties": {"a": {"items": {"type": {}}}}})",
+        R"({"type": "object", "properties": {"a": {}}, "required": ["b"],
+            "additionalProperties": false})"}) {
+    EXPECT_NE(json_schema_constraint_problem(OrderedJson::parse(bad)), "") << bad;
+  }
+  std::string deep = R"({"type": "object", "properties": {"a": )";
+  for (int i = 0; i < 70; ++i) deep += R"({"type": "object", "properties": {"a": )";
+  deep += "{}";
+  for (int i = 0; i < 71; ++i) deep += "}}";
+  EXPECT_NE(json_schema_constraint_problem(OrderedJson::parse(deep)), "");
+}
+
+TEST(JsonSchemaPrefix, ToolParametersAreClosedWhereTheySayNothing) {
+  const OrderedJson open = OrderedJson::parse(R"({"type": "object",
+      "properties": {"w": {"type": "string"},
+                     "o": {"type": "object", "properties": {"x": {}}},
+                     "l": {"type": "array", "items": {"properties": {"y": {}}}},
+                     "f": {"type": "object", "properties": {}, "additionalProperties": true}},
+      "required": ["w"]})");
+  const OrderedJson closed = with_closed_objects(open);
+  EXPECT_EQ(closed["additionalProperties"], false);
+  EXPECT_EQ(closed["properties"]["o"]["additionalProperties"], false);
+  EXPECT_EQ(closed["properties"]["l"]["items"]["additionalProperties"], false);
+  EXPECT_EQ(closed["properties"]["f"]["additionalProperties"], true);        // said: kept
+  EXPECT_FALSE(closed["properties"]["w"].contains("additionalProperties"));  // no properties
+  // Open, a small model may write any key; closed, only the named ones.
+  EXPECT_EQ(accepted_prefix(open, R"({"class": 1)"), std::string(R"({"class": 1)").size());
+  EXPECT_EQ(accepted_prefix(closed, R"({"class": 1)"), std::string(R"({")").size());
+  bool complete = false;
+  const std::string call = R"({"w": "lamp", "o": {"x": [1]}})";
+  EXPECT_EQ(accepted_prefix(closed, call, &complete), call.size());
+  EXPECT_TRUE(complete);
 }
 
 }  // namespace

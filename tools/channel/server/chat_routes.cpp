@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "chat/json_prefix.h"
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
@@ -74,6 +75,7 @@ std::unique_ptr<PreparedChat> prepare_chat(ServerContext& ctx, const ChatRequest
   p->options.stop = req.params.stop;
   p->options.sampling = req.params.sampling;
   p->options.json_object = req.params.json_object;
+  p->options.json_schema = req.params.json_schema;
   if (req.tool_choice == ToolChoice::required || req.tool_choice == ToolChoice::named) {
     const ChatFormatter& f = p->chat->formatter();
     p->options.prefix = f.tool_call_opener(req.tool_choice == ToolChoice::named ? req.tool_name : "");
@@ -81,6 +83,11 @@ std::unique_ptr<PreparedChat> prepare_chat(ServerContext& ctx, const ChatRequest
     if (req.tool_choice == ToolChoice::named && f.tool_call_closer()) {
       p->options.json_object = true;
       p->options.suffix = *f.tool_call_closer();
+      // ... that its parameters' schema accepts (its objects closed, as strict function
+      // calling reads them), where it can say so (an object schema).
+      for (const ToolSpec& t : req.tools)
+        if (t.name == req.tool_name && json_schema_constraint_problem(t.parameters).empty())
+          p->options.json_schema = std::make_shared<OrderedJson>(with_closed_objects(t.parameters));
     }
   }
   p->meta = new_meta("chatcmpl", ctx.config.model_id);
@@ -191,6 +198,7 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
   o.max_tokens = req.params.max_tokens;
   o.stop = req.params.stop;
   o.json_object = req.params.json_object;
+  o.json_schema = req.params.json_schema;
   // Offsets count from the start of the returned text (after the prompt when it is echoed).
   auto lp = std::make_shared<StreamedLogprobs>(tok, req.params.logprobs, false,
                                                req.echo ? req.prompt.size() : 0);

@@ -7,6 +7,7 @@
 
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/json_depth.h"
 #include "server/server_context.h"
 #include "util/error.h"
 
@@ -17,6 +18,7 @@ using nlohmann::json;
 json parse_body(const httplib::Request& req) {
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) bad_request("the body is not valid JSON");
+  check_json_depth(body, "the body");
   return body;
 }
 

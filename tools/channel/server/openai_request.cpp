@@ -1,8 +1,10 @@
 // Parsing OpenAI request bodies (openai_request.h).
 #include "server/openai_request.h"
 
+#include "chat/json_prefix.h"
 #include "chat/system_prompt.h"
 #include "server/api_error.h"
+#include "server/json_depth.h"
 
 namespace channel::server {
 namespace {
@@ -51,6 +53,7 @@ ToolCall parse_tool_call(const json& c, const std::string& param) {
     if (a.is_string()) {
       t.arguments = OrderedJson::parse(a.get<std::string>(), nullptr, false);
       if (!t.arguments.is_object()) bad_request("arguments must be a JSON object", param + ".function.arguments");
+      check_json_depth(t.arguments, "arguments", param + ".function.arguments");
     } else if (a.is_object()) {
       t.arguments = OrderedJson::parse(a.dump());
     } else {
@@ -145,8 +148,18 @@ GenerationParams parse_params(const json& body, const SamplerConfig& defaults, i
     const std::string t = (*v)["type"].get<std::string>();
     if (t == "json_object") {
       p.json_object = true;
+    } else if (t == "json_schema") {
+      const json* js = field(*v, "json_schema");
+      if (!js || !js->is_object() || !js->contains("schema"))
+        bad_request("json_schema must be an object with a schema", "response_format.json_schema");
+      auto schema = std::make_shared<OrderedJson>(OrderedJson::parse((*js)["schema"].dump()));
+      const std::string problem = json_schema_constraint_problem(*schema);
+      if (!problem.empty()) bad_request(problem, "response_format.json_schema.schema");
+      p.json_object = true;
+      p.json_schema = std::move(schema);
     } else if (t != "text") {
-      bad_request("response_format type must be text or json_object", "response_format.type");
+      bad_request("response_format type must be text, json_object or json_schema",
+                  "response_format.type");
     }
   }
   return p;

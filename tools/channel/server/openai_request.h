@@ -2,6 +2,7 @@
 // field: a wrong type or an out-of-range value is a 400 naming the field.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,8 @@ struct GenerationParams {
   int max_tokens = 256;
   std::vector<std::string> stop;
   SamplerConfig sampling;        // temperature, top_p, seed over the server's defaults
-  bool json_object = false;      // response_format {"type": "json_object"}
+  bool json_object = false;      // response_format {"type": "json_object"} or json_schema
+  std::shared_ptr<const OrderedJson> json_schema;  // response_format json_schema's schema
   // Each sampled token's log-probability and this many alternatives; -1: none. Chat:
   // logprobs true with top_logprobs (0..20); completions: logprobs (0..5).
   int logprobs = -1;

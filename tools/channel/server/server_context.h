@@ -26,7 +26,7 @@ struct ServerContext {
   GenerationSlots slots;
 };
 
-// The request body as JSON (400 for malformed JSON).
+// The request body as JSON: 400 for malformed JSON or one nested too deep (json_depth.h).
 nlohmann::json parse_body(const httplib::Request& req);
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 

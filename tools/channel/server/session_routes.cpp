@@ -66,6 +66,7 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
   o.stop = req.params.stop;
   o.sampling = req.params.sampling;
   o.json_object = req.params.json_object;
+  o.json_schema = req.params.json_schema;
   auto lp =
       std::make_shared<StreamedLogprobs>(ctx.config.model->tokenizer(), req.params.logprobs, true);
   o.logprobs = lp->top();
