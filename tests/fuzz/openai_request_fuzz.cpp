@@ -1,12 +1,14 @@
 // libFuzzer target for `channel serve`'s request parsing (server/openai_request.h): a JSON
 // body (byte 0 picks chat completions, completions, or a named session's messages; the rest
 // is the body) either parses or is refused with an ApiError (a 4xx naming the field), never
-// another exception (a 500) or a crash; what parses makes a valid sampler.
+// another exception (a 500) or a crash; what parses makes a valid sampler. A json_schema
+// then checks the last message's text as a reply, piece by piece (JsonPrefix with a schema).
 #include <cstddef>
 #include <cstdint>
 
 #include <nlohmann/json.hpp>
 
+#include "chat/json_prefix.h"
 #include "runtime/sampler.h"
 #include "server/api_error.h"
 #include "server/json_depth.h"
@@ -30,6 +32,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const ChatRequest r = parse_chat_request(body, defaults, 256);
         check_logit_bias(r.params, 8192);
         Sampler sampler(r.params.sampling);
+        if (r.params.json_schema) {
+          JsonPrefix reply(r.params.json_schema.get());
+          const std::string& text = r.messages.back().content;
+          for (size_t i = 0; i < text.size(); i += 3)
+            reply.push(std::string_view(text).substr(i, 3));
+          (void)reply.complete();
+        }
         break;
       }
       case 1: {
