@@ -119,6 +119,13 @@ const OrderedJson* items_of(const OrderedJson* s) {
   return i && i->is_object() ? i : nullptr;
 }
 
+// A string a constrained string must spell out: no escapes there (json_prefix.h).
+bool plain_string(const std::string& s) {
+  for (const char c : s)
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  return true;
+}
+
 std::string shape_problem(const OrderedJson& s, const std::string& at, int depth) {
   if (depth > 64) return at + ": nested more than 64 levels";
   if (!s.is_object()) return s.is_boolean() ? "" : at + ": a schema must be an object";
@@ -133,6 +140,8 @@ std::string shape_problem(const OrderedJson& s, const std::string& at, int depth
   if (const auto p = s.find("properties"); p != s.end()) {
     if (!p->is_object()) return at + ".properties: must be an object";
     for (const auto& [name, sub] : p->items()) {
+      if (!plain_string(name))
+        return at + ".properties: a name with a quote, a backslash or a control character";
       const std::string problem = shape_problem(sub, at + ".properties." + name, depth + 1);
       if (!problem.empty()) return problem;
     }
@@ -164,6 +173,12 @@ std::string shape_problem(const OrderedJson& s, const std::string& at, int depth
   }
   if (const auto e = s.find("enum"); e != s.end() && (!e->is_array() || e->empty()))
     return at + ".enum: must be a non-empty list";
+  for (const char* k : {"enum", "const"})
+    if (const auto e = s.find(k); e != s.end())
+      for (const OrderedJson& x :
+           e->is_array() && std::string_view(k) == "enum" ? *e : OrderedJson::array({*e}))
+        if (x.is_string() && !plain_string(x.get<std::string>()))
+          return at + "." + k + ": a string with a quote, a backslash or a control character";
   return "";
 }
 

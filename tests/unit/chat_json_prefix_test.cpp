@@ -140,7 +140,10 @@ TEST(JsonSchemaPrefix, SchemasThatCannotConstrainAreNamed) {
         R"({"type": "object", "additionalProperties": "no"})",
         R"({"type": "object", "properties": {"a": {"items": {"type": {}}}}})",
         R"({"type": "object", "properties": {"a": {}}, "required": ["b"],
-            "additionalProperties": false})"}) {
+            "additionalProperties": false})",
+        R"({"type": "object", "properties": {"a": {"enum": ["x\"y"]}}})",
+        R"({"type": "object", "properties": {"a": {"const": "back\\slash"}}})",
+        R"({"type": "object", "properties": {"q\"": {}}})"}) {
     EXPECT_NE(json_schema_constraint_problem(OrderedJson::parse(bad)), "") << bad;
   }
   std::string deep = R"({"type": "object", "properties": {"a": )";
