@@ -124,6 +124,12 @@ void BM_SampleTopP_NoTopK_Peaked(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(s.sample(x));
 }
 
+// OpenAI logprobs of one step (the whole row's log-softmax, 5 alternatives), against the
+// default sampling step above: what asking for them adds to a token.
+void BM_StepLogprobs(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(step_logprobs(logits(), 7, 5).logprob);
+}
+
 BENCHMARK(BM_TopK40_SortedList);
 BENCHMARK(BM_TopK40_Selection);
 BENCHMARK(BM_Argmax_Scalar);
@@ -134,5 +140,6 @@ BENCHMARK(BM_SampleDefault_CopyFirst);
 BENCHMARK(BM_TopP_SortedList);
 BENCHMARK(BM_SampleTopP_NoTopK);
 BENCHMARK(BM_SampleTopP_NoTopK_Peaked);
+BENCHMARK(BM_StepLogprobs);
 
 }  // namespace

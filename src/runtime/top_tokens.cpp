@@ -167,7 +167,7 @@ StepLogprobs step_logprobs(std::span<const float> logits, int32_t token, size_t 
   double sum = 0.0;
   if (std::isfinite(max_logit))
     for (const float v : logits)
-      if (v > kNegInf) sum += std::exp(static_cast<double>(v) - max_logit);
+      if (v > kNegInf) sum += std::exp(v - max_logit);  // float exps, a double sum
   // log-sum-exp: every log-probability is the logit less this.
   const double lse = std::isfinite(max_logit) ? max_logit + std::log(sum) : HUGE_VAL;
   auto logprob = [&](float v) {
