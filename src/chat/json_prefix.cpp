@@ -297,12 +297,15 @@ bool JsonPrefix::end_number() {
   return true;
 }
 
-// The closing quote of a string under a schema: a constrained one is whole; a key is noted.
+// The closing quote of a string under a schema: a constrained one is whole; a key is noted,
+// and never twice in one object (an open object's key may still grow into another).
 bool JsonPrefix::end_string() {
   std::vector<std::string> choices;
   if (string_choices(choices) && std::find(choices.begin(), choices.end(), text_) == choices.end())
     return false;
   if (string_is_key_) {
+    const std::vector<std::string>& seen = frames_.back().seen;
+    if (std::find(seen.begin(), seen.end(), text_) != seen.end()) return false;
     frames_.back().key = text_;
     frames_.back().seen.push_back(text_);
   }

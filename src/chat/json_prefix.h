@@ -7,10 +7,10 @@
 // With a JSON schema (response_format json_schema) the object must also be one the schema
 // accepts, as far as these keywords say: `type` (one or a list; "integer" refuses a fraction
 // or an exponent), `properties`, `required` (the object closes only once they are all there),
-// `additionalProperties: false` (only the named keys, each once), `additionalProperties` as
-// a schema, `items`, and `enum` / `const` of strings (the string is one of them). Other
-// keywords (`anyOf`, `$ref`, `pattern`, lengths and bounds, ...) are not enforced: their
-// values may be anything the keywords above allow. Constrained strings (closed keys, enum
+// `additionalProperties: false` (only the named keys), `additionalProperties` as a schema,
+// `items`, and `enum` / `const` of strings (the string is one of them); no object takes a key
+// twice. Other keywords (`anyOf`, `$ref`, `pattern`, lengths and bounds, ...) are not enforced:
+// their values may be anything the keywords above allow. Constrained strings (closed keys, enum
 // values) take no escapes.
 #pragma once
 

@@ -124,6 +124,11 @@ TEST(JsonSchemaPrefix, OpenObjectsTakeOtherKeysWithTheirSchema) {
   EXPECT_EQ(accepted_prefix(counts, good, &complete), good.size());
   EXPECT_TRUE(complete);
   EXPECT_EQ(accepted_prefix(counts, R"({"apples": "3")"), std::string(R"({"apples": )").size());
+  // A key once per object; the same letters may still grow into another key.
+  const std::string twice = R"({"apples": 3, "apples")";
+  EXPECT_EQ(accepted_prefix(counts, twice), twice.size() - 1);
+  const std::string longer = R"({"apples": 3, "apples2": 4})";
+  EXPECT_EQ(accepted_prefix(counts, longer, &complete), longer.size());
   const OrderedJson any = OrderedJson::parse(R"({"type": "object"})");
   const std::string free = R"({"x": [1, "a", {"b": null}], "y": 2.5})";
   EXPECT_EQ(accepted_prefix(any, free, &complete), free.size());
