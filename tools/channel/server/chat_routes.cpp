@@ -3,7 +3,6 @@
 // other messages are fed turn by turn, and the reply is generated; with "stream": true it
 // goes out as SSE chunks ending in "data: [DONE]". Weights are shared by all requests.
 #include <memory>
-#include <utility>
 
 #include "chat/json_prefix.h"
 #include "model/model.h"
@@ -151,19 +150,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
       sink.done();
       return false;
     }
-    std::string out;
-    // The tokens not streamed yet (with tools offered: all of them) go with the next chunk.
-    json rest = lp->rest(reply.text.size());
-    if (p->tools_offered) {
-      if (!reply.parsed.content.empty())
-        out += sse(chat_chunk(p->meta, {{"content", reply.parsed.content}}, nullptr,
-                              std::exchange(rest, nullptr)));
-      if (!reply.parsed.tool_calls.empty())
-        out += sse(chat_chunk(p->meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}},
-                              nullptr, std::exchange(rest, nullptr)));
-    }
-    if (!rest.is_null()) out += sse(chat_chunk(p->meta, {{"content", ""}}, nullptr, rest));
-    out += sse(chat_chunk(p->meta, json::object(), openai_finish(reply.finish)));
+    std::string out = chat_stream_end(p->meta, reply, p->tools_offered, *lp);
     if (include_usage) {
       json u = chat_chunk(p->meta, json::object(), nullptr);
       u["choices"] = json::array();

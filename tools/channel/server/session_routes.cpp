@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <utility>
 
 #include "memory/episodic_store.h"
 #include "memory/text_cue.h"
@@ -130,16 +129,7 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
       sink.done();
       return false;
     }
-    std::string out;
-    json rest = lp->rest(reply.text.size());  // what was not streamed (with tools: everything)
-    if (tools && !reply.parsed.content.empty())
-      out += sse(chat_chunk(meta, {{"content", reply.parsed.content}}, nullptr,
-                            std::exchange(rest, nullptr)));
-    if (!reply.parsed.tool_calls.empty())
-      out += sse(chat_chunk(meta, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}},
-                            nullptr, std::exchange(rest, nullptr)));
-    if (!rest.is_null()) out += sse(chat_chunk(meta, {{"content", ""}}, nullptr, rest));
-    out += sse(chat_chunk(meta, json::object(), openai_finish(reply.finish))) + kSseDone;
+    const std::string out = chat_stream_end(meta, reply, tools, *lp) + kSseDone;
     sink.write(out.data(), out.size());
     sink.done();
     return true;
