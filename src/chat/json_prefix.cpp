@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 namespace channel {
 namespace {
@@ -119,6 +120,120 @@ const OrderedJson* items_of(const OrderedJson* s) {
   return i && i->is_object() ? i : nullptr;
 }
 
+// The schema a `$ref` names: a JSON pointer into the schema itself ("#", "#/$defs/Name");
+// null when it names nothing there (only local references are read).
+const OrderedJson* ref_target(const OrderedJson* root, const OrderedJson& ref) {
+  if (!root || !ref.is_string()) return nullptr;
+  const std::string& r = ref.get_ref<const std::string&>();
+  if (r == "#") return root;
+  if (r.size() < 2 || r[0] != '#' || r[1] != '/') return nullptr;
+  try {
+    const OrderedJson::json_pointer ptr(r.substr(1));
+    return root->contains(ptr) ? &root->at(ptr) : nullptr;
+  } catch (const OrderedJson::exception&) {
+    return nullptr;
+  }
+}
+
+// `s` with its references followed: `$ref`, and an `allOf` of one schema (how generators
+// attach a description to a reference). Null (anything) when a reference leads nowhere or
+// only to more references.
+const OrderedJson* resolve(const OrderedJson* root, const OrderedJson* s) {
+  for (int hops = 0; hops < 64; ++hops) {
+    if (!s || !s->is_object()) return s;
+    if (const auto r = s->find("$ref"); r != s->end()) {
+      s = ref_target(root, *r);
+    } else if (const auto a = s->find("allOf"); a != s->end() && a->is_array() && a->size() == 1) {
+      s = &(*a)[0];
+    } else {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+// Keywords that describe a schema without constraining its values.
+bool annotation(const std::string& k) {
+  for (const char* a : {"title", "description", "default", "examples", "$comment", "$schema", "$id",
+                        "$defs", "definitions", "deprecated", "readOnly", "writeOnly"})
+    if (k == a) return true;
+  return false;
+}
+
+// The branches of `anyOf` / `oneOf`, when `s` says nothing else that constrains (with other
+// keywords beside them the branches are not enforced: json_prefix.h); null otherwise.
+const OrderedJson* branches_of(const OrderedJson* s) {
+  if (!s || !s->is_object()) return nullptr;
+  const OrderedJson* out = nullptr;
+  for (const auto& [k, v] : s->items()) {
+    if ((k == "anyOf" || k == "oneOf") && v.is_array() && !v.empty() && !out) {
+      out = &v;
+    } else if (!annotation(k)) {
+      return nullptr;
+    }
+  }
+  return out;
+}
+
+// Can a value of schema `s` (references followed, no branches) start with `c`?
+bool starts_as(const OrderedJson* s, char c) {
+  OrderedJson scratch;
+  const OrderedJson* e = enum_of(s, scratch);
+  if (c == '{' || c == '[') {
+    const bool object = c == '{';
+    return has_type(s, object ? "object" : "array") &&
+           (!e || enum_has(e, [&](const OrderedJson& x) {
+             return object ? x.is_object() : x.is_array();
+           }));
+  }
+  if (c == '"')
+    return has_type(s, "string") &&
+           (!e || enum_has(e, [](const OrderedJson& x) { return x.is_string(); }));
+  if (c == '-' || (c >= '0' && c <= '9')) {
+    if (!has_type(s, "number") && !has_type(s, "integer")) return false;
+    return !e ||
+           enum_has(e, [&](const OrderedJson& x) { return x.is_number() && x.dump()[0] == c; });
+  }
+  const bool boolean = c == 't' || c == 'f';
+  if (!has_type(s, boolean ? "boolean" : "null")) return false;
+  return !e || enum_has(e, [&](const OrderedJson& x) {
+    return boolean ? x.is_boolean() && x.get<bool>() == (c == 't') : x.is_null();
+  });
+}
+
+// The schema a value starting with `c` is read under (`out`), or false when the schema allows
+// no such value. Of `anyOf` / `oneOf` branches it is the first that allows it: a value one
+// branch accepts satisfies anyOf, and oneOf's branches are meant not to overlap.
+bool schema_for_start(const OrderedJson* root, const OrderedJson* s, char c, int depth,
+                      const OrderedJson*& out) {
+  s = resolve(root, s);
+  if (const OrderedJson* branches = branches_of(s); branches && depth < 16) {
+    for (const OrderedJson& b : *branches)
+      if (schema_for_start(root, &b, c, depth + 1, out)) return true;
+    return false;
+  }
+  out = s;
+  return starts_as(s, c);
+}
+
+// A number under an enum is written as the enum writes it: `text` is (with `whole`: is all
+// of) one of its numbers.
+bool enum_number(const OrderedJson* s, const std::string& text, bool whole) {
+  OrderedJson scratch;
+  const OrderedJson* e = enum_of(s, scratch);
+  return !e || enum_has(e, [&](const OrderedJson& x) {
+    if (!x.is_number()) return false;
+    const std::string d = x.dump();
+    return whole ? d == text : d.compare(0, text.size(), text) == 0;
+  });
+}
+
+// An array schema's minItems / maxItems (`none` without it).
+size_t item_bound(const OrderedJson* s, const char* name, size_t none) {
+  const OrderedJson* b = keyword(s, name);
+  return b && b->is_number_unsigned() ? b->get<size_t>() : none;
+}
+
 // A string a constrained string must spell out: no escapes there (json_prefix.h).
 bool plain_string(const std::string& s) {
   for (const char c : s)
@@ -126,9 +241,38 @@ bool plain_string(const std::string& s) {
   return true;
 }
 
-std::string shape_problem(const OrderedJson& s, const std::string& at, int depth) {
+std::string shape_problem(const OrderedJson& root, const OrderedJson& s, const std::string& at,
+                          int depth) {
   if (depth > 64) return at + ": nested more than 64 levels";
   if (!s.is_object()) return s.is_boolean() ? "" : at + ": a schema must be an object";
+  if (const auto r = s.find("$ref"); r != s.end()) {
+    if (!ref_target(&root, *r))
+      return at + ".$ref: names nothing in this schema (only \"#/...\" references are read)";
+    if (!resolve(&root, &s)) return at + ".$ref: references that lead only to references";
+  }
+  for (const char* k : {"anyOf", "oneOf", "allOf"})
+    if (const auto b = s.find(k); b != s.end()) {
+      if (!b->is_array() || b->empty())
+        return at + "." + k + ": must be a non-empty list of schemas";
+      for (size_t i = 0; i < b->size(); ++i) {
+        const std::string problem =
+            shape_problem(root, (*b)[i], at + "." + k + "[" + std::to_string(i) + "]", depth + 1);
+        if (!problem.empty()) return problem;
+      }
+    }
+  for (const char* k : {"$defs", "definitions"})
+    if (const auto d = s.find(k); d != s.end()) {
+      if (!d->is_object()) return at + "." + k + ": must be an object of schemas";
+      for (const auto& [name, sub] : d->items()) {
+        const std::string problem = shape_problem(root, sub, at + "." + k + "." + name, depth + 1);
+        if (!problem.empty()) return problem;
+      }
+    }
+  for (const char* k : {"minItems", "maxItems"})
+    if (const auto n = s.find(k); n != s.end() && !n->is_number_unsigned())
+      return at + "." + k + ": must be a non-negative integer";
+  if (item_bound(&s, "minItems", 0) > item_bound(&s, "maxItems", SIZE_MAX))
+    return at + ": minItems is above maxItems";
   if (const auto t = s.find("type"); t != s.end()) {
     bool ok = t->is_string();
     if (t->is_array()) {
@@ -142,7 +286,7 @@ std::string shape_problem(const OrderedJson& s, const std::string& at, int depth
     for (const auto& [name, sub] : p->items()) {
       if (!plain_string(name))
         return at + ".properties: a name with a quote, a backslash or a control character";
-      const std::string problem = shape_problem(sub, at + ".properties." + name, depth + 1);
+      const std::string problem = shape_problem(root, sub, at + ".properties." + name, depth + 1);
       if (!problem.empty()) return problem;
     }
   }
@@ -163,12 +307,12 @@ std::string shape_problem(const OrderedJson& s, const std::string& at, int depth
     if (!a->is_boolean() && !a->is_object())
       return at + ".additionalProperties: a boolean or a schema";
     if (a->is_object()) {
-      const std::string problem = shape_problem(*a, at + ".additionalProperties", depth + 1);
+      const std::string problem = shape_problem(root, *a, at + ".additionalProperties", depth + 1);
       if (!problem.empty()) return problem;
     }
   }
   if (const auto i = s.find("items"); i != s.end() && i->is_object()) {
-    const std::string problem = shape_problem(*i, at + ".items", depth + 1);
+    const std::string problem = shape_problem(root, *i, at + ".items", depth + 1);
     if (!problem.empty()) return problem;
   }
   if (const auto e = s.find("enum"); e != s.end() && (!e->is_array() || e->empty()))
@@ -186,10 +330,14 @@ std::string shape_problem(const OrderedJson& s, const std::string& at, int depth
 
 std::string json_schema_constraint_problem(const OrderedJson& schema) {
   if (!schema.is_object()) return "the schema must be a JSON object";
-  const auto t = schema.find("type");
-  if (t == schema.end() || !t->is_string() || t->get_ref<const std::string&>() != "object")
+  const std::string problem = shape_problem(schema, schema, "schema", 0);
+  if (!problem.empty()) return problem;
+  const OrderedJson* root = resolve(&schema, &schema);  // the root may be a reference
+  if (!root || !root->is_object()) return "the schema's root must be {\"type\": \"object\", ...}";
+  const auto t = root->find("type");
+  if (t == root->end() || !t->is_string() || t->get_ref<const std::string&>() != "object")
     return "the schema's root must be {\"type\": \"object\", ...}";
-  return shape_problem(schema, "schema", 0);
+  return "";
 }
 
 OrderedJson with_closed_objects(OrderedJson schema) {
@@ -206,6 +354,11 @@ OrderedJson with_closed_objects(OrderedJson schema) {
     }
     if (const auto i = s->find("items"); i != s->end()) todo.push_back(&*i);
     if (const auto a = s->find("additionalProperties"); a != s->end()) todo.push_back(&*a);
+    for (const char* k : {"anyOf", "oneOf", "$defs", "definitions"})
+      if (const auto b = s->find(k); b != s->end())
+        for (auto& sub : *b) todo.push_back(&sub);
+    if (const auto a = s->find("allOf"); a != s->end() && a->is_array() && a->size() == 1)
+      todo.push_back(&(*a)[0]);  // several are merged by validators: closing each would clash
   }
   return schema;
 }
@@ -245,36 +398,17 @@ bool JsonPrefix::string_char(char c) {
 
 // The first character of a value, against the schema of the value expected.
 bool JsonPrefix::start_value(char c) {
-  const OrderedJson* s = value_schema_;
-  OrderedJson scratch;
-  const OrderedJson* e = enum_of(s, scratch);
+  const OrderedJson* s = nullptr;
+  if (!schema_for_start(root_, value_schema_, c, 0, s)) return false;
+  value_schema_ = s;  // a string's or a number's enum is read from here
   if (c == '{' || c == '[') {
-    if (!has_type(s, c == '{' ? "object" : "array")) return false;
-    if (e &&
-        !enum_has(e, [&](const OrderedJson& x) { return c == '{' ? x.is_object() : x.is_array(); }))
-      return false;
-    frames_.push_back(Frame{s, {}, {}});
+    frames_.push_back(Frame{s, {}, {}, 0});
     value_schema_ = c == '[' ? items_of(s) : nullptr;
-    return true;
-  }
-  if (c == '"') {
-    if (!has_type(s, "string")) return false;
-    if (e && !enum_has(e, [](const OrderedJson& x) { return x.is_string(); })) return false;
+  } else if (c == '"') {
     text_.clear();
-    return true;
+  } else if (c == '-' || (c >= '0' && c <= '9')) {
+    integer_ = !has_type(s, "number");
   }
-  if (c == '-' || (c >= '0' && c <= '9')) {
-    const bool number = has_type(s, "number");
-    if (!number && !has_type(s, "integer")) return false;
-    if (e && !enum_has(e, [](const OrderedJson& x) { return x.is_number(); })) return false;
-    integer_ = !number;
-    return true;
-  }
-  const bool boolean = c == 't' || c == 'f';
-  if (!has_type(s, boolean ? "boolean" : "null")) return false;
-  if (e &&
-      !enum_has(e, [&](const OrderedJson& x) { return boolean ? x.is_boolean() : x.is_null(); }))
-    return false;
   return true;
 }
 
@@ -292,6 +426,7 @@ bool JsonPrefix::push(std::string_view text) {
 bool JsonPrefix::end_number() {
   if (number_.empty()) return true;
   if (!valid_number(number_)) return false;
+  if (schema_ && !enum_number(value_schema_, number_, true)) return false;
   number_.clear();
   expect_ = Expect::comma_or_end;
   return true;
@@ -357,7 +492,7 @@ bool JsonPrefix::push_char(char c) {
         c == '-') {
       if (schema_ && integer_ && (c == '.' || c == 'e' || c == 'E')) return false;
       number_ += c;
-      return number_prefix(number_);
+      return number_prefix(number_) && (!schema_ || enum_number(value_schema_, number_, false));
     }
     if (!end_number()) return false;
   }
@@ -375,6 +510,7 @@ bool JsonPrefix::push_char(char c) {
           if (name.is_string() &&
               std::find(f.seen.begin(), f.seen.end(), name.get<std::string>()) == f.seen.end())
             return false;
+      if (open == '[' && f.items < item_bound(f.schema, "minItems", 0)) return false;
       frames_.pop_back();
     }
     stack_.pop_back();
@@ -392,6 +528,9 @@ bool JsonPrefix::push_char(char c) {
       }
       if (c != '{' && c != '[' && c != '"' && c != '-' &&
           !std::isdigit(static_cast<unsigned char>(c)) && c != 't' && c != 'f' && c != 'n')
+        return false;
+      if (schema_ && !stack_.empty() && stack_.back() == '[' &&
+          ++frames_.back().items > item_bound(frames_.back().schema, "maxItems", SIZE_MAX))
         return false;
       if (schema_ && !start_value(c)) return false;
       if (c == '{') {
@@ -439,6 +578,9 @@ bool JsonPrefix::push_char(char c) {
           string_is_key_ = was_key;
           if (none_left) return false;
         }
+        if (schema_ && stack_.back() == '[' &&  // an array at its maxItems ends
+            frames_.back().items >= item_bound(frames_.back().schema, "maxItems", SIZE_MAX))
+          return false;
         expect_ = stack_.back() == '{' ? Expect::key : Expect::value;
         if (schema_ && stack_.back() == '[') value_schema_ = items_of(frames_.back().schema);
         return true;

@@ -8,10 +8,15 @@
 // accepts, as far as these keywords say: `type` (one or a list; "integer" refuses a fraction
 // or an exponent), `properties`, `required` (the object closes only once they are all there),
 // `additionalProperties: false` (only the named keys), `additionalProperties` as a schema,
-// `items`, and `enum` / `const` of strings (the string is one of them); no object takes a key
-// twice. Other keywords (`anyOf`, `$ref`, `pattern`, lengths and bounds, ...) are not enforced:
-// their values may be anything the keywords above allow. Constrained strings (closed keys, enum
-// values) take no escapes.
+// `items`, `minItems` / `maxItems`, `enum` / `const` (a string or a number is written as one
+// of them is; true, false or null is one of them; an object or an array only of that kind),
+// local `$ref`s ("#/$defs/Name", "#/definitions/Name", "#"), an `allOf` of one schema, and
+// `anyOf` / `oneOf`: a value follows the first branch that allows its first character
+// (`{`, `[`, `"`, a digit, t/f/n), so a union of two object shapes writes the first. No
+// object takes a key twice. Other keywords (`pattern`, string lengths, numeric bounds, an
+// `allOf` of several, branches beside other constraints, ...) are not enforced: their values
+// may be anything the keywords above allow. Constrained strings (closed keys, enum values)
+// take no escapes.
 #pragma once
 
 #include <cstdint>
@@ -28,19 +33,20 @@ class JsonPrefix {
   JsonPrefix() = default;
   // The schema must outlive this (and every copy); null: any object.
   explicit JsonPrefix(const OrderedJson* schema)
-      : value_schema_(schema), schema_(schema != nullptr) {}
+      : root_(schema), value_schema_(schema), schema_(schema != nullptr) {}
 
   // False (and the state unchanged) when `text` cannot continue a JSON object prefix.
   bool push(std::string_view text);
   bool complete() const { return done_; }
 
  private:
-  // A container being read: its schema (null: anything), and for an object the keys so far
-  // and the key whose value comes next.
+  // A container being read: its schema (null: anything), for an object the keys so far and
+  // the key whose value comes next, for an array how many items it has begun.
   struct Frame {
     const OrderedJson* schema = nullptr;
     std::vector<std::string> seen;
     std::string key;
+    size_t items = 0;
   };
   bool push_char(char c);
   bool end_number();
@@ -51,6 +57,7 @@ class JsonPrefix {
   // enum); false when it is free.
   bool string_choices(std::vector<std::string>& out) const;
   std::vector<Frame> frames_;                  // parallel to stack_
+  const OrderedJson* root_ = nullptr;          // where `$ref`s point
   const OrderedJson* value_schema_ = nullptr;  // the next value's (null: anything)
   std::string text_;                           // the string being read, as written
   bool integer_ = false;                       // the number being read must be an integer

@@ -154,6 +154,48 @@ test("response_format json_schema: the object the schema describes", async () =>
   }
 });
 
+test("response_format json_schema as generators write it: $defs, $ref, anyOf with null", async () => {
+  // pydantic's shape: a nested model behind a reference, an Optional field, a bounded list.
+  const schema = {
+    $defs: {
+      Lock: {
+        type: "object", title: "Lock",
+        properties: { code: { type: "integer" }, kind: { enum: ["door", "safe"] } },
+        required: ["code", "kind"], additionalProperties: false,
+      },
+    },
+    type: "object", title: "Answer",
+    properties: {
+      lock: { $ref: "#/$defs/Lock" },
+      owner: { anyOf: [{ type: "string" }, { type: "null" }], default: null, title: "Owner" },
+      digits: { type: "array", items: { type: "integer" }, minItems: 1, maxItems: 3 },
+    },
+    required: ["lock", "owner", "digits"],
+    additionalProperties: false,
+  };
+  const r = await client.chat.completions.create({
+    model: "channel",
+    max_tokens: 300,
+    messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }],
+    response_format: { type: "json_schema", json_schema: { name: "answer", strict: true, schema } },
+  });
+  assert.equal(r.choices[0].finish_reason, "stop", r.choices[0].message.content);
+  const v = JSON.parse(r.choices[0].message.content);
+  assert.deepEqual(Object.keys(v).sort(), ["digits", "lock", "owner"]);
+  assert.deepEqual(Object.keys(v.lock).sort(), ["code", "kind"]);
+  assert.ok(Number.isInteger(v.lock.code));
+  assert.ok(["door", "safe"].includes(v.lock.kind));
+  assert.ok(v.owner === null || typeof v.owner === "string");
+  assert.ok(Array.isArray(v.digits) && v.digits.length >= 1 && v.digits.length <= 3);
+  assert.ok(v.digits.every(Number.isInteger));
+  await assert.rejects(
+    client.chat.completions.create({
+      model: "channel", messages: [{ role: "user", content: "hi" }],
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { $ref: "#/$defs/Nope" } } } } },
+    }),
+    (e) => e.status === 400 && e.param === "response_format.json_schema.schema" && /\$ref/.test(e.message));
+});
+
 test("max_tokens, stop, seed and temperature", async () => {
   const base = { model: "channel", messages: [{ role: "user", content: "Tell me about the harbour." }] };
   const short = await client.chat.completions.create({ ...base, max_tokens: 3 });

@@ -135,6 +135,91 @@ TEST(JsonSchemaPrefix, OpenObjectsTakeOtherKeysWithTheirSchema) {
   EXPECT_TRUE(complete);
 }
 
+// What schema generators write (pydantic's model_json_schema, zod-to-json-schema): nested
+// models behind local references, Optional fields as anyOf with null, enums of other kinds.
+const OrderedJson kOrder = OrderedJson::parse(R"({
+  "$defs": {
+    "Item": {"type": "object", "title": "Item",
+             "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+             "required": ["sku", "qty"], "additionalProperties": false},
+    "Size": {"enum": [1, 2, 10, 2.5], "title": "Size"},
+    "Node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+             "additionalProperties": false}
+  },
+  "type": "object",
+  "properties": {
+    "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1, "maxItems": 2},
+    "note": {"anyOf": [{"type": "string", "enum": ["rush", "gift"]}, {"type": "null"}],
+             "default": null, "title": "Note"},
+    "size": {"allOf": [{"$ref": "#/$defs/Size"}], "description": "a size"},
+    "paid": {"const": true},
+    "who": {"oneOf": [{"type": "object", "properties": {"id": {"type": "integer"}},
+                       "required": ["id"], "additionalProperties": false},
+                      {"type": "string"}]},
+    "tree": {"$ref": "#/$defs/Node"}
+  },
+  "required": ["items"],
+  "additionalProperties": false
+})");
+
+TEST(JsonSchemaPrefix, FollowsReferencesAndBranches) {
+  EXPECT_EQ(json_schema_constraint_problem(kOrder), "");
+  for (const std::string doc :
+       {R"({"items": [{"sku": "a", "qty": 2}]})",
+        R"({"items": [{"sku": "a", "qty": 2}, {"qty": 1, "sku": "b"}], "note": "gift", "size": 10,
+            "paid": true, "who": {"id": 7}, "tree": {"kids": [{"kids": []}, {}]}})",
+        R"({"note": null, "size": 2.5, "who": "ann", "items": [{"sku": "", "qty": -1}]})"}) {
+    bool complete = false;
+    EXPECT_EQ(accepted_prefix(kOrder, doc, &complete), doc.size()) << doc;
+    EXPECT_TRUE(complete) << doc;
+  }
+  for (const auto& [text, ok] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"items": [{"sku": "a"}]})", R"({"items": [{"sku": "a")"},       // Item's required
+           {R"({"items": [{"sku": "a", "x")", R"({"items": [{"sku": "a", ")"},  // Item is closed
+           {R"({"items": []})", R"({"items": [)"},                              // minItems 1
+           {R"({"items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 1}, {)",
+            R"({"items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 1})"},  // maxItems 2
+           {R"({"note": "rusk")", R"({"note": "rus)"},  // the string branch's enum
+           {R"({"note": 1)", R"({"note": )"},           // neither branch is a number
+           {R"({"size": 3)", R"({"size": )"},           // written as the enum writes it
+           {R"({"size": 25)", R"({"size": 2)"},
+           {R"({"size": 2.0)", R"({"size": 2.)"},       // 2.5's prefix, but not 2.0
+           {R"({"size": 1, "x")", R"({"size": 1, ")"},  // "1" is whole ("10" could follow)
+           {R"({"paid": false)", R"({"paid": )"},
+           {R"({"who": {"id": "7")", R"({"who": {"id": )"},  // the object branch's schema
+           {R"({"who": [)", R"({"who": )"},
+           {R"({"tree": {"kids": [{"kids": [{"leaf")", R"({"tree": {"kids": [{"kids": [{")"}}) {
+    EXPECT_EQ(accepted_prefix(kOrder, text), ok.size()) << text;
+  }
+  // A root that is a reference (zod-to-json-schema's "$ref" + "definitions").
+  const OrderedJson by_ref = OrderedJson::parse(R"({"$ref": "#/definitions/A",
+      "definitions": {"A": {"type": "object", "properties": {"a": {"type": "boolean"}},
+                            "required": ["a"], "additionalProperties": false}}})");
+  EXPECT_EQ(json_schema_constraint_problem(by_ref), "");
+  bool complete = false;
+  EXPECT_EQ(accepted_prefix(by_ref, R"({"a": 1)"), std::string(R"({"a": )").size());
+  const std::string good = R"({"a": false})";
+  EXPECT_EQ(accepted_prefix(by_ref, good, &complete), good.size());
+  EXPECT_TRUE(complete);
+}
+
+TEST(JsonSchemaPrefix, ReferencesThatLeadNowhereAreNamed) {
+  for (const char* bad :
+       {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}})",
+        R"({"type": "object", "properties": {"a": {"$ref": "other.json#/A"}}})",
+        R"({"type": "object", "properties": {"a": {"$ref": 3}}})",
+        R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/B"}},
+            "$defs": {"B": {"$ref": "#/$defs/B"}}})",
+        R"({"type": "object", "properties": {"a": {"anyOf": []}}})",
+        R"({"type": "object", "properties": {"a": {"oneOf": [{"type": 1}]}}})",
+        R"({"type": "object", "$defs": []})",
+        R"({"type": "object", "properties": {"a": {"minItems": -1}}})",
+        R"({"type": "object", "properties": {"a": {"minItems": 3, "maxItems": 2}}})",
+        R"({"$ref": "#/definitions/A", "definitions": {"A": {"type": "string"}}})"}) {
+    EXPECT_NE(json_schema_constraint_problem(OrderedJson::parse(bad)), "") << bad;
+  }
+}
+
 TEST(JsonSchemaPrefix, SchemasThatCannotConstrainAreNamed) {
   EXPECT_EQ(json_schema_constraint_problem(kPerson), "");
   for (const char* bad :
@@ -171,6 +256,11 @@ TEST(JsonSchemaPrefix, ToolParametersAreClosedWhereTheySayNothing) {
   EXPECT_EQ(closed["properties"]["l"]["items"]["additionalProperties"], false);
   EXPECT_EQ(closed["properties"]["f"]["additionalProperties"], true);        // said: kept
   EXPECT_FALSE(closed["properties"]["w"].contains("additionalProperties"));  // no properties
+  const OrderedJson refs = with_closed_objects(OrderedJson::parse(R"({"type": "object",
+      "properties": {"a": {"anyOf": [{"properties": {"x": {}}}, {"type": "null"}]}},
+      "$defs": {"D": {"properties": {"y": {}}}}})"));
+  EXPECT_EQ(refs["properties"]["a"]["anyOf"][0]["additionalProperties"], false);
+  EXPECT_EQ(refs["$defs"]["D"]["additionalProperties"], false);
   // Open, a small model may write any key; closed, only the named ones.
   EXPECT_EQ(accepted_prefix(open, R"({"class": 1)"), std::string(R"({"class": 1)").size());
   EXPECT_EQ(accepted_prefix(closed, R"({"class": 1)"), std::string(R"({")").size());
