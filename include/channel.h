@@ -138,6 +138,12 @@ typedef struct channel_session_params {
                              device or the model does not run or fit there) */
 } channel_session_params;
 
+/* Added to one token's logit before sampling (OpenAI's logit_bias: -100 bans, +100 forces). */
+typedef struct channel_logit_bias {
+  int32_t token;
+  float bias;
+} channel_logit_bias;
+
 typedef struct channel_sampler_params {
   float temperature;     /* 0: greedy (default 0.8) */
   int32_t top_k;         /* <= 0: off (40) */
@@ -146,6 +152,16 @@ typedef struct channel_sampler_params {
   float repeat_penalty;  /* 1: off (1) */
   int32_t repeat_last_n; /* (64) */
   uint64_t seed;         /* (42) */
+  /* OpenAI's penalties over the same last repeat_last_n tokens: a token seen c times there
+   * loses c * frequency_penalty + presence_penalty from its logit. 0: off (0). */
+  float presence_penalty;
+  float frequency_penalty;
+  /* n_logit_bias entries (0: none); the array is copied. From channel_session_get_sampler
+   * it is the session's own copy, valid until the sampler next changes or the session is
+   * freed. A token outside the vocabulary is CHANNEL_ERR_ARGUMENT. Session files do not keep
+   * the penalties or the bias: a resumed session has them off. */
+  const channel_logit_bias* logit_bias;
+  size_t n_logit_bias;
 } channel_sampler_params;
 
 channel_session_params channel_session_default_params(void);

@@ -6,6 +6,7 @@
 #include <new>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "capi/capi_error.h"
 #include "channel.h"
@@ -22,6 +23,8 @@ struct channel_model {
 struct channel_session {
   std::shared_ptr<const channel::Model> model;
   std::unique_ptr<channel::StreamSession> stream;
+  // channel_session_get_sampler's logit_bias points here.
+  mutable std::vector<channel_logit_bias> logit_bias_view;
   // Destroyed first (reverse order): the attachment uses the session and the store.
   std::unique_ptr<channel::EpisodicStore> store;
   std::unique_ptr<channel::MemoryAttachment> memory;

@@ -66,7 +66,8 @@ SpanType span_type(channel_span_type t) {
 
 namespace {
 
-SamplerConfig sampler_config(const channel_sampler_params* p) {
+// The sampler `p` describes, for a model of n_vocab tokens.
+SamplerConfig sampler_config(const channel_sampler_params* p, int32_t n_vocab) {
   SamplerConfig c;
   if (p == nullptr) return c;
   c.temperature = p->temperature;
@@ -76,12 +77,27 @@ SamplerConfig sampler_config(const channel_sampler_params* p) {
   c.repeat_penalty = p->repeat_penalty;
   c.repeat_last_n = p->repeat_last_n;
   c.seed = p->seed;
+  c.presence_penalty = p->presence_penalty;
+  c.frequency_penalty = p->frequency_penalty;
+  if (p->n_logit_bias > 0 && p->logit_bias == nullptr)
+    fail(CHANNEL_ERR_ARGUMENT, "logit_bias is NULL with n_logit_bias = {}", p->n_logit_bias);
+  for (size_t i = 0; i < p->n_logit_bias; ++i) {
+    const channel_logit_bias& b = p->logit_bias[i];
+    if (b.token < 0 || b.token >= n_vocab)
+      fail(CHANNEL_ERR_ARGUMENT, "logit_bias[{}]: token {} is outside the vocabulary of {}", i,
+           b.token, n_vocab);
+    c.logit_bias.push_back({b.token, b.bias});
+  }
   try {
     validate(c);
   } catch (const Error& e) {
     fail(CHANNEL_ERR_ARGUMENT, "{}", e.what());
   }
   return c;
+}
+
+int32_t n_vocab(const channel_session* s) {
+  return s->model->hparams().n_vocab;
 }
 
 RingSessionConfig session_config(const channel_session_params* p) {
@@ -349,6 +365,10 @@ channel_sampler_params channel_sampler_default_params(void) {
   p.repeat_penalty = c.repeat_penalty;
   p.repeat_last_n = c.repeat_last_n;
   p.seed = c.seed;
+  p.presence_penalty = c.presence_penalty;
+  p.frequency_penalty = c.frequency_penalty;
+  p.logit_bias = nullptr;
+  p.n_logit_bias = 0;
   return p;
 }
 
@@ -359,7 +379,7 @@ channel_status channel_session_create(channel_model* model, const channel_sessio
     require(model, "model");
     require(out, "out");
     const RingSessionConfig config = session_config(params);
-    const SamplerConfig sampling = sampler_config(sampler);
+    const SamplerConfig sampling = sampler_config(sampler, model->model->hparams().n_vocab);
     auto s = std::make_unique<channel_session>();
     s->model = model->model;
     s->stream = std::make_unique<StreamSession>(s->model, config, sampling);
@@ -440,7 +460,7 @@ channel_status channel_session_set_sampler(channel_session* session,
   return guarded(CHANNEL_ERR_ARGUMENT, [&] {
     require_session(session);
     require(params, "params");
-    session->stream->set_sampler(sampler_config(params));
+    session->stream->set_sampler(sampler_config(params, n_vocab(session)));
   });
 }
 
@@ -450,7 +470,25 @@ channel_status channel_session_get_sampler(const channel_session* session,
     require_session(session);
     require(out, "out");
     const SamplerConfig& c = session->stream->sampler().config();
-    *out = {c.temperature, c.top_k, c.top_p, c.min_p, c.repeat_penalty, c.repeat_last_n, c.seed};
+    std::vector<channel_logit_bias> bias;
+    for (const LogitEdit& e : c.logit_bias) bias.push_back({e.id, e.delta});
+    const auto same = [](const channel_logit_bias& a, const channel_logit_bias& b) {
+      return a.token == b.token && a.bias == b.bias;
+    };
+    if (!std::equal(bias.begin(), bias.end(), session->logit_bias_view.begin(),
+                    session->logit_bias_view.end(), same))
+      session->logit_bias_view = std::move(bias);  // an earlier pointer stays good otherwise
+    *out = {c.temperature,
+            c.top_k,
+            c.top_p,
+            c.min_p,
+            c.repeat_penalty,
+            c.repeat_last_n,
+            c.seed,
+            c.presence_penalty,
+            c.frequency_penalty,
+            session->logit_bias_view.empty() ? nullptr : session->logit_bias_view.data(),
+            session->logit_bias_view.size()};
   });
 }
 
@@ -460,7 +498,7 @@ channel_status channel_session_update_sampler(channel_session* session,
     require_session(session);
     require(params, "params");
     Sampler& s = session->stream->sampler();
-    s = s.reconfigured(sampler_config(params));
+    s = s.reconfigured(sampler_config(params, n_vocab(session)));
   });
 }
 

@@ -398,6 +398,31 @@ int main(int argc, char** argv) {
     CHECK_ERR(CHANNEL_ERR_ARGUMENT, "out", channel_session_get_sampler(s, NULL));
     CHECK_OK(channel_session_get_sampler(s, &sp2));
     CHECK(sp2.temperature == 0.0f); /* a refused update changes nothing */
+    CHECK(defaults.presence_penalty == 0.0f && defaults.frequency_penalty == 0.0f &&
+          defaults.logit_bias == NULL && defaults.n_logit_bias == 0);
+    /* A +100 bias forces its token under greedy sampling; the settings read back. */
+    {
+      const channel_logit_bias force[2] = {{7, 100.0f}, {9, -100.0f}};
+      const channel_logit_bias bad[1] = {{300, 1.0f}};
+      int32_t tok = -1;
+      sp2.logit_bias = force;
+      sp2.n_logit_bias = 2;
+      sp2.presence_penalty = 0.5f;
+      sp2.frequency_penalty = -0.25f;
+      CHECK_OK(channel_session_update_sampler(s, &sp2));
+      CHECK_OK(channel_session_sample(s, &tok));
+      CHECK(tok == 7);
+      CHECK_OK(channel_session_get_sampler(s, &sp));
+      CHECK(sp.n_logit_bias == 2 && sp.logit_bias != NULL && sp.logit_bias != force &&
+            sp.logit_bias[0].token == 7 && sp.logit_bias[1].bias == -100.0f);
+      CHECK(sp.presence_penalty == 0.5f && sp.frequency_penalty == -0.25f);
+      CHECK_OK(channel_session_update_sampler(s, &sp)); /* its own settings round-trip */
+      sp2.logit_bias = bad;
+      sp2.n_logit_bias = 1;
+      CHECK_ERR(CHANNEL_ERR_ARGUMENT, "vocabulary", channel_session_update_sampler(s, &sp2));
+      sp2.logit_bias = NULL;
+      CHECK_ERR(CHANNEL_ERR_ARGUMENT, "logit_bias", channel_session_update_sampler(s, &sp2));
+    }
     CHECK_OK(channel_session_update_sampler(s, &defaults));
   }
   counter.count = 0;

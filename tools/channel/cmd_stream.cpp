@@ -58,8 +58,11 @@ struct StreamArgs {
   SamplingFlags sampling;
 };
 
+// The CLI has no logit-bias flag: the C API's bias stays empty.
 channel_sampler_params to_c(const SamplerConfig& c) {
-  return {c.temperature, c.top_k, c.top_p, c.min_p, c.repeat_penalty, c.repeat_last_n, c.seed};
+  return {c.temperature,       c.top_k,         c.top_p, c.min_p,
+          c.repeat_penalty,    c.repeat_last_n, c.seed,  c.presence_penalty,
+          c.frequency_penalty, nullptr,         0};
 }
 SamplerConfig from_c(const channel_sampler_params& p) {
   SamplerConfig c;
@@ -70,6 +73,8 @@ SamplerConfig from_c(const channel_sampler_params& p) {
   c.repeat_penalty = p.repeat_penalty;
   c.repeat_last_n = p.repeat_last_n;
   c.seed = p.seed;
+  c.presence_penalty = p.presence_penalty;
+  c.frequency_penalty = p.frequency_penalty;
   return c;
 }
 
