@@ -40,14 +40,13 @@ EncodedText encode_text(const Model& model, std::string_view text, int threads) 
     return std::span<const int32_t>(pos).subspan(static_cast<size_t>(begin),
                                                  static_cast<size_t>(t + 1 - begin));
   });
-  std::vector<float> logits(static_cast<size_t>(n) * hp.n_vocab);  // [n][n_vocab]
-  forward(model, ForwardBatch{all, layers}, LogitsFor::all, scratch, pool, logits.data());
+  forward(model, ForwardBatch{all, layers}, LogitsFor::hidden, scratch, pool, nullptr);
   const KvCache& cache = attention.kv();
   EncodedText e;
   const size_t kept = static_cast<size_t>(n - skip), E = static_cast<size_t>(hp.n_embd);
   e.tokens.assign(all.begin() + skip, all.end());
   e.start = static_cast<uint64_t>(skip);
-  // forward() leaves the final-norm rows of every token in scratch.xn with LogitsFor::all.
+  // forward() leaves the final-norm rows of every token in scratch.xn with LogitsFor::hidden.
   e.hidden.assign(scratch.xn.begin() + static_cast<std::ptrdiff_t>(skip * E),
                   scratch.xn.begin() + static_cast<std::ptrdiff_t>(n * E));
   const size_t hd = static_cast<size_t>(hp.head_dim), nkv = static_cast<size_t>(hp.n_head_kv);

@@ -178,6 +178,10 @@ void forward(const Model& model, const ForwardBatch& batch, LogitsFor which, For
 
   // Final norm and LM head, for the last token, all of them or none.
   if (which == LogitsFor::none) return;
+  if (which == LogitsFor::hidden) {
+    rms_norm_rows(pool, s.x.data(), w.output_norm, n, n_embd, hp.rms_eps, s.xn.data());
+    return;
+  }
   const int first = which == LogitsFor::last ? n - 1 : 0;
   const int n_out = n - first;
   rms_norm_rows(pool, s.x.data() + first * n_embd, w.output_norm, n_out, n_embd, hp.rms_eps,

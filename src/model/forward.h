@@ -65,8 +65,9 @@ struct ForwardBatch {
 };
 
 // none: no final norm and LM head (a chunk before the last of a prompt, whose K/V and
-// residual stream are all the caller needs).
-enum class LogitsFor { last, all, none };
+// residual stream are all the caller needs). hidden: every token's final norm, no LM head
+// (an embedding or a text cue reads the rows, not the logits).
+enum class LogitsFor { last, all, none, hidden };
 
 // Activations of one batch, allocated once per session for up to max_batch tokens.
 struct ForwardScratch {
@@ -86,7 +87,7 @@ struct ForwardScratch {
 
 // Runs the batch (n <= scratch.max_batch) and writes logits: [n_vocab] for the last token,
 // [n][n_vocab] for every token, or none (logits unused). Leaves every token's last residual
-// in scratch.x, and with LogitsFor::all every token's final-norm row in scratch.xn.
+// in scratch.x, and with LogitsFor::all or hidden every token's final-norm row in scratch.xn.
 void forward(const Model& model, const ForwardBatch& batch, LogitsFor which,
              ForwardScratch& scratch, ThreadPool& pool, float* logits);
 

@@ -57,6 +57,20 @@ void Session::run(std::span<const int32_t> tokens, float* all) {
               all ? LogitsFor::all : LogitsFor::last, all ? all + i * n_vocab : logits_.data());
 }
 
+void Session::hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows) {
+  before_decode();
+  check_tokens(tokens);
+  const size_t n_embd = static_cast<size_t>(model_->hparams().n_embd);
+  rows.resize(tokens.size() * n_embd);
+  const size_t step = static_cast<size_t>(scratch_.max_batch);
+  for (size_t i = 0; i < tokens.size(); i += step) {
+    const size_t n = std::min(step, tokens.size() - i);
+    run_chunk(tokens.subspan(i, n), LogitsFor::hidden, nullptr);
+    std::copy_n(scratch_.xn.begin(), n * n_embd,
+                rows.begin() + static_cast<std::ptrdiff_t>(i * n_embd));
+  }
+}
+
 void Session::truncate(int k) {
   if (k < 0 || k > n_past_)
     throw_error("truncate: cannot drop {} tokens of the {} held", k, n_past_);
