@@ -1,8 +1,9 @@
 // libFuzzer target for `channel serve`'s request parsing (server/openai_request.h): a JSON
-// body (byte 0 picks chat completions, completions, or a named session's messages; the rest
-// is the body) either parses or is refused with an ApiError (a 4xx naming the field), never
-// another exception (a 500) or a crash; what parses makes a valid sampler. A json_schema
-// then checks the last message's text as a reply, piece by piece (JsonPrefix with a schema).
+// body (byte 0 picks chat completions, completions, or a named session's messages and
+// embeddings; the rest is the body) either parses or is refused with an ApiError (a 4xx naming the
+// field), never another exception (a 500) or a crash; what parses makes a valid sampler. A
+// json_schema then checks the last message's text as a reply, piece by piece (JsonPrefix with a
+// schema).
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +12,7 @@
 #include "chat/json_prefix.h"
 #include "runtime/sampler.h"
 #include "server/api_error.h"
+#include "server/embedding_request.h"
 #include "server/json_depth.h"
 #include "server/openai_request.h"
 
@@ -47,9 +49,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Sampler sampler(r.params.sampling);
         break;
       }
-      default:
+      default: {
+        try {
+          const EmbeddingRequest r = parse_embedding_request(body);
+          if (r.inputs.empty() || r.inputs.size() > kMaxEmbeddingInputs) __builtin_trap();
+          for (const EmbeddingInput& in : r.inputs)
+            if (in.is_text ? in.text.empty() : in.ids.empty()) __builtin_trap();
+        } catch (const ApiError& e) {
+          if (e.status < 400 || e.status >= 500) __builtin_trap();
+        }
         if (body.is_object() && body.contains("messages")) parse_messages(body["messages"]);
         break;
+      }
     }
   } catch (const ApiError& e) {
     if (e.status < 400 || e.status >= 500) __builtin_trap();

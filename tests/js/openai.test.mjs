@@ -1,6 +1,6 @@
 // `channel serve` driven by the official openai npm client: models, chat (plain and
 // streaming), tools and tool results, json_object, json_schema, stop / seed / max_tokens, logprobs,
-// logit_bias and the presence / frequency penalties, completions,
+// logit_bias and the presence / frequency penalties, completions, embeddings,
 // named sessions, and errors (400, 401, 404, 413, 429, 503) in OpenAI's shape; a client
 // that disconnects mid-stream leaves the server serving.
 import { test, before, after } from "node:test";
@@ -194,6 +194,41 @@ test("response_format json_schema as generators write it: $defs, $ref, anyOf wit
       response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { $ref: "#/$defs/Nope" } } } } },
     }),
     (e) => e.status === 400 && e.param === "response_format.json_schema.schema" && /\$ref/.test(e.message));
+});
+
+test("embeddings: unit vectors, base64 (the client's default) and float alike", async () => {
+  const cos = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+  // The client asks for base64 and decodes it; float is asked for by name.
+  const r = await client.embeddings.create({ model: "channel", input: ["The harbour light is green.", FACT] });
+  assert.equal(r.object, "list");
+  assert.deepEqual(r.data.map((d) => d.index), [0, 1]);
+  const [a, b] = r.data.map((d) => Array.from(d.embedding));
+  assert.ok(a.length >= 32 && a.length === b.length, `${a.length} dimensions`);
+  assert.ok(Math.abs(cos(a, a) - 1) < 1e-4 && Math.abs(cos(b, b) - 1) < 1e-4);
+  assert.ok(cos(a, b) < 0.9999, "two texts, two vectors");
+  assert.ok(r.usage.prompt_tokens > 10 && r.usage.total_tokens === r.usage.prompt_tokens);
+  const f = await client.embeddings.create({ model: "channel", input: FACT, encoding_format: "float" });
+  assert.equal(f.data.length, 1);
+  for (let i = 0; i < b.length; i++) assert.ok(Math.abs(f.data[0].embedding[i] - b[i]) < 1e-6, `dimension ${i}`);
+  // Token ids are an input too; the same text's ids give the same vector.
+  const ids = await client.embeddings.create({ model: "channel", input: [[5, 6, 7], [8, 9]], encoding_format: "float" });
+  assert.equal(ids.data.length, 2);
+  assert.equal(ids.usage.prompt_tokens, 5);
+  const same = await client.embeddings.create({ input: [5, 6, 7], encoding_format: "float", model: "channel" });
+  assert.deepEqual(same.data[0].embedding, ids.data[0].embedding);
+  for (const [body, param] of [
+    [{ input: "" }, "input"],
+    [{ input: [] }, "input"],
+    [{ input: ["a", 3] }, "input[1]"],
+    [{ input: [[1, -2]] }, "input[0]"],
+    [{ input: [99999999] }, "input"],
+    [{ input: "x", encoding_format: "hex" }, "encoding_format"],
+    [{ input: "x", dimensions: 7 }, "dimensions"],
+    [{ input: "x ".repeat(3000) }, "input"],
+  ]) {
+    await assert.rejects(client.embeddings.create({ model: "channel", ...body }), (e) => e.status === 400 && e.param === param, JSON.stringify(body).slice(0, 80));
+  }
+  await assert.rejects(client.embeddings.create({ model: "nope", input: "x" }), (e) => e.status === 404);
 });
 
 test("max_tokens, stop, seed and temperature", async () => {

@@ -127,6 +127,7 @@ int run_server(ServerConfig config) {
     send_json(res, {{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "channel"}});
   });
   register_chat_routes(http, ctx);
+  register_embedding_routes(http, ctx);
   register_session_routes(http, ctx);
   register_web_routes(http, ctx);
 

@@ -31,6 +31,7 @@ nlohmann::json parse_body(const httplib::Request& req);
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 
 void register_chat_routes(httplib::Server& http, ServerContext& ctx);
+void register_embedding_routes(httplib::Server& http, ServerContext& ctx);
 void register_session_routes(httplib::Server& http, ServerContext& ctx);
 void register_web_routes(httplib::Server& http, ServerContext& ctx);
 
