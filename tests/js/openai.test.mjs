@@ -409,8 +409,13 @@ test("named sessions: a conversation that lives on the server", async () => {
   r = await post("/v1/sessions/s1/save", {});
   assert.equal(r.status, 400, "no --data-dir: nowhere to save");
   assert.equal((await fetch(server.base + "/v1/sessions/s2", { method: "DELETE" })).status, 200);
+  for (let i = 0; i < 3; i++) await fetch(server.base + "/probe-" + i);  // paths no route serves
   const metrics = await (await fetch(server.base + "/metrics")).text();
   assert.match(metrics, /channel_completion_tokens_total \d+/);
+  // Names and unknown paths are placeholders: probing cannot grow the counters.
+  assert.match(metrics, /route="\/v1\/sessions\/\{name\}\/messages",status="404"/);
+  assert.match(metrics, /route="\(no route\)",status="404"\} [3-9]/);
+  assert.doesNotMatch(metrics, /probe-|nope/);
   assert.match(metrics, /channel_requests_total\{route="\/v1\/chat\/completions",status="200"\} \d+/);
   assert.match(metrics, /channel_named_sessions 1/);
 });

@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "model/model.h"
@@ -36,13 +37,31 @@ void on_signal(int) {
 }
 
 // The route a request matched, for metrics (no ids in labels).
+// The metrics label of a request: its route, with names and ids as placeholders, and every
+// path no route serves as one label, so that a client probing paths or names cannot grow the
+// counters without bound.
 std::string route_label(const httplib::Request& req) {
-  std::string p = req.path;
+  static const std::set<std::string> kRoutes = {"/",
+                                                "/health",
+                                                "/metrics",
+                                                "/v1/models",
+                                                "/v1/chat/completions",
+                                                "/v1/completions",
+                                                "/v1/embeddings",
+                                                "/v1/sessions",
+                                                "/v1/events"};
+  static const std::set<std::string> kSessionRoutes = {"",         "/messages", "/save",
+                                                       "/restore", "/memory",   "/probe"};
+  const std::string& p = req.path;
+  if (kRoutes.count(p)) return p;
+  if (p.rfind("/v1/models/", 0) == 0 && p.find('/', 11) == std::string::npos)
+    return "/v1/models/{id}";
   if (p.rfind("/v1/sessions/", 0) == 0) {
     const size_t slash = p.find('/', 13);
-    p = "/v1/sessions/{name}" + (slash == std::string::npos ? std::string() : p.substr(slash));
+    const std::string rest = slash == std::string::npos ? std::string() : p.substr(slash);
+    if (kSessionRoutes.count(rest)) return "/v1/sessions/{name}" + rest;
   }
-  return p;
+  return "(no route)";
 }
 
 }  // namespace
