@@ -111,6 +111,18 @@ channel_status channel_detokenize(const channel_model* model, const int32_t* tok
 /* 1 for tokens that end a reply (eos, <end_of_turn>, ...), 0 otherwise or out of range. */
 int channel_token_is_eog(const channel_model* model, int32_t token);
 
+/* ---- embeddings ---------------------------------------------------------------------- */
+
+/* The unit embedding of tokens[0..n_tokens) into out[0..n_embd): the mean of their
+ * final-norm hidden states scaled to length 1 (a leading BOS is run but not averaged), made
+ * as episodic memory makes an episode's centroid and a recall cue. Runs a contiguous
+ * session of n_tokens on the CPU with n_threads (0: one per hardware thread); the model may
+ * be shared with sessions meanwhile. CHANNEL_ERR_BUFFER when capacity < n_embd
+ * (channel_model_info), CHANNEL_ERR_ARGUMENT for no tokens of its own or an id outside the
+ * vocabulary. */
+channel_status channel_model_embed(const channel_model* model, const int32_t* tokens,
+                                   size_t n_tokens, int32_t n_threads, float* out, size_t capacity);
+
 /* ---- sessions ------------------------------------------------------------------------ */
 
 typedef struct channel_session channel_session;

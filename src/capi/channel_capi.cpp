@@ -19,6 +19,7 @@
 #include "capi/capi_internal.h"
 #include "gguf/gguf_writer.h"
 #include "gguf/model_signature.h"
+#include "memory/text_embedding.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "model/token_check.h"
@@ -285,6 +286,24 @@ channel_status channel_model_get_info(const channel_model* model, channel_model_
 }
 
 // ---- tokens ------------------------------------------------------------------------------
+
+channel_status channel_model_embed(const channel_model* model, const int32_t* tokens,
+                                   size_t n_tokens, int32_t n_threads, float* out,
+                                   size_t capacity) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require(model, "model");
+    if (n_tokens > 0) require(tokens, "tokens");
+    if (n_threads < 0) fail(CHANNEL_ERR_ARGUMENT, "n_threads must be >= 0, got {}", n_threads);
+    const size_t dim = static_cast<size_t>(model->model->hparams().n_embd);
+    require(out, "out");
+    if (capacity < dim)
+      fail(CHANNEL_ERR_BUFFER, "an embedding of {} floats does not fit a buffer of {}", dim,
+           capacity);
+    Embedder embedder(model->model, n_threads);
+    const std::vector<float> v = embedder.embed({tokens, n_tokens});
+    std::copy(v.begin(), v.end(), out);
+  });
+}
 
 channel_status channel_tokenize(const channel_model* model, const char* text, size_t text_len,
                                 int add_bos, int parse_special, int32_t* tokens, size_t capacity,

@@ -299,6 +299,26 @@ int main(int argc, char** argv) {
     small[0] = 5000;
     CHECK_ERR(CHANNEL_ERR_ARGUMENT, "outside the vocabulary",
               channel_detokenize(model, small, 1, text, sizeof text, &n_spans));
+    /* Embeddings: unit length, the same twice, too small a buffer and a bad id refused. */
+    {
+      float e1[32], e2[32];
+      double norm = 0.0;
+      int same = 1;
+      CHECK(info.n_embd == 32);
+      CHECK_OK(channel_model_embed(model, tokens, n, 1, e1, 32));
+      CHECK_OK(channel_model_embed(model, tokens, n, 0, e2, 32));
+      for (i = 0; i < 32; ++i) {
+        norm += (double)e1[i] * e1[i];
+        same = same && fabsf(e1[i] - e2[i]) < 1e-5f;
+      }
+      CHECK(fabs(norm - 1.0) < 1e-5 && same);
+      CHECK_ERR(CHANNEL_ERR_BUFFER, "does not fit",
+                channel_model_embed(model, tokens, n, 1, e1, 31));
+      CHECK_ERR(CHANNEL_ERR_ARGUMENT, "vocabulary",
+                channel_model_embed(model, small, 1, 1, e1, 32));
+      CHECK_ERR(CHANNEL_ERR_ARGUMENT, "no tokens",
+                channel_model_embed(model, tokens, 0, 1, e1, 32));
+    }
   }
 
   /* A geometry that cannot hold a window, and one too small for the sliding window. */
