@@ -155,7 +155,8 @@ const OrderedJson* resolve(const OrderedJson* root, const OrderedJson* s) {
 // Keywords that describe a schema without constraining its values.
 bool annotation(const std::string& k) {
   for (const char* a : {"title", "description", "default", "examples", "$comment", "$schema", "$id",
-                        "$defs", "definitions", "deprecated", "readOnly", "writeOnly"})
+                        "$defs", "definitions", "deprecated", "readOnly", "writeOnly",
+                        "discriminator"})  // OpenAPI's (pydantic's tagged unions): a hint
     if (k == a) return true;
   return false;
 }

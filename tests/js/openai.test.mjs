@@ -328,6 +328,55 @@ test("logprobs: chat, streamed chat and completions", async () => {
     (e) => e.status === 400 && e.param === "top_logprobs");
 });
 
+test("completions: echo scores the prompt (text or token ids); max_tokens 0 generates nothing", async () => {
+  // How evaluation harnesses score text: the prompt's own tokens' logprobs.
+  const text = "The harbour of the town";
+  const tokens = JSON.parse(execFileSync(CHANNEL, ["tokenize", text], { encoding: "utf8" }));
+  const scored = await client.completions.create({ model: "channel", prompt: tokens, echo: true, logprobs: 3, max_tokens: 0 });
+  const S = scored.choices[0].logprobs;
+  assert.equal(scored.choices[0].finish_reason, "length");
+  assert.equal(scored.usage.completion_tokens, 0);
+  assert.equal(scored.usage.prompt_tokens, tokens.length);
+  assert.equal(S.tokens.length, tokens.length, "token ids are echoed one for one");
+  assert.equal(S.token_logprobs[0], null, "the first token has no context");
+  assert.equal(S.top_logprobs[0], null);
+  for (let i = 1; i < tokens.length; i++) {
+    assert.ok(S.token_logprobs[i] < 0);
+    assert.equal(Object.keys(S.top_logprobs[i]).length, 3);
+  }
+  // The scorer (a contiguous pass over the prompt) and the ring's generation agree: the
+  // last token's alternatives are those the ring gives when it generates there.
+  const next = await client.completions.create({ model: "channel", prompt: tokens.slice(0, -1), max_tokens: 1, logprobs: 3, temperature: 0 });
+  const ring = next.choices[0].logprobs.top_logprobs[0], mine = S.top_logprobs[tokens.length - 1];
+  assert.deepEqual(Object.keys(ring).sort(), Object.keys(mine).sort());
+  for (const k of Object.keys(ring)) assert.ok(Math.abs(ring[k] - mine[k]) < 2e-3, `${k}: ${ring[k]} vs ${mine[k]}`);
+  // Text with a continuation: the prompt's tokens (not the BOS the server added), then the
+  // generated ones, offsets into the returned text.
+  const both = await client.completions.create({ model: "channel", prompt: text, echo: true, logprobs: 1, max_tokens: 2 });
+  const B = both.choices[0].logprobs;
+  assert.ok(both.choices[0].text.startsWith(text));
+  assert.equal(B.tokens.join(""), both.choices[0].text);
+  assert.equal(B.tokens.length, S.tokens.length - 1 + 2);
+  B.tokens.forEach((t, i) => assert.equal(B.text_offset[i], Buffer.byteLength(B.tokens.slice(0, i).join(""), "utf8")));
+  for (let i = 0; i < S.tokens.length - 1; i++) assert.ok(Math.abs(B.token_logprobs[i] - S.token_logprobs[i + 1]) < 1e-4);
+  // Streamed, the echo chunk carries the prompt's entries.
+  const stream = await client.completions.create({ model: "channel", prompt: text, echo: true, logprobs: 1, max_tokens: 2, stream: true });
+  const streamed = [];
+  for await (const c of stream) if (c.choices[0]?.logprobs) streamed.push(...c.choices[0].logprobs.tokens);
+  assert.deepEqual(streamed, B.tokens);
+  for (const [body, param] of [
+    [{ prompt: [1, 99999999] }, "prompt"],
+    [{ prompt: ["a", "b"] }, "prompt"],
+    [{ prompt: [[1, 2], [3]] }, "prompt"],
+    [{ prompt: [1.5] }, "prompt"],
+    [{ prompt: "x", max_tokens: -1 }, "max_tokens"],
+  ]) {
+    await assert.rejects(client.completions.create({ model: "channel", ...body }), (e) => e.status === 400 && e.param === param, JSON.stringify(body));
+  }
+  await assert.rejects(client.chat.completions.create({ model: "channel", max_tokens: 0, messages: [{ role: "user", content: "hi" }] }),
+    (e) => e.status === 400 && e.param === "max_tokens", "a chat reply needs a token");
+});
+
 test("logit_bias and the presence / frequency penalties", async () => {
   const ask = { model: "channel", messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }] };
   const digits = ids("4789");

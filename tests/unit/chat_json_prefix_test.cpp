@@ -191,6 +191,17 @@ TEST(JsonSchemaPrefix, FollowsReferencesAndBranches) {
            {R"({"tree": {"kids": [{"kids": [{"leaf")", R"({"tree": {"kids": [{"kids": [{")"}}) {
     EXPECT_EQ(accepted_prefix(kOrder, text), ok.size()) << text;
   }
+  // pydantic's tagged union: oneOf beside a discriminator (a hint) still picks a branch.
+  const OrderedJson tagged = OrderedJson::parse(R"({"type": "object", "properties": {"pet":
+      {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+       "discriminator": {"propertyName": "kind"}}}, "required": ["pet"],
+      "additionalProperties": false,
+      "$defs": {"Cat": {"type": "object", "properties": {"kind": {"const": "cat"}},
+                        "required": ["kind"], "additionalProperties": false},
+                "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}},
+                        "required": ["kind"], "additionalProperties": false}}})");
+  EXPECT_EQ(accepted_prefix(tagged, R"({"pet": {"kind": "dog")"),
+            std::string(R"({"pet": {"kind": ")").size());  // the first branch: a cat
   // A root that is a reference (zod-to-json-schema's "$ref" + "definitions").
   const OrderedJson by_ref = OrderedJson::parse(R"({"$ref": "#/definitions/A",
       "definitions": {"A": {"type": "object", "properties": {"a": {"type": "boolean"}},

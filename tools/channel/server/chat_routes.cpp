@@ -6,6 +6,7 @@
 
 #include "chat/json_prefix.h"
 #include "model/model.h"
+#include "runtime/prompt_scoring.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -164,20 +165,49 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
   });
 }
 
-// /v1/completions: the prompt is plain text fed to a fresh ring (BOS first when the model
-// wants one), no chat template.
+// /v1/completions: the prompt (text, BOS first when the model wants one, or token ids as
+// given) is fed to a fresh ring, no chat template. With echo and logprobs the prompt's own
+// tokens are scored too (runtime/prompt_scoring.h); max_tokens 0 generates nothing.
 void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   const CompletionRequest req =
       parse_completion_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
   check_model(ctx, req.params);
   const Tokenizer& tok = ctx.config.model->tokenizer();
-  std::vector<int32_t> ids = tok.encode(req.prompt, tok.add_bos_default(), true);
-  if (ids.empty()) bad_request("the prompt is empty", "prompt");
+  std::vector<int32_t> ids;
+  std::string prompt;       // what echo returns
+  size_t first_echoed = 0;  // a BOS this server added is run, not echoed
+  if (req.prompt_is_ids) {
+    ids = req.prompt_ids;
+    const int32_t n_vocab = ctx.config.model->hparams().n_vocab;
+    for (const int32_t t : ids)
+      if (t >= n_vocab)
+        bad_request("token " + std::to_string(t) + " is outside the vocabulary (" +
+                        std::to_string(n_vocab) + " tokens)",
+                    "prompt");
+    prompt = tok.decode(ids);
+  } else {
+    ids = tok.encode(req.prompt, tok.add_bos_default(), true);
+    prompt = req.prompt;
+    if (tok.add_bos_default() && !ids.empty() && ids[0] == tok.bos_id()) first_echoed = 1;
+  }
+  if (ids.size() <= first_echoed) bad_request("the prompt is empty", "prompt");
   check_prompt_length(ctx, ids.size());
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
-  auto stream = std::make_shared<StreamSession>(ctx.config.model, ctx.config.chat.ring, req.params.sampling);
-  stream->seal();
-  stream->feed(SpanType::user, ids);
+  json prompt_logprobs = nullptr;
+  if (req.echo && req.params.logprobs >= 0)
+    prompt_logprobs = prompt_completion_logprobs(
+        tok, ids,
+        score_prompt(ctx.config.model, ids, static_cast<size_t>(req.params.logprobs),
+                     ctx.config.chat.ring.n_threads),
+        first_echoed);
+  const bool generate = req.params.max_tokens > 0;  // 0: the prompt alone, no ring
+  std::shared_ptr<StreamSession> stream;
+  if (generate) {
+    stream = std::make_shared<StreamSession>(ctx.config.model, ctx.config.chat.ring,
+                                             req.params.sampling);
+    stream->seal();
+    stream->feed(SpanType::user, ids);
+  }
   ctx.metrics.prompt_tokens += ids.size();
   ResponseMeta meta = new_meta("cmpl", ctx.config.model_id);
   meta.prompt_tokens = ids.size();
@@ -188,7 +218,7 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
   o.json_schema = req.params.json_schema;
   // Offsets count from the start of the returned text (after the prompt when it is echoed).
   auto lp = std::make_shared<StreamedLogprobs>(tok, req.params.logprobs, false,
-                                               req.echo ? req.prompt.size() : 0);
+                                               req.echo ? prompt.size() : 0);
   o.logprobs = lp->top();
   o.logprobs_out = lp->entries();
   const auto body = [meta](const std::string& text, const json& finish, bool with_usage, uint64_t n,
@@ -204,22 +234,27 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
     if (with_usage) j["usage"] = usage_json(meta.prompt_tokens, n);
     return j;
   };
+  const auto run = [stream, generate](const ReplyOptions& options) {
+    return generate ? run_generation(*stream, options, {}) : GenerationResult{};
+  };
   if (!req.params.stream) {
-    const GenerationResult g = run_generation(*stream, o, {});
+    const GenerationResult g = run(o);
     ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
-    send_json(res, body((req.echo ? req.prompt : "") + g.text, openai_finish(g.finish), true,
-                        g.n_tokens, lp->whole(g.text.size())));
+    json logprobs = lp->whole(g.text.size());
+    if (!prompt_logprobs.is_null())
+      logprobs = joined_completion_logprobs(prompt_logprobs, logprobs);
+    send_json(res, body((req.echo ? prompt : "") + g.text, openai_finish(g.finish), true,
+                        g.n_tokens, logprobs));
     return;
   }
   ++ctx.metrics.streams;
   const bool echo = req.echo;
-  const std::string prompt = req.prompt;
   res.set_chunked_content_provider(
-      "text/event-stream", [&ctx, stream, lease, o, meta, body, echo, prompt, lp](
+      "text/event-stream", [&ctx, run, lease, o, meta, body, echo, prompt, prompt_logprobs, lp](
                                size_t, httplib::DataSink& sink) mutable {
         bool alive = true;
         if (echo) {
-          const std::string c = sse(body(prompt, nullptr, false, 0, nullptr));
+          const std::string c = sse(body(prompt, nullptr, false, 0, prompt_logprobs));
           alive = sink.write(c.data(), c.size());
         }
         o.on_text = [&](std::string_view text) {
@@ -227,7 +262,7 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
           const std::string c = sse(body(std::string(text), nullptr, false, 0, lp->next()));
           return alive = alive && sink.write(c.data(), c.size());
         };
-        const GenerationResult g = run_generation(*stream, o, {});
+        const GenerationResult g = run(o);
         ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
         lease->release();
         if (!alive) {

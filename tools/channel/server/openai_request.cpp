@@ -1,6 +1,8 @@
 // Parsing OpenAI request bodies (openai_request.h).
 #include "server/openai_request.h"
 
+#include <cstdint>
+
 #include "chat/json_prefix.h"
 #include "chat/system_prompt.h"
 #include "server/api_error.h"
@@ -63,7 +65,10 @@ ToolCall parse_tool_call(const json& c, const std::string& param) {
   return t;
 }
 
-GenerationParams parse_params(const json& body, const SamplerConfig& defaults, int default_max_tokens) {
+// min_tokens: the least max_tokens a request may ask for (1, or 0 for a completion that
+// only echoes and scores its prompt).
+GenerationParams parse_params(const json& body, const SamplerConfig& defaults,
+                              int default_max_tokens, int min_tokens = 1) {
   GenerationParams p;
   p.sampling = defaults;
   p.max_tokens = default_max_tokens;
@@ -85,8 +90,11 @@ GenerationParams parse_params(const json& body, const SamplerConfig& defaults, i
   }
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
     if (const json* v = field(body, name)) {
-      if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > (1 << 20))
-        bad_request(std::string(name) + " must be an integer from 1 to 1048576", name);
+      if (!v->is_number_integer() || v->get<int64_t>() < min_tokens ||
+          v->get<int64_t>() > (1 << 20))
+        bad_request(std::string(name) + " must be an integer from " + std::to_string(min_tokens) +
+                        " to 1048576",
+                    name);
       p.max_tokens = static_cast<int>(v->get<int64_t>());
     }
   }
@@ -289,15 +297,24 @@ CompletionRequest parse_completion_request(const json& body, const SamplerConfig
                                            int default_max_tokens) {
   if (!body.is_object()) bad_request("the body must be a JSON object");
   CompletionRequest r;
-  r.params = parse_params(body, defaults, default_max_tokens);
+  r.params = parse_params(body, defaults, default_max_tokens, 0);
   const json* p = field(body, "prompt");
   if (!p) bad_request("prompt is required", "prompt");
-  if (p->is_string()) {
-    r.prompt = p->get<std::string>();
-  } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
-    r.prompt = (*p)[0].get<std::string>();
+  // A string, token ids, or a list of one of either (several prompts: several requests).
+  const json* one = p->is_array() && p->size() == 1 && !(*p)[0].is_number() ? &(*p)[0] : p;
+  if (one->is_string()) {
+    r.prompt = one->get<std::string>();
+  } else if (one->is_array() && !one->empty() && (*one)[0].is_number()) {
+    r.prompt_is_ids = true;
+    for (const json& t : *one) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+        bad_request("a token id must be a non-negative integer", "prompt");
+      r.prompt_ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+  } else if (p->is_array() && p->size() > 1) {
+    bad_request("one prompt per request (send each prompt as its own request)", "prompt");
   } else {
-    bad_request("prompt must be a string", "prompt");
+    bad_request("prompt must be a string or a list of token ids", "prompt");
   }
   if (const json* e = field(body, "echo")) {
     if (!e->is_boolean()) bad_request("echo must be a boolean", "echo");

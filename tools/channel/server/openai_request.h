@@ -39,8 +39,11 @@ struct ChatRequest {
 };
 
 struct CompletionRequest {
-  GenerationParams params;
+  GenerationParams params;  // max_tokens may be 0 here: the prompt alone (echo, logprobs)
   std::string prompt;
+  // The prompt given as token ids (run as they are, no BOS added) instead of text.
+  bool prompt_is_ids = false;
+  std::vector<int32_t> prompt_ids;
   bool echo = false;
 };
 

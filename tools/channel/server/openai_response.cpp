@@ -98,6 +98,39 @@ json completion_logprobs(const Tokenizer& tok, std::span<const ReplyLogprob> ent
           {"text_offset", offsets}};
 }
 
+json prompt_completion_logprobs(const Tokenizer& tok, std::span<const int32_t> ids,
+                                std::span<const StepLogprobs> scores, size_t first) {
+  json tokens = json::array(), logprobs = json::array(), tops = json::array(),
+       offsets = json::array();
+  size_t offset = 0;
+  for (size_t i = first; i < ids.size(); ++i) {
+    const std::string piece = tok.token_to_piece(ids[i], false);
+    tokens.push_back(piece);
+    if (i == 0) {
+      logprobs.push_back(nullptr);
+      tops.push_back(nullptr);
+    } else {
+      logprobs.push_back(scores[i].logprob);
+      json top = json::object();
+      for (const auto& [id, lp] : scores[i].top) top[tok.token_to_piece(id, false)] = lp;
+      tops.push_back(top);
+    }
+    offsets.push_back(offset);
+    offset += piece.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", logprobs},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
+json joined_completion_logprobs(json a, const json& b) {
+  if (b.is_null()) return a;
+  for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    for (const json& x : b[k]) a[k].push_back(x);
+  return a;
+}
+
 json chat_completion(const ResponseMeta& m, const ChatReply& reply, const json& logprobs) {
   json message = {{"role", "assistant"}};
   if (reply.parsed.tool_calls.empty()) {

@@ -38,6 +38,13 @@ nlohmann::json chat_logprobs(const Tokenizer& tok, std::span<const ReplyLogprob>
 // logprob}], "text_offset"}, of the same entries; offsets from `base` (an echoed prompt).
 nlohmann::json completion_logprobs(const Tokenizer& tok, std::span<const ReplyLogprob> entries,
                                    size_t text_end, size_t base);
+// The same arrays for an echoed prompt's tokens ids[first..] (an added BOS is run, not
+// echoed): offsets from 0; the prompt's first token has no context (scores[0]), so its
+// logprob and alternatives are null (OpenAI's legacy echo).
+nlohmann::json prompt_completion_logprobs(const Tokenizer& tok, std::span<const int32_t> ids,
+                                          std::span<const StepLogprobs> scores, size_t first);
+// a's arrays followed by b's (b null: a as it is).
+nlohmann::json joined_completion_logprobs(nlohmann::json a, const nlohmann::json& b);
 // A streamed reply's logprobs (chat or completions form), handed out chunk by chunk: each
 // chunk carries the tokens whose text begins before the end of what was streamed so far.
 // Off (top < 0): every call gives null and entries() is not filled.
