@@ -1,9 +1,9 @@
 // libFuzzer target for `channel serve`'s request parsing (server/openai_request.h): a JSON
-// body (byte 0 picks chat completions, completions, or a named session's messages and
-// embeddings; the rest is the body) either parses or is refused with an ApiError (a 4xx naming the
-// field), never another exception (a 500) or a crash; what parses makes a valid sampler. A
-// json_schema then checks the last message's text as a reply, piece by piece (JsonPrefix with a
-// schema).
+// body (byte 0 picks chat completions, completions, or a named session's messages,
+// embeddings and responses; the rest is the body) either parses or is refused with an ApiError (a
+// 4xx naming the field), never another exception (a 500) or a crash; what parses makes a valid
+// sampler. A json_schema then checks the last message's text as a reply, piece by piece (JsonPrefix
+// with a schema).
 #include <cstddef>
 #include <cstdint>
 
@@ -15,6 +15,7 @@
 #include "server/embedding_request.h"
 #include "server/json_depth.h"
 #include "server/openai_request.h"
+#include "server/responses_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace channel;
@@ -55,6 +56,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (r.inputs.empty() || r.inputs.size() > kMaxEmbeddingInputs) __builtin_trap();
           for (const EmbeddingInput& in : r.inputs)
             if (in.is_text ? in.text.empty() : in.ids.empty()) __builtin_trap();
+        } catch (const ApiError& e) {
+          if (e.status < 400 || e.status >= 500) __builtin_trap();
+        }
+        try {  // a Responses body, continuing a conversation of one assistant call
+          const nlohmann::json previous = nlohmann::json::parse(
+              R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": null,
+                  "tool_calls": [{"id": "call_1", "type": "function",
+                                  "function": {"name": "f", "arguments": "{}"}}]}])");
+          const ResponsesRequest r = parse_responses_request(body, previous, defaults, 256);
+          Sampler sampler(r.chat.params.sampling);
+          if (r.chat.messages.empty()) __builtin_trap();
         } catch (const ApiError& e) {
           if (e.status < 400 || e.status >= 500) __builtin_trap();
         }

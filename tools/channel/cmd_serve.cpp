@@ -63,6 +63,10 @@ const CommandRegistrar registrar{
       sub.add_option("--max-sessions", s.max_sessions, "Named sessions held (429 beyond)")
           ->check(integer_in(0, 1 << 16))
           ->capture_default_str();
+      sub.add_option("--max-stored-responses", s.max_stored_responses,
+                     "/v1/responses kept in memory for previous_response_id (the newest)")
+          ->check(integer_in(0, 1 << 20))
+          ->capture_default_str();
       sub.add_option("--http-threads", s.http_threads, "Connections served at once")
           ->check(integer_in(2, 4096))
           ->capture_default_str();

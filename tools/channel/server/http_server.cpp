@@ -147,6 +147,7 @@ int run_server(ServerConfig config) {
   });
   register_chat_routes(http, ctx);
   register_embedding_routes(http, ctx);
+  register_responses_routes(http, ctx);
   register_session_routes(http, ctx);
   register_web_routes(http, ctx);
 

@@ -21,6 +21,7 @@ struct ServerConfig {
   int max_prompt_tokens = 16384;    // 400 context_length_exceeded beyond
   int max_concurrent = 8;           // generations at once; 503 beyond
   int max_sessions = 16;            // named sessions; 429 beyond
+  size_t max_stored_responses = 256;  // /v1/responses kept (the newest) for previous_response_id
   int http_threads = 16;            // connections served at once
   int default_max_tokens = 256;
   std::string model_id = "channel";  // what /v1/models lists and requests name

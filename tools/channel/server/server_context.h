@@ -9,6 +9,7 @@
 #include "server/event_bus.h"
 #include "server/generation_slots.h"
 #include "server/metrics.h"
+#include "server/response_store.h"
 #include "server/server_config.h"
 #include "server/session_registry.h"
 
@@ -18,12 +19,14 @@ struct ServerContext {
   explicit ServerContext(ServerConfig c)
       : config(std::move(c)),
         sessions(config, metrics, events),
-        slots(config.max_concurrent, metrics) {}
+        slots(config.max_concurrent, metrics),
+        responses(config.max_stored_responses) {}
   ServerConfig config;
   Metrics metrics;
   EventBus events;
   SessionRegistry sessions;
   GenerationSlots slots;
+  ResponseStore responses;  // /v1/responses kept for previous_response_id
 };
 
 // The request body as JSON: 400 for malformed JSON or one nested too deep (json_depth.h).
@@ -32,6 +35,7 @@ void send_json(httplib::Response& res, const nlohmann::json& body, int status = 
 
 void register_chat_routes(httplib::Server& http, ServerContext& ctx);
 void register_embedding_routes(httplib::Server& http, ServerContext& ctx);
+void register_responses_routes(httplib::Server& http, ServerContext& ctx);
 void register_session_routes(httplib::Server& http, ServerContext& ctx);
 void register_web_routes(httplib::Server& http, ServerContext& ctx);
 

@@ -1,0 +1,316 @@
+// /v1/responses (OpenAI's Responses API) over the chat machinery: the request is read as a
+// chat completion (responses_request.h) and replied to on a fresh ring; the reply becomes
+// output items (an assistant message of output_text, function_call items). With "stream":
+// true the typed events go out as SSE (response.created ... response.completed, no [DONE]).
+// Responses are kept (store, the default) for previous_response_id and GET/DELETE
+// /v1/responses/{id}, the newest --max-stored-responses of them, in memory.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "chat/chat_formatter.h"
+#include "server/api_error.h"
+#include "server/prepared_chat.h"
+#include "server/response_store.h"
+#include "server/responses_request.h"
+#include "server/server_context.h"
+
+namespace channel::server {
+namespace {
+
+using nlohmann::json;
+
+// OpenAI's id style: prefix_hex.
+std::string new_id(const char* prefix) {
+  std::string id = new_meta(prefix, "").id;
+  std::replace(id.begin(), id.end(), '-', '_');
+  return id;
+}
+
+json usage(uint64_t input, uint64_t output) {
+  return {{"input_tokens", input},
+          {"input_tokens_details", {{"cached_tokens", 0}}},
+          {"output_tokens", output},
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", input + output}};
+}
+
+// A float setting as the request wrote it (0.95, not 0.949999988).
+double setting(float x) {
+  return std::round(static_cast<double>(x) * 1e6) / 1e6;
+}
+
+json output_text(const std::string& text) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
+}
+
+json message_item(const std::string& id, const std::string& status, json content) {
+  return {{"id", id},
+          {"type", "message"},
+          {"role", "assistant"},
+          {"status", status},
+          {"content", std::move(content)}};
+}
+
+json call_item(const std::string& id, const std::string& call_id, const std::string& name,
+               const std::string& args) {
+  return {{"id", id},     {"type", "function_call"}, {"status", "completed"}, {"call_id", call_id},
+          {"name", name}, {"arguments", args}};
+}
+
+// One response being made: its request, ids and, once replied, its output.
+struct Responding {
+  ResponsesRequest req;
+  std::unique_ptr<PreparedChat> chat;
+  std::string id, message_id;
+  int64_t created = 0;
+
+  json object(const std::string& status, const json& output, const json& use) const {
+    json o = {{"id", id},
+              {"object", "response"},
+              {"created_at", created},
+              {"status", status},
+              {"error", nullptr},
+              {"incomplete_details", nullptr},
+              {"instructions", req.instructions.empty() ? json(nullptr) : json(req.instructions)},
+              {"max_output_tokens", req.max_output_tokens},
+              {"model", chat->meta.model},
+              {"output", output},
+              {"parallel_tool_calls", true},
+              {"previous_response_id",
+               req.previous_response_id.empty() ? json(nullptr) : json(req.previous_response_id)},
+              {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+              {"store", req.store},
+              {"temperature", setting(req.chat.params.sampling.temperature)},
+              {"text", req.text},
+              {"tool_choice", req.tool_choice},
+              {"tools", req.tools},
+              {"top_p", setting(req.chat.params.sampling.top_p)},
+              {"truncation", "disabled"},
+              {"usage", use},
+              {"user", nullptr},
+              {"metadata", req.metadata}};
+    if (status == "incomplete") o["incomplete_details"] = {{"reason", "max_output_tokens"}};
+    return o;
+  }
+};
+
+struct Finished {
+  json output = json::array();
+  json calls = json::array();  // the reply's calls in chat form (for the stored conversation)
+  std::string status;
+};
+
+Finished finish(const Responding& r, const ChatReply& reply) {
+  Finished f;
+  const bool cut = reply.finish == FinishReason::length;
+  f.status = cut ? "incomplete" : "completed";
+  const std::string& text = reply.parsed.content;
+  if (!text.empty() || reply.parsed.tool_calls.empty())
+    f.output.push_back(message_item(r.message_id, f.status, json::array({output_text(text)})));
+  for (const ToolCall& c : reply.parsed.tool_calls) {
+    const std::string call_id = new_id("call");
+    const std::string args = c.arguments.dump();
+    f.output.push_back(call_item(new_id("fc"), call_id, c.name, args));
+    f.calls.push_back({{"id", call_id},
+                       {"type", "function"},
+                       {"function", {{"name", c.name}, {"arguments", args}}}});
+  }
+  return f;
+}
+
+void keep(ServerContext& ctx, const Responding& r, const json& object, const ChatReply& reply,
+          const Finished& f) {
+  if (!r.req.store) return;
+  json conversation = r.req.conversation;
+  json said = {
+      {"role", "assistant"},
+      {"content", reply.parsed.content.empty() && !f.calls.empty() ? json(nullptr)
+                                                                   : json(reply.parsed.content)}};
+  if (!f.calls.empty()) said["tool_calls"] = f.calls;
+  conversation.push_back(said);
+  ctx.responses.put({r.id, object, std::move(conversation)});
+}
+
+std::string event(json e, uint64_t& seq) {
+  e["sequence_number"] = seq++;
+  return "event: " + e["type"].get<std::string>() +
+         "\ndata: " + e.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+void create_response(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  const json body = parse_body(http_req);
+  json previous = json::array();
+  if (const std::string prev = previous_response_id(body); !prev.empty()) {
+    const auto stored = ctx.responses.get(prev);
+    if (!stored)
+      throw ApiError(404,
+                     "no stored response '" + prev + "' (this server keeps the newest " +
+                         std::to_string(ctx.config.max_stored_responses) + ")",
+                     "previous_response_id", "response_not_found");
+    previous = stored->conversation;
+  }
+  auto r = std::make_shared<Responding>();
+  r->req = parse_responses_request(body, previous, ctx.config.chat.sampling,
+                                   ctx.config.default_max_tokens);
+  auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
+  r->chat = prepare_chat(ctx, r->req.chat, "resp");
+  r->id = new_id("resp");
+  r->message_id = new_id("msg");
+  r->created = r->chat->meta.created;
+  if (!r->req.chat.params.stream) {
+    const ChatReply reply = r->chat->chat->reply(r->chat->options);
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    const Finished f = finish(*r, reply);
+    const json object =
+        r->object(f.status, f.output, usage(r->chat->meta.prompt_tokens, reply.n_tokens));
+    keep(ctx, *r, object, reply, f);
+    send_json(res, object);
+    return;
+  }
+  ++ctx.metrics.streams;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [&ctx, r, lease](size_t,
+                                                                         httplib::DataSink& sink) {
+    uint64_t seq = 0;
+    bool alive = true;
+    const auto send = [&](const std::string& s) {
+      return alive = alive && sink.write(s.data(), s.size());
+    };
+    send(event({{"type", "response.created"},
+                {"response", r->object("in_progress", json::array(), nullptr)}},
+               seq));
+    send(event({{"type", "response.in_progress"},
+                {"response", r->object("in_progress", json::array(), nullptr)}},
+               seq));
+    const json where = {{"item_id", r->message_id}, {"output_index", 0}, {"content_index", 0}};
+    const auto opened = [&] {
+      send(event({{"type", "response.output_item.added"},
+                  {"output_index", 0},
+                  {"item", message_item(r->message_id, "in_progress", json::array())}},
+                 seq));
+      json e = where;
+      e["type"] = "response.content_part.added";
+      e["part"] = output_text("");
+      send(event(e, seq));
+    };
+    // Without tools the text streams as it comes: leading blanks dropped and trailing ones
+    // held back, so that the deltas add up to the final (trimmed) text.
+    const bool live = !r->chat->tools_offered;
+    bool started = false;
+    std::string held;
+    ReplyOptions o = r->chat->options;
+    o.on_text = [&](std::string_view text) {
+      if (!live || !alive) return alive;
+      std::string t = held + std::string(text);
+      if (!started) {
+        const size_t b = t.find_first_not_of(" \n\t\r");
+        if (b == std::string::npos) return alive;
+        t.erase(0, b);
+        started = true;
+        opened();
+      }
+      const size_t e = t.find_last_not_of(" \n\t\r");
+      held = t.substr(e + 1);
+      t.resize(e + 1);
+      if (!t.empty()) {
+        json d = where;
+        d["type"] = "response.output_text.delta";
+        d["delta"] = t;
+        send(event(d, seq));
+      }
+      return alive;
+    };
+    ChatReply reply;
+    try {
+      reply = r->chat->chat->reply(o);
+    } catch (const std::exception& e) {
+      lease->release();
+      send(event(
+          {{"type", "error"}, {"code", "server_error"}, {"message", e.what()}, {"param", nullptr}},
+          seq));
+      sink.done();
+      return true;
+    }
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    lease->release();
+    if (!alive) {
+      ++ctx.metrics.disconnects;
+      sink.done();
+      return false;
+    }
+    const Finished f = finish(*r, reply);
+    for (size_t i = 0; i < f.output.size(); ++i) {
+      const json& item = f.output[i];
+      if (item["type"] == "message") {
+        const std::string text = item["content"][0]["text"];
+        if (!started) {  // not streamed (tools offered, or no text): whole now
+          opened();
+          if (!text.empty()) {
+            json d = where;
+            d["type"] = "response.output_text.delta";
+            d["delta"] = text;
+            send(event(d, seq));
+          }
+        }
+        json done = where;
+        done["type"] = "response.output_text.done";
+        done["text"] = text;
+        send(event(done, seq));
+        json part = where;
+        part["type"] = "response.content_part.done";
+        part["part"] = output_text(text);
+        send(event(part, seq));
+      } else {
+        json added = item;
+        added["arguments"] = "";
+        added["status"] = "in_progress";
+        send(event({{"type", "response.output_item.added"}, {"output_index", i}, {"item", added}},
+                   seq));
+        const json at = {{"item_id", item["id"]}, {"output_index", i}};
+        json d = at;
+        d["type"] = "response.function_call_arguments.delta";
+        d["delta"] = item["arguments"];
+        send(event(d, seq));
+        json done = at;
+        done["type"] = "response.function_call_arguments.done";
+        done["arguments"] = item["arguments"];
+        send(event(done, seq));
+      }
+      send(
+          event({{"type", "response.output_item.done"}, {"output_index", i}, {"item", item}}, seq));
+    }
+    const json object =
+        r->object(f.status, f.output, usage(r->chat->meta.prompt_tokens, reply.n_tokens));
+    keep(ctx, *r, object, reply, f);
+    send(event({{"type", f.status == "completed" ? "response.completed" : "response.incomplete"},
+                {"response", object}},
+               seq));
+    sink.done();
+    return true;
+  });
+}
+
+}  // namespace
+
+void register_responses_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Post("/v1/responses", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    create_response(ctx, req, res);
+  });
+  const std::string one = R"(/v1/responses/([A-Za-z0-9_-]{1,128}))";
+  http.Get(one, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const auto stored = ctx.responses.get(req.matches[1]);
+    if (!stored)
+      throw ApiError(404, "no stored response '" + std::string(req.matches[1]) + "'", "",
+                     "response_not_found");
+    send_json(res, stored->response);
+  });
+  http.Delete(one, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (!ctx.responses.remove(id))
+      throw ApiError(404, "no stored response '" + id + "'", "", "response_not_found");
+    send_json(res, {{"id", id}, {"object", "response"}, {"deleted", true}});
+  });
+}
+
+}  // namespace channel::server
