@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 namespace channel {
 namespace {
@@ -176,6 +178,84 @@ const OrderedJson* branches_of(const OrderedJson* s) {
   return out;
 }
 
+// A number schema's bounds: minimum / maximum, exclusiveMinimum / exclusiveMaximum (as
+// numbers, or draft 4's booleans beside minimum / maximum).
+struct Bounds {
+  double lo = -HUGE_VAL, hi = HUGE_VAL;
+  bool lo_open = false, hi_open = false;
+  bool any() const { return lo != -HUGE_VAL || hi != HUGE_VAL; }
+};
+
+Bounds bounds_of(const OrderedJson* s) {
+  Bounds b;
+  const auto num = [&](const char* k) {
+    const OrderedJson* v = keyword(s, k);
+    return v && v->is_number() ? v : nullptr;
+  };
+  const auto flag = [&](const char* k) {
+    const OrderedJson* v = keyword(s, k);
+    return v && v->is_boolean() && v->get<bool>();
+  };
+  if (const OrderedJson* v = num("minimum")) {
+    b.lo = v->get<double>();
+    b.lo_open = flag("exclusiveMinimum");
+  }
+  if (const OrderedJson* v = num("maximum")) {
+    b.hi = v->get<double>();
+    b.hi_open = flag("exclusiveMaximum");
+  }
+  if (const OrderedJson* v = num("exclusiveMinimum"); v && v->get<double>() >= b.lo) {
+    b.lo = v->get<double>();
+    b.lo_open = true;
+  }
+  if (const OrderedJson* v = num("exclusiveMaximum"); v && v->get<double>() <= b.hi) {
+    b.hi = v->get<double>();
+    b.hi_open = true;
+  }
+  return b;
+}
+
+bool within(double v, const Bounds& b) {
+  return (b.lo_open ? v > b.lo : v >= b.lo) && (b.hi_open ? v < b.hi : v <= b.hi);
+}
+
+// Can the number being written (`text`, no exponent: bounds refuse one) still end within the
+// bounds? Its digits so far leave the magnitude in ranges: "12" is 12 itself or 120-129,
+// 1200-1299, ... (an integer), or [12, 13], [120, 130], ... (a number, with a fraction);
+// "1.5" is [1.5, 1.6]; "0" cannot grow; "-" is any negative. One range must meet the bounds.
+bool can_end_within(const std::string& text, bool integer, const Bounds& b) {
+  const bool neg = !text.empty() && text[0] == '-';
+  const std::string body = text.substr(neg ? 1 : 0);
+  const size_t dot = body.find('.');
+  const std::string digits = body.substr(0, dot);
+  const auto meets = [&](double lo, double hi) {  // magnitudes [lo, hi], signed, against b
+    const double a = neg ? -hi : lo, z = neg ? -lo : hi;
+    return (b.hi_open ? a < b.hi : a <= b.hi) && (b.lo_open ? z > b.lo : z >= b.lo);
+  };
+  if (digits.empty()) return !neg || meets(0, HUGE_VAL);
+  if (dot != std::string::npos) {
+    const double v = std::strtod(body.c_str(), nullptr);
+    const size_t frac = body.size() - dot - 1;
+    return meets(v, v + std::pow(10.0, -static_cast<double>(frac)));
+  }
+  const double one = integer ? 0.0 : 1.0;  // a number may still take a fraction
+  if (digits == "0") return meets(0, one);
+  const double d = std::strtod(digits.c_str(), nullptr);
+  const double far = std::max(std::fabs(b.lo), std::fabs(b.hi));
+  for (double scale = 1; scale < 1e300; scale *= 10) {
+    const double lo = d * scale, hi = (d + 1) * scale - (integer ? 1 : 0);
+    if (meets(lo, hi)) return true;
+    if (lo > far) break;  // only larger from here
+  }
+  return false;
+}
+
+// A string schema's minLength / maxLength in characters (0 / no bound without them).
+size_t length_bound(const OrderedJson* s, const char* name, size_t none) {
+  const OrderedJson* b = keyword(s, name);
+  return b && b->is_number_unsigned() ? b->get<size_t>() : none;
+}
+
 // Can a value of schema `s` (references followed, no branches) start with `c`?
 bool starts_as(const OrderedJson* s, char c) {
   OrderedJson scratch;
@@ -189,9 +269,13 @@ bool starts_as(const OrderedJson* s, char c) {
   }
   if (c == '"')
     return has_type(s, "string") &&
+           length_bound(s, "minLength", 0) <= length_bound(s, "maxLength", SIZE_MAX) &&
            (!e || enum_has(e, [](const OrderedJson& x) { return x.is_string(); }));
   if (c == '-' || (c >= '0' && c <= '9')) {
-    if (!has_type(s, "number") && !has_type(s, "integer")) return false;
+    const bool number = has_type(s, "number");
+    if (!number && !has_type(s, "integer")) return false;
+    if (const Bounds b = bounds_of(s); b.any() && !can_end_within(std::string(1, c), !number, b))
+      return false;
     return !e ||
            enum_has(e, [&](const OrderedJson& x) { return x.is_number() && x.dump()[0] == c; });
   }
@@ -274,6 +358,17 @@ std::string shape_problem(const OrderedJson& root, const OrderedJson& s, const s
       return at + "." + k + ": must be a non-negative integer";
   if (item_bound(&s, "minItems", 0) > item_bound(&s, "maxItems", SIZE_MAX))
     return at + ": minItems is above maxItems";
+  for (const char* k : {"minLength", "maxLength"})
+    if (const auto n = s.find(k); n != s.end() && !n->is_number_unsigned())
+      return at + "." + k + ": must be a non-negative integer";
+  if (length_bound(&s, "minLength", 0) > length_bound(&s, "maxLength", SIZE_MAX))
+    return at + ": minLength is above maxLength";
+  for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+    if (const auto n = s.find(k);
+        n != s.end() && !n->is_number() && !(n->is_boolean() && k[0] == 'e'))
+      return at + "." + k + ": must be a number";
+  if (const Bounds b = bounds_of(&s); b.lo > b.hi || (b.lo == b.hi && (b.lo_open || b.hi_open)))
+    return at + ": no number lies within its minimum and maximum";
   if (const auto t = s.find("type"); t != s.end()) {
     bool ok = t->is_string();
     if (t->is_array()) {
@@ -384,7 +479,10 @@ bool JsonPrefix::string_choices(std::vector<std::string>& out) const {
 
 // A character inside a string (not its closing quote): a constrained string must stay a
 // prefix of one of its choices; a key is kept to find its value's schema.
-bool JsonPrefix::string_char(char c) {
+bool JsonPrefix::string_char(char c, bool starts_character) {
+  if (!string_is_key_ && starts_character &&
+      ++string_chars_ > length_bound(value_schema_, "maxLength", SIZE_MAX))
+    return false;  // a character over maxLength (an escape counts as one)
   std::vector<std::string> choices;
   if (!string_choices(choices)) {
     if (string_is_key_) text_ += c;
@@ -407,6 +505,7 @@ bool JsonPrefix::start_value(char c) {
     value_schema_ = c == '[' ? items_of(s) : nullptr;
   } else if (c == '"') {
     text_.clear();
+    string_chars_ = 0;
   } else if (c == '-' || (c >= '0' && c <= '9')) {
     integer_ = !has_type(s, "number");
   }
@@ -428,6 +527,10 @@ bool JsonPrefix::end_number() {
   if (number_.empty()) return true;
   if (!valid_number(number_)) return false;
   if (schema_ && !enum_number(value_schema_, number_, true)) return false;
+  if (schema_) {
+    const Bounds b = bounds_of(value_schema_);
+    if (b.any() && !within(std::strtod(number_.c_str(), nullptr), b)) return false;
+  }
   number_.clear();
   expect_ = Expect::comma_or_end;
   return true;
@@ -436,6 +539,7 @@ bool JsonPrefix::end_number() {
 // The closing quote of a string under a schema: a constrained one is whole; a key is noted,
 // and never twice in one object (an open object's key may still grow into another).
 bool JsonPrefix::end_string() {
+  if (!string_is_key_ && string_chars_ < length_bound(value_schema_, "minLength", 0)) return false;
   std::vector<std::string> choices;
   if (string_choices(choices) && std::find(choices.begin(), choices.end(), text_) == choices.end())
     return false;
@@ -452,6 +556,9 @@ bool JsonPrefix::push_char(char c) {
   if (done_) return false;  // nothing follows the object
   if (in_string_) {
     const auto u = static_cast<unsigned char>(c);
+    // Whether c begins a character of the string's value (not a UTF-8 continuation byte,
+    // nor the rest of an escape).
+    const bool starts_character = !escape_ && unicode_left_ == 0 && (u & 0xC0) != 0x80;
     if (c == '"' && !escape_ && unicode_left_ == 0) {
       if (schema_ && !end_string()) return false;
       in_string_ = false;
@@ -473,7 +580,7 @@ bool JsonPrefix::push_char(char c) {
     } else if (u < 0x20) {
       return false;
     }
-    return !schema_ || string_char(c);
+    return !schema_ || string_char(c, starts_character);
   }
   if (!literal_.empty()) {
     literal_ += c;
@@ -492,8 +599,11 @@ bool JsonPrefix::push_char(char c) {
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '+' ||
         c == '-') {
       if (schema_ && integer_ && (c == '.' || c == 'e' || c == 'E')) return false;
+      const Bounds b = schema_ ? bounds_of(value_schema_) : Bounds{};
+      if (b.any() && (c == 'e' || c == 'E')) return false;  // bounded: plain digits only
       number_ += c;
-      return number_prefix(number_) && (!schema_ || enum_number(value_schema_, number_, false));
+      return number_prefix(number_) && (!schema_ || enum_number(value_schema_, number_, false)) &&
+             (!b.any() || can_end_within(number_, integer_, b));
     }
     if (!end_number()) return false;
   }

@@ -8,13 +8,16 @@
 // accepts, as far as these keywords say: `type` (one or a list; "integer" refuses a fraction
 // or an exponent), `properties`, `required` (the object closes only once they are all there),
 // `additionalProperties: false` (only the named keys), `additionalProperties` as a schema,
-// `items`, `minItems` / `maxItems`, `enum` / `const` (a string or a number is written as one
+// `items`, `minItems` / `maxItems`, `minLength` / `maxLength` (characters; an escape is
+// one), `minimum` / `maximum` and their exclusive forms (a bounded number takes no exponent,
+// and each digit must leave a way to end within the bounds), `enum` / `const` (a string or a
+// number is written as one
 // of them is; true, false or null is one of them; an object or an array only of that kind),
 // local `$ref`s ("#/$defs/Name", "#/definitions/Name", "#"), an `allOf` of one schema, and
 // `anyOf` / `oneOf`: a value follows the first branch that allows its first character
 // (`{`, `[`, `"`, a digit, t/f/n), so a union of two object shapes writes the first. No
-// object takes a key twice. Other keywords (`pattern`, string lengths, numeric bounds, an
-// `allOf` of several, branches beside other constraints, ...) are not enforced: their values
+// object takes a key twice. Other keywords (`pattern`, `format`, `multipleOf`, an `allOf` of
+// several, branches beside other constraints, ...) are not enforced: their values
 // may be anything the keywords above allow. Constrained strings (closed keys, enum values)
 // take no escapes.
 #pragma once
@@ -51,7 +54,7 @@ class JsonPrefix {
   bool push_char(char c);
   bool end_number();
   bool start_value(char c);
-  bool string_char(char c);
+  bool string_char(char c, bool starts_character);
   bool end_string();
   // The strings a string being read must be one of (a closed object's unused keys, an
   // enum); false when it is free.
@@ -60,6 +63,7 @@ class JsonPrefix {
   const OrderedJson* root_ = nullptr;          // where `$ref`s point
   const OrderedJson* value_schema_ = nullptr;  // the next value's (null: anything)
   std::string text_;                           // the string being read, as written
+  size_t string_chars_ = 0;                    // characters of the value string being read
   bool integer_ = false;                       // the number being read must be an integer
   bool schema_ = false;                        // constructed with a schema
   enum class Expect : uint8_t { value, key, colon, comma_or_end, key_or_end, value_or_end };

@@ -214,6 +214,53 @@ TEST(JsonSchemaPrefix, FollowsReferencesAndBranches) {
   EXPECT_TRUE(complete);
 }
 
+TEST(JsonSchemaPrefix, NumbersStayWithinTheirBoundsAndStringsTheirLengths) {
+  const OrderedJson schema = OrderedJson::parse(R"({"type": "object", "properties": {
+      "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+      "year": {"type": "integer", "minimum": 1900, "exclusiveMaximum": 2100},
+      "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+      "temp": {"type": "number", "minimum": -40.5, "maximum": 60},
+      "code": {"type": "string", "minLength": 2, "maxLength": 4}},
+      "additionalProperties": false})");
+  EXPECT_EQ(json_schema_constraint_problem(schema), "");
+  for (const std::string doc :
+       {R"({"stars": 5, "year": 1999, "ratio": 0.25, "temp": -40.5, "code": "ab"})",
+        R"({"stars": 1, "year": 2099, "ratio": 1, "temp": 60, "code": "\u00e9\"cd"})",
+        R"({"ratio": 1.0, "temp": -3, "code": "日本語"})"}) {
+    bool complete = false;
+    EXPECT_EQ(accepted_prefix(schema, doc, &complete), doc.size()) << doc;
+    EXPECT_TRUE(complete) << doc;
+  }
+  for (const auto& [text, ok] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"stars": 0)", R"({"stars": )"},    // below 1
+           {R"({"stars": 6)", R"({"stars": )"},    // above 5
+           {R"({"stars": 12)", R"({"stars": 1)"},  // 1 is fine, 12 is not
+           {R"({"stars": -)", R"({"stars": )"},
+           {R"({"year": 21)", R"({"year": 2)"},        // 21xx is past 2100
+           {R"({"year": 2099.)", R"({"year": 2099)"},  // an integer
+           {R"({"year": 19,)", R"({"year": 19)"},      // 19 is below 1900: it must go on
+           {R"({"year": 3)", R"({"year": )"},
+           {R"({"ratio": 0,)", R"({"ratio": 0)"},  // 0 is excluded, 0.x is not
+           {R"({"ratio": 1.5)", R"({"ratio": 1.)"},
+           {R"({"ratio": 2)", R"({"ratio": )"},
+           {R"({"ratio": 1e-1)", R"({"ratio": 1)"},  // bounded: no exponent
+           {R"({"temp": -41)", R"({"temp": -4)"},
+           {R"({"temp": -40.6)", R"({"temp": -40.)"},
+           {R"({"temp": 61)", R"({"temp": 6)"},
+           {R"({"code": "a")", R"({"code": "a)"},         // minLength 2
+           {R"({"code": "abcde")", R"({"code": "abcd)"},  // maxLength 4
+           {R"({"code": "日本語です")", R"({"code": "日本語で)"}}) {
+    EXPECT_EQ(accepted_prefix(schema, text), ok.size()) << text;
+  }
+  for (const char* bad :
+       {R"({"type": "object", "properties": {"a": {"minimum": "1"}}})",
+        R"({"type": "object", "properties": {"a": {"minimum": 3, "maximum": 2}}})",
+        R"({"type": "object", "properties": {"a": {"exclusiveMinimum": 2, "maximum": 2}}})",
+        R"({"type": "object", "properties": {"a": {"maxLength": -1}}})",
+        R"({"type": "object", "properties": {"a": {"minLength": 3, "maxLength": 2}}})"})
+    EXPECT_NE(json_schema_constraint_problem(OrderedJson::parse(bad)), "") << bad;
+}
+
 TEST(JsonSchemaPrefix, ReferencesThatLeadNowhereAreNamed) {
   for (const char* bad :
        {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}})",
