@@ -469,6 +469,25 @@ test("named sessions: a conversation that lives on the server", async () => {
   assert.match(metrics, /channel_named_sessions 1/);
 });
 
+test("tokenize and detokenize (llama.cpp's endpoints)", async () => {
+  const post = (path, body) => fetch(server.base + path, { method: "POST", body: JSON.stringify(body) });
+  const t = await (await post("/tokenize", { content: "The harbour" })).json();
+  assert.deepEqual(t.tokens, JSON.parse(execFileSync(CHANNEL, ["tokenize", "--no-bos", "The harbour"], { encoding: "utf8" })));
+  assert.equal(t.count, t.tokens.length);
+  const withBos = await (await post("/tokenize", { content: "The harbour", add_special: true })).json();
+  assert.ok(withBos.count >= t.count);
+  const pieces = await (await post("/tokenize", { prompt: "The harbour", with_pieces: true })).json();
+  assert.equal(pieces.tokens.map((p) => p.piece).join(""), "The harbour");
+  assert.deepEqual(pieces.tokens.map((p) => p.id), t.tokens);
+  assert.equal((await (await post("/detokenize", { tokens: t.tokens })).json()).content, "The harbour");
+  for (const [path, body, param] of [["/tokenize", { content: 3 }, "content"], ["/detokenize", { tokens: [-1] }, "tokens"],
+                                     ["/detokenize", { tokens: "x" }, "tokens"], ["/tokenize", { content: "x", add_special: "yes" }, "add_special"]]) {
+    const r = await post(path, body);
+    assert.equal(r.status, 400);
+    assert.equal((await r.json()).error.param, param);
+  }
+});
+
 test("an API key is required when set; 503 when every generation slot is busy", async () => {
   const keyed = await startServer(["--temp", "0", "--api-key", "sekrit", "--max-concurrent", "1"]);
   try {
@@ -476,6 +495,9 @@ test("an API key is required when set; 503 when every generation slot is busy", 
     await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
     const good = new OpenAI({ baseURL: keyed.base + "/v1", apiKey: "sekrit", maxRetries: 0 });
     assert.equal((await good.models.list()).data[0].id, "channel");
+    const metrics = await (await fetch(keyed.base + "/metrics", { headers: { Authorization: "Bearer sekrit" } })).text();
+    assert.match(metrics, /route="\/v1\/models",status="401"\} 1\n/, "a refused request counts once");
+    assert.equal((await fetch(keyed.base + "/tokenize", { method: "POST", body: "{}" })).status, 401);
     // A plain completion has no one-line stop: it runs until max_tokens.
     const long = good.completions.create({ model: "channel", max_tokens: 2000, temperature: 0.8, prompt: "The history of the harbour" });
     await new Promise((r) => setTimeout(r, 300));

@@ -48,6 +48,9 @@ std::string route_label(const httplib::Request& req) {
                                                 "/v1/chat/completions",
                                                 "/v1/completions",
                                                 "/v1/embeddings",
+                                                "/v1/responses",
+                                                "/tokenize",
+                                                "/detokenize",
                                                 "/v1/sessions",
                                                 "/v1/events"};
   static const std::set<std::string> kSessionRoutes = {"",         "/messages", "/save",
@@ -56,6 +59,8 @@ std::string route_label(const httplib::Request& req) {
   if (kRoutes.count(p)) return p;
   if (p.rfind("/v1/models/", 0) == 0 && p.find('/', 11) == std::string::npos)
     return "/v1/models/{id}";
+  if (p.rfind("/v1/responses/", 0) == 0 && p.find('/', 14) == std::string::npos)
+    return "/v1/responses/{id}";
   if (p.rfind("/v1/sessions/", 0) == 0) {
     const size_t slash = p.find('/', 13);
     const std::string rest = slash == std::string::npos ? std::string() : p.substr(slash);
@@ -83,8 +88,11 @@ int run_server(ServerConfig config) {
     if (!ctx.config.api_key.empty() && !open) {
       const std::string want = "Bearer " + ctx.config.api_key;
       if (req.get_header_value("Authorization") != want && req.get_param_value("key") != ctx.config.api_key) {
-        send_json(res, ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key").to_json(), 401);
-        ctx.metrics.request(route_label(req), 401);
+        send_json(res,
+                  ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "",
+                           "invalid_api_key")
+                      .to_json(),
+                  401);
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -148,6 +156,7 @@ int run_server(ServerConfig config) {
   register_chat_routes(http, ctx);
   register_embedding_routes(http, ctx);
   register_responses_routes(http, ctx);
+  register_token_routes(http, ctx);
   register_session_routes(http, ctx);
   register_web_routes(http, ctx);
 

@@ -36,6 +36,7 @@ void send_json(httplib::Response& res, const nlohmann::json& body, int status = 
 void register_chat_routes(httplib::Server& http, ServerContext& ctx);
 void register_embedding_routes(httplib::Server& http, ServerContext& ctx);
 void register_responses_routes(httplib::Server& http, ServerContext& ctx);
+void register_token_routes(httplib::Server& http, ServerContext& ctx);
 void register_session_routes(httplib::Server& http, ServerContext& ctx);
 void register_web_routes(httplib::Server& http, ServerContext& ctx);
 
