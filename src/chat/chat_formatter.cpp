@@ -48,6 +48,8 @@ const char* chat_family_name(ChatFamily family) {
     case ChatFamily::llama3: return "llama3";
     case ChatFamily::chatml: return "chatml";
     case ChatFamily::channel: return "channel";
+    case ChatFamily::inst:
+      return "inst";
   }
   return "?";
 }
@@ -57,7 +59,9 @@ constexpr const char* kQwenDefaultSystem =
     "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 }
 
-std::string chat_template_names() { return "channel, gemma3, llama3, llama3.1, chatml, qwen2.5"; }
+std::string chat_template_names() {
+  return "channel, gemma3, llama3, llama3.1, chatml, qwen2.5, llama2, mistral";
+}
 
 ChatTemplateSpec chat_template_by_name(std::string_view name, std::string bos_token) {
   ChatTemplateSpec s;
@@ -77,6 +81,8 @@ ChatTemplateSpec chat_template_by_name(std::string_view name, std::string bos_to
   } else if (name == "qwen2.5") {
     s.family = ChatFamily::chatml;
     s.chatml_default_system = kQwenDefaultSystem;
+  } else if (name == "llama2" || name == "mistral") {
+    s.family = ChatFamily::inst;
   } else {
     throw_error("unknown chat template '{}' (one of: {})", name, chat_template_names());
   }
@@ -92,6 +98,8 @@ ChatTemplateSpec detect_chat_template(std::string_view text, std::string bos_tok
     name = has("Cutting Knowledge Date") ? "llama3.1" : "llama3";
   } else if (has("<|im_start|>")) {
     name = has("You are Qwen, created by Alibaba Cloud") ? "qwen2.5" : "chatml";
+  } else if (has("[INST]")) {
+    name = has("<<SYS>>") ? "llama2" : "mistral";
   }
   return chat_template_by_name(name, std::move(bos_token));
 }
@@ -102,6 +110,8 @@ std::unique_ptr<ChatFormatter> make_chat_formatter(const ChatTemplateSpec& spec)
     case ChatFamily::llama3: return make_llama3_formatter(spec);
     case ChatFamily::chatml: return make_chatml_formatter(spec);
     case ChatFamily::channel: return make_channel_formatter(spec);
+    case ChatFamily::inst:
+      return make_inst_formatter(spec);
   }
   throw Error("chat template: unknown family");
 }

@@ -42,6 +42,7 @@ enum class ChatFamily : uint8_t {
   llama3,   // <|start_header_id|>role<|end_header_id|> ... <|eot_id|>; JSON tool calls
   chatml,   // <|im_start|>role ... <|im_end|> (Qwen and others); Hermes <tool_call> tags
   channel,  // Channel's own plain-text models: "Question: ... / Answer: ..." lines
+  inst,     // [INST] ... [/INST]: Llama 2 (<<SYS>>) and Mistral ([TOOL_CALLS] JSON calls)
 };
 
 const char* chat_family_name(ChatFamily family);

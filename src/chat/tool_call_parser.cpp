@@ -66,6 +66,38 @@ ParsedReply parse_blocks(std::string_view reply, std::string_view open, std::str
   return r;
 }
 
+// Mistral: text, then [TOOL_CALLS] and a JSON list of {"name", "arguments"} objects (an
+// "id" in them is the model's own and is replaced). A list that does not parse stays text.
+ParsedReply parse_mistral(std::string_view reply, std::span<const ToolSpec> tools) {
+  ParsedReply r;
+  constexpr std::string_view kTag = "[TOOL_CALLS]";
+  const size_t at = reply.find(kTag);
+  if (at == reply.npos) {
+    r.content = std::string(trim_whitespace(reply));
+    return r;
+  }
+  std::string_view body = trim_whitespace(reply.substr(at + kTag.size()));
+  constexpr std::string_view kEos = "</s>";
+  if (body.size() >= kEos.size() && body.substr(body.size() - kEos.size()) == kEos)
+    body = trim_whitespace(body.substr(0, body.size() - kEos.size()));
+  const OrderedJson list = OrderedJson::parse(body.begin(), body.end(), nullptr, false);
+  std::vector<ToolCall> calls;
+  bool ok = list.is_array() && !list.empty();
+  for (size_t i = 0; ok && i < list.size(); ++i) {
+    ToolCall c;
+    ok = list[i].is_object() && json_call(list[i].dump(), tools, c);
+    if (ok) calls.push_back(std::move(c));
+  }
+  if (!ok) {
+    r.content = std::string(trim_whitespace(reply));
+    return r;
+  }
+  r.content = std::string(trim_whitespace(reply.substr(0, at)));
+  r.tool_calls = std::move(calls);
+  number_calls(r);
+  return r;
+}
+
 ParsedReply parse_llama3(std::string_view reply, std::span<const ToolSpec> tools) {
   ParsedReply r;
   std::string_view body = trim_whitespace(reply);
@@ -251,6 +283,8 @@ ParsedReply parse_tool_calls(ChatFamily family, std::string_view reply,
     case ChatFamily::chatml: return parse_blocks(reply, "<tool_call>", "</tool_call>", tools, false);
     case ChatFamily::gemma3: return parse_blocks(reply, "```tool_code", "```", tools, true);
     case ChatFamily::channel: return parse_channel(reply, tools);
+    case ChatFamily::inst:
+      return parse_mistral(reply, tools);
   }
   return {std::string(reply), {}};
 }

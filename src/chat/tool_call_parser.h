@@ -5,6 +5,7 @@
 //   gemma3   ```tool_code``` blocks holding name(key=value, ...) Python calls (or the JSON
 //            object form)
 //   channel  "Call: name {json}" lines
+//   inst     [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...] after any text (Mistral)
 // What is not a well-formed call stays text: a reply is never lost to a parse error.
 #pragma once
 

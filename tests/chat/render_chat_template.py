@@ -6,7 +6,7 @@ raise_exception), to make the goldens the C++ formatters are compared against.
 Usage: render_chat_template.py CASES.json  ->  prints a JSON list, one entry per case:
 {"text": "..."} or {"error": "..."}.
 
-CASES.json: {"template": PATH, "bos_token": "<bos>", "gemma_tools": bool,
+CASES.json: {"template": PATH, "bos_token": "<bos>", "eos_token": "</s>", "gemma_tools": bool,
              "cases": [{"messages": [...], "tools": [...] | null, "add_generation_prompt": bool}]}
 
 With gemma_tools, tools and tool turns are first rewritten into the plain messages of
@@ -79,6 +79,7 @@ def main():
         if spec.get("gemma_tools"):
             messages, tools = gemma_rewrite(messages, tools), None
         ctx = {"messages": messages, "bos_token": spec.get("bos_token", ""),
+               "eos_token": spec.get("eos_token", ""),
                "add_generation_prompt": case.get("add_generation_prompt", False)}
         if tools is not None:
             ctx["tools"] = tools

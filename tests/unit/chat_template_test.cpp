@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "chat/chat_formatter.h"
+#include "chat/formatters.h"
 #include "chat/python_json.h"
 #include "util/error.h"
 
@@ -127,10 +128,11 @@ OrderedJson to_hf_json(const ChatMessage& m) {
       OrderedJson fn = OrderedJson::object();
       fn["name"] = c.name;
       fn["arguments"] = c.arguments;
-      calls.push_back(OrderedJson{{"type", "function"}, {"function", fn}});
+      calls.push_back(OrderedJson{{"id", c.id}, {"type", "function"}, {"function", fn}});
     }
     j["tool_calls"] = calls;
   }
+  if (m.role == ChatRole::tool && !m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
   return j;
 }
 
@@ -145,10 +147,12 @@ bool have_jinja2() {
 
 // Renders every case with the template through Jinja2.
 std::vector<Golden> jinja_goldens(const std::string& template_file, const std::string& bos,
-                                  bool gemma_tools, const std::vector<Case>& cases) {
+                                  bool gemma_tools, const std::vector<Case>& cases,
+                                  const std::string& eos = "") {
   OrderedJson spec = OrderedJson::object();
   spec["template"] = (kTemplates / template_file).string();
   spec["bos_token"] = bos;
+  spec["eos_token"] = eos;
   spec["gemma_tools"] = gemma_tools;
   OrderedJson js = OrderedJson::array();
   for (const Case& c : cases) {
@@ -185,11 +189,12 @@ std::vector<Golden> jinja_goldens(const std::string& template_file, const std::s
 }
 
 void expect_matches(const std::string& template_file, const std::string& name,
-                    const std::string& bos, const std::vector<Case>& cases) {
+                    const std::string& bos, const std::vector<Case>& cases,
+                    const std::string& eos = "") {
   if (!have_jinja2()) GTEST_SKIP() << "python3-jinja2 is not installed (scripts/setup.sh installs it)";
   const ChatTemplateSpec spec = chat_template_by_name(name, bos);
   const std::vector<Golden> goldens =
-      jinja_goldens(template_file, bos, spec.family == ChatFamily::gemma3, cases);
+      jinja_goldens(template_file, bos, spec.family == ChatFamily::gemma3, cases, eos);
   ASSERT_EQ(goldens.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(template_file + ": " + cases[i].label);
@@ -223,6 +228,74 @@ TEST(ChatTemplate, Llama3PlainMatchesJinja) {
 }
 TEST(ChatTemplate, Qwen25MatchesJinja) { expect_matches("qwen2_5.jinja", "qwen2.5", "", all_cases()); }
 TEST(ChatTemplate, ChannelMatchesJinja) { expect_matches("channel.jinja", "channel", "<bos>", all_cases()); }
+TEST(ChatTemplate, Llama2MatchesJinja) {
+  expect_matches("llama2.jinja", "llama2", "<s>", plain_cases(), "</s>");
+  // The template has no tools: a conversation with them is refused, not rendered without.
+  const Case c = tool_cases()[0];
+  EXPECT_THROW(
+      render_conversation(chat_template_by_name("llama2", "<s>"), c.messages, c.tools, true),
+      Error);
+}
+
+// Mistral's template puts the tools before the last user message and the system prompt in
+// it only while it is the conversation's last message (dropped once replied to); Channel's
+// anchors hold both before the first (inst_formatter.cpp). The texts are equal without a
+// system prompt where tools come with one user message, and with one when the conversation
+// is that one user message. Call ids are the template's 9 alphanumerics.
+std::vector<Case> mistral_cases() {
+  using R = ChatRole;
+  std::vector<Case> out;
+  for (Case& c : plain_cases()) {
+    const auto users = std::count_if(c.messages.begin(), c.messages.end(),
+                                     [](const ChatMessage& m) { return m.role == R::user; });
+    if (c.messages[0].role != R::system || (users == 1 && c.messages.back().role == R::user))
+      out.push_back(std::move(c));
+  }
+  out.push_back(
+      {"multi-turn, no system prompt",
+       {msg(R::user, "Name a colour."), msg(R::assistant, " Blue. "), msg(R::user, "Another?")},
+       {},
+       true});
+  for (Case& c : tool_cases()) {
+    const auto users = std::count_if(c.messages.begin(), c.messages.end(),
+                                     [](const ChatMessage& m) { return m.role == R::user; });
+    if (users != 1 || c.messages[0].role == R::system) continue;
+    int n = 0;
+    std::vector<std::string> ids;
+    for (ChatMessage& m : c.messages) {
+      for (ToolCall& call : m.tool_calls) {
+        call.id = "abcdefgh" + std::to_string(n++);
+        ids.push_back(call.id);
+      }
+    }
+    // Results answer the calls in order.
+    size_t next = 0;
+    for (ChatMessage& m : c.messages)
+      if (m.role == R::tool) m.tool_call_id = ids[next++ % ids.size()];
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+TEST(ChatTemplate, MistralMatchesJinja) {
+  expect_matches("mistral.jinja", "mistral", "<s>", mistral_cases(), "</s>");
+}
+
+TEST(ChatTemplate, MistralKeepsTheSystemPromptInTheAnchors) {
+  const Case c = plain_cases()[2];  // a system prompt and three user turns
+  const ChatOutput out =
+      render_conversation(chat_template_by_name("mistral", "<s>"), c.messages, {}, true);
+  ASSERT_EQ(out.segments()[0].type, SpanType::system);
+  EXPECT_EQ(out.segments()[0].text, "<s>[INST]   Answer in one line.\n\n\n");
+  const std::string text = out.text();
+  EXPECT_EQ(text.find("Answer in one line"), text.rfind("Answer in one line"));  // once
+  EXPECT_EQ(text.substr(text.size() - 13), "Thanks[/INST]");
+  // Call ids that are not the template's 9 alphanumerics get a fixed one of their own.
+  EXPECT_EQ(mistral_call_id("abc123XYZ"), "abc123XYZ");
+  EXPECT_EQ(mistral_call_id("call_0").size(), 9u);
+  EXPECT_EQ(mistral_call_id("call_0"), mistral_call_id("call_0"));
+  EXPECT_NE(mistral_call_id("call_0"), mistral_call_id("call_1"));
+}
 
 std::string read_text(const std::string& file) {
   std::stringstream ss;
@@ -237,6 +310,8 @@ TEST(ChatTemplate, DetectsTheFamilyFromTheTemplateText) {
   EXPECT_EQ(detect_chat_template(read_text("qwen2_5.jinja"), "").name, "qwen2.5");
   EXPECT_EQ(detect_chat_template("{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}", "").name,
             "chatml");
+  EXPECT_EQ(detect_chat_template(read_text("llama2.jinja"), "").name, "llama2");
+  EXPECT_EQ(detect_chat_template(read_text("mistral.jinja"), "").name, "mistral");
   EXPECT_EQ(detect_chat_template("", "").name, "channel");
   EXPECT_EQ(detect_chat_template(read_text("channel.jinja"), "").name, "channel");
   EXPECT_THROW(chat_template_by_name("jinja", ""), Error);
@@ -271,21 +346,26 @@ TEST(ChatTemplate, TurnsBecomeSpansOfTheirType) {
 
 // Turn by turn equals all at once: a never-ending chat appends without re-rendering.
 TEST(ChatTemplate, IncrementalRenderingEqualsWholeConversation) {
-  for (const char* name : {"gemma3", "llama3.1", "llama3", "qwen2.5", "chatml", "channel"}) {
+  for (const char* name :
+       {"gemma3", "llama3.1", "llama3", "qwen2.5", "chatml", "channel", "llama2", "mistral"}) {
     SCOPED_TRACE(name);
     const ChatTemplateSpec spec = chat_template_by_name(name, "<s>");
     const Case c = plain_cases()[2];
+    const bool inst = spec.family == ChatFamily::inst;
     auto f = make_chat_formatter(spec);
     ChatOutput out;
     f->open(c.messages[0].content, {}, out);
     for (size_t i = 1; i < c.messages.size(); ++i) {
       if (c.messages[i].role == ChatRole::assistant) {
         f->generation_prompt(out);
-        out.add(SpanType::response_sentence, c.messages[i].content);
+        // [INST] models write their reply's leading space (and Llama 2 a trailing one).
+        out.add(SpanType::response_sentence,
+                (inst ? " " : "") + c.messages[i].content + (spec.name == "llama2" ? " " : ""));
         // what the model generates: the end-of-turn token's text, then the template's rest
         const std::string eot = spec.family == ChatFamily::gemma3   ? "<end_of_turn>"
                                 : spec.family == ChatFamily::llama3 ? "<|eot_id|>"
                                 : spec.family == ChatFamily::chatml ? "<|im_end|>"
+                                : inst                              ? "</s>"
                                                                     : "\n";
         out.add(SpanType::turn_end, eot + f->end_generated_reply());
       } else {

@@ -91,7 +91,7 @@ TEST(ToolCallParser, RoundTripsWhatTheTemplateRenders) {
   const ToolCall call{"", "get_weather",
                       OrderedJson::parse(R"({"city": "Saint-Étienne", "days": 3, "metric": true,
                                               "note": "a \"quoted\" word", "list": [1.5, null]})")};
-  for (const char* name : {"gemma3", "llama3.1", "qwen2.5", "channel"}) {
+  for (const char* name : {"gemma3", "llama3.1", "qwen2.5", "channel", "mistral"}) {
     SCOPED_TRACE(name);
     const ChatTemplateSpec spec = chat_template_by_name(name, "");
     auto f = make_chat_formatter(spec);
@@ -114,7 +114,7 @@ TEST(ToolCallParser, RoundTripsWhatTheTemplateRenders) {
     if (spec.family == ChatFamily::channel) header.clear();
     ASSERT_EQ(text.substr(0, header.size()), header);
     text = text.substr(header.size());
-    for (const char* end : {"<|eot_id|>", "<end_of_turn>\n", "<|im_end|>\n"}) {
+    for (const char* end : {"<|eot_id|>", "<end_of_turn>\n", "<|im_end|>\n", "</s>"}) {
       const std::string e = end;
       if (text.size() >= e.size() && text.substr(text.size() - e.size()) == e) text.resize(text.size() - e.size());
     }
@@ -142,6 +142,29 @@ TEST(ToolCallParser, Hermes) {
       ChatFamily::chatml, "<tool_call>{\"name\": \"rm\"}</tool_call> <tool_call>{oops</tool_call> <tool_call>{", tools());
   EXPECT_TRUE(bad.tool_calls.empty());
   EXPECT_EQ(bad.content, "<tool_call>{\"name\": \"rm\"}</tool_call> <tool_call>{oops</tool_call> <tool_call>{");
+}
+
+TEST(ToolCallParser, MistralToolCalls) {
+  const ParsedReply r =
+      parse_tool_calls(ChatFamily::inst,
+                       "Looking. [TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": "
+                       "{\"city\": \"Oslo\"}, \"id\": \"x1y2z3w4v\"}, "
+                       "{\"name\": \"now\", \"arguments\": {}}]</s>",
+                       tools());
+  EXPECT_EQ(r.content, "Looking.");
+  ASSERT_EQ(r.tool_calls.size(), 2u);
+  EXPECT_EQ(r.tool_calls[0].arguments["city"], "Oslo");
+  EXPECT_EQ(r.tool_calls[1].name, "now");
+  EXPECT_EQ(r.tool_calls[1].id, "call_1");
+  // An unknown tool or a list that does not parse leaves the whole reply as text.
+  for (const char* bad : {"[TOOL_CALLS] [{\"name\": \"rm\", \"arguments\": {}}]",
+                          "[TOOL_CALLS] [{oops", "[TOOL_CALLS] []"}) {
+    const ParsedReply b = parse_tool_calls(ChatFamily::inst, bad, tools());
+    EXPECT_TRUE(b.tool_calls.empty()) << bad;
+    EXPECT_EQ(b.content, bad);
+  }
+  EXPECT_EQ(parse_tool_calls(ChatFamily::inst, "  Plain answer. ", tools()).content,
+            "Plain answer.");
 }
 
 TEST(ToolCallParser, Llama3Json) {
