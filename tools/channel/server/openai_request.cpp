@@ -7,16 +7,12 @@
 #include "chat/system_prompt.h"
 #include "server/api_error.h"
 #include "server/json_depth.h"
+#include "server/json_field.h"
 
 namespace channel::server {
 namespace {
 
 using nlohmann::json;
-
-const json* field(const json& body, const char* name) {
-  const auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
 
 // obj[name] as a string ("" when absent or null); anything else is a 400 naming param.name.
 std::string string_field(const json& obj, const char* name, const std::string& param) {

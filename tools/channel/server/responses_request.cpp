@@ -4,16 +4,12 @@
 #include <map>
 
 #include "server/api_error.h"
+#include "server/json_field.h"
 
 namespace channel::server {
 namespace {
 
 using nlohmann::json;
-
-const json* field(const json& body, const char* name) {
-  const auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
 
 std::string string_of(const json& obj, const char* name, const std::string& param) {
   const json* v = field(obj, name);
