@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `channel serve` with real clients: the official openai npm client (tests/js/openai.test.mjs,
-# responses.test.mjs)
+# responses.test.mjs), Anthropic-style requests over fetch (anthropic.test.mjs)
 # and the web view in headless Chromium through playwright-core (tests/js/webview.test.mjs).
 # scripts/setup.sh installs node, npm, chromium and the packages (npm ci in tests/js).
 source "$(dirname "$0")/lib/cli_assert.bash" "$@"
@@ -8,7 +8,7 @@ require_command serve
 js="$(cd "$(dirname "$0")/../js" && pwd)"
 command -v node >/dev/null || skip_test "node is not installed (scripts/setup.sh installs it)"
 [[ -d "$js/node_modules/openai" ]] || skip_test "tests/js has no node_modules (run scripts/setup.sh: npm ci in tests/js)"
-files=(openai.test.mjs responses.test.mjs)
+files=(openai.test.mjs responses.test.mjs anthropic.test.mjs)
 if [[ -x /usr/bin/chromium && -d "$js/node_modules/playwright-core" ]]; then
   files+=(webview.test.mjs)
 else

@@ -1,9 +1,9 @@
 // libFuzzer target for `channel serve`'s request parsing (server/openai_request.h): a JSON
 // body (byte 0 picks chat completions, completions, or a named session's messages,
-// embeddings and responses; the rest is the body) either parses or is refused with an ApiError (a
-// 4xx naming the field), never another exception (a 500) or a crash; what parses makes a valid
-// sampler. A json_schema then checks the last message's text as a reply, piece by piece (JsonPrefix
-// with a schema).
+// embeddings, responses and Anthropic messages; the rest is the body) either parses or is refused
+// with an ApiError (a 4xx naming the field), never another exception (a 500) or a crash; what
+// parses makes a valid sampler. A json_schema then checks the last message's text as a reply, piece
+// by piece (JsonPrefix with a schema).
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +11,7 @@
 
 #include "chat/json_prefix.h"
 #include "runtime/sampler.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/embedding_request.h"
 #include "server/json_depth.h"
@@ -67,6 +68,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           const ResponsesRequest r = parse_responses_request(body, previous, defaults, 256);
           Sampler sampler(r.chat.params.sampling);
           if (r.chat.messages.empty()) __builtin_trap();
+        } catch (const ApiError& e) {
+          if (e.status < 400 || e.status >= 500) __builtin_trap();
+        }
+        try {  // an Anthropic Messages body
+          const ChatRequest r = parse_anthropic_request(body, defaults, 256);
+          Sampler sampler(r.params.sampling);
+          if (r.messages.empty()) __builtin_trap();
         } catch (const ApiError& e) {
           if (e.status < 400 || e.status >= 500) __builtin_trap();
         }

@@ -29,6 +29,13 @@ nlohmann::json ApiError::to_json() const {
   return {{"error", e}};
 }
 
+nlohmann::json ApiError::to_anthropic_json() const {
+  std::string t = type;
+  if (status == 503) t = "overloaded_error";
+  if (status >= 500 && status != 503) t = "api_error";
+  return {{"type", "error"}, {"error", {{"type", t}, {"message", what()}}}};
+}
+
 void bad_request(std::string message, std::string param, std::string code) {
   throw ApiError(400, std::move(message), std::move(param), std::move(code));
 }

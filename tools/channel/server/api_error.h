@@ -18,6 +18,8 @@ struct ApiError : std::runtime_error {
   std::string code;   // machine-readable: context_length_exceeded, model_not_found, ...
   ApiError(int status_, std::string message, std::string param_ = "", std::string code_ = "");
   nlohmann::json to_json() const;
+  // Anthropic's shape, {"type": "error", "error": {"type", "message"}} (/v1/messages).
+  nlohmann::json to_anthropic_json() const;
 };
 
 [[noreturn]] void bad_request(std::string message, std::string param = "", std::string code = "");

@@ -50,6 +50,8 @@ std::string route_label(const httplib::Request& req) {
                                                 "/v1/embeddings",
                                                 "/v1/responses",
                                                 "/tokenize",
+                                                "/v1/messages",
+                                                "/v1/messages/count_tokens",
                                                 "/detokenize",
                                                 "/v1/sessions",
                                                 "/v1/events"};
@@ -67,6 +69,12 @@ std::string route_label(const httplib::Request& req) {
     if (kSessionRoutes.count(rest)) return "/v1/sessions/{name}" + rest;
   }
   return "(no route)";
+}
+
+// An error in the shape the request's API uses: Anthropic's on /v1/messages, else OpenAI's.
+void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+  const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+  send_json(res, anthropic ? e.to_anthropic_json() : e.to_json(), e.status);
 }
 
 }  // namespace
@@ -87,48 +95,49 @@ int run_server(ServerConfig config) {
     const bool open = req.path == "/" || req.path == "/health";
     if (!ctx.config.api_key.empty() && !open) {
       const std::string want = "Bearer " + ctx.config.api_key;
-      if (req.get_header_value("Authorization") != want && req.get_param_value("key") != ctx.config.api_key) {
-        send_json(res,
-                  ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "",
-                           "invalid_api_key")
-                      .to_json(),
-                  401);
+      // Authorization: Bearer KEY (OpenAI's clients), x-api-key: KEY (Anthropic's), ?key=.
+      if (req.get_header_value("Authorization") != want &&
+          req.get_header_value("x-api-key") != ctx.config.api_key &&
+          req.get_param_value("key") != ctx.config.api_key) {
+        send_error(req, res,
+                   ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "",
+                            "invalid_api_key"));
         return httplib::Server::HandlerResponse::Handled;
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::rethrow_exception(ep);
-    } catch (const ApiError& e) {
-      send_json(res, e.to_json(), e.status);
-    } catch (const Error& e) {
-      send_json(res, ApiError(400, e.what()).to_json(), 400);
-    } catch (const std::bad_alloc&) {
-      send_json(res, ApiError(503, "out of memory").to_json(), 503);
-    } catch (const std::exception& e) {
-      send_json(res, ApiError(500, e.what()).to_json(), 500);
-    }
-  });
+  http.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        try {
+          std::rethrow_exception(ep);
+        } catch (const ApiError& e) {
+          send_error(req, res, e);
+        } catch (const Error& e) {
+          send_error(req, res, ApiError(400, e.what()));
+        } catch (const std::bad_alloc&) {
+          send_error(req, res, ApiError(503, "out of memory"));
+        } catch (const std::exception& e) {
+          send_error(req, res, ApiError(500, e.what()));
+        }
+      });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler already wrote its error
     if (res.status == 413) {
       // cpp-httplib caps form-encoded bodies (curl -d's default type) at 8 KiB, far below ours.
       const bool form =
           req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
-      send_json(
-          res,
-          ApiError(413, form
-                            ? "a form-encoded body over 8 KiB is refused: send it as Content-Type: "
-                              "application/json"
-                            : "the request body is larger than the server's limit")
-              .to_json(),
-          413);
+      send_error(req, res,
+                 ApiError(413, form ? "a form-encoded body over 8 KiB is refused: send it as "
+                                      "Content-Type: application/json"
+                                    : "the request body is larger than the server's limit"));
     } else if (res.status == 404) {
-      send_json(res, ApiError(404, "no route " + req.method + " " + req.path).to_json(), 404);
+      send_error(req, res, ApiError(404, "no route " + req.method + " " + req.path));
     } else if (res.status >= 400) {
-      send_json(res, ApiError(res.status, "the request could not be read (a POST needs a body or Content-Length: 0)").to_json(), res.status);
+      send_error(
+          req, res,
+          ApiError(res.status,
+                   "the request could not be read (a POST needs a body or Content-Length: 0)"));
     }
   });
   http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
@@ -157,6 +166,7 @@ int run_server(ServerConfig config) {
   register_embedding_routes(http, ctx);
   register_responses_routes(http, ctx);
   register_token_routes(http, ctx);
+  register_anthropic_routes(http, ctx);
   register_session_routes(http, ctx);
   register_web_routes(http, ctx);
 

@@ -37,6 +37,7 @@ void register_chat_routes(httplib::Server& http, ServerContext& ctx);
 void register_embedding_routes(httplib::Server& http, ServerContext& ctx);
 void register_responses_routes(httplib::Server& http, ServerContext& ctx);
 void register_token_routes(httplib::Server& http, ServerContext& ctx);
+void register_anthropic_routes(httplib::Server& http, ServerContext& ctx);
 void register_session_routes(httplib::Server& http, ServerContext& ctx);
 void register_web_routes(httplib::Server& http, ServerContext& ctx);
 

@@ -1,0 +1,189 @@
+// /v1/messages (Anthropic's Messages API) over the chat machinery: the request is read as a
+// chat completion (anthropic_request.h) and replied to on a fresh ring; the reply becomes
+// content blocks (text, tool_use). With "stream": true the typed events go out as SSE
+// (message_start ... message_stop). /v1/messages/count_tokens counts a request's prompt.
+// Errors on these paths are Anthropic's shape (http_server.cpp).
+#include <algorithm>
+#include <memory>
+
+#include "model/model.h"
+#include "server/anthropic_request.h"
+#include "server/api_error.h"
+#include "server/prepared_chat.h"
+#include "server/server_context.h"
+#include "tokenizer/tokenizer.h"
+
+namespace channel::server {
+namespace {
+
+using nlohmann::json;
+
+std::string new_id(const char* prefix) {
+  std::string id = new_meta(prefix, "").id;
+  std::replace(id.begin(), id.end(), '-', '_');
+  return id;
+}
+
+std::string stop_reason(const ChatReply& reply) {
+  if (!reply.parsed.tool_calls.empty()) return "tool_use";
+  return reply.finish == FinishReason::length ? "max_tokens" : "end_turn";
+}
+
+json content_blocks(const ChatReply& reply) {
+  json blocks = json::array();
+  if (!reply.parsed.content.empty())
+    blocks.push_back({{"type", "text"}, {"text", reply.parsed.content}});
+  for (const ToolCall& c : reply.parsed.tool_calls)
+    blocks.push_back(
+        {{"type", "tool_use"}, {"id", new_id("toolu")}, {"name", c.name}, {"input", c.arguments}});
+  return blocks;
+}
+
+json message(const std::string& id, const std::string& model, json content, const json& stop,
+             uint64_t in, uint64_t out) {
+  return {{"id", id},
+          {"type", "message"},
+          {"role", "assistant"},
+          {"model", model},
+          {"content", std::move(content)},
+          {"stop_reason", stop},
+          {"stop_sequence", nullptr},
+          {"usage", {{"input_tokens", in}, {"output_tokens", out}}}};
+}
+
+std::string event(const json& e) {
+  return "event: " + e["type"].get<std::string>() +
+         "\ndata: " + e.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  const ChatRequest req = parse_anthropic_request(parse_body(http_req), ctx.config.chat.sampling,
+                                                  ctx.config.default_max_tokens);
+  auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
+  std::shared_ptr<PreparedChat> p = prepare_chat(ctx, req, "msg");
+  const std::string id = new_id("msg");
+  const std::string model = ctx.config.model_id;
+  if (!req.params.stream) {
+    const ChatReply reply = p->chat->reply(p->options);
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    send_json(res, message(id, model, content_blocks(reply), stop_reason(reply),
+                           p->meta.prompt_tokens, static_cast<uint64_t>(reply.n_tokens)));
+    return;
+  }
+  ++ctx.metrics.streams;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [&ctx, p, lease, id, model](
+                                                            size_t, httplib::DataSink& sink) {
+    bool alive = true;
+    const auto send = [&](const std::string& s) {
+      return alive = alive && sink.write(s.data(), s.size());
+    };
+    send(
+        event({{"type", "message_start"},
+               {"message", message(id, model, json::array(), nullptr, p->meta.prompt_tokens, 0)}}));
+    send(event({{"type", "ping"}}));
+    // Without tools the text streams as it comes (leading blanks dropped, trailing ones held
+    // back, so the deltas add up to the final text); with tools the reply may be a call, so
+    // its blocks go out whole at the end.
+    int index = 0;
+    bool open = false;
+    std::string held;
+    ReplyOptions o = p->options;
+    o.on_text = [&](std::string_view text) {
+      if (p->tools_offered || !alive) return alive;
+      std::string t = held + std::string(text);
+      if (!open) {
+        const size_t b = t.find_first_not_of(" \n\t\r");
+        if (b == std::string::npos) return alive;
+        t.erase(0, b);
+        open = true;
+        send(event({{"type", "content_block_start"},
+                    {"index", 0},
+                    {"content_block", {{"type", "text"}, {"text", ""}}}}));
+      }
+      const size_t e = t.find_last_not_of(" \n\t\r");
+      held = t.substr(e + 1);
+      t.resize(e + 1);
+      if (!t.empty())
+        send(event({{"type", "content_block_delta"},
+                    {"index", 0},
+                    {"delta", {{"type", "text_delta"}, {"text", t}}}}));
+      return alive;
+    };
+    ChatReply reply;
+    try {
+      reply = p->chat->reply(o);
+    } catch (const std::exception& e) {
+      lease->release();
+      send(event({{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.what()}}}}));
+      sink.done();
+      return true;
+    }
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
+    lease->release();
+    if (!alive) {
+      ++ctx.metrics.disconnects;
+      sink.done();
+      return false;
+    }
+    if (open) {
+      send(event({{"type", "content_block_stop"}, {"index", 0}}));
+      index = 1;
+    }
+    for (const json& b : content_blocks(reply)) {
+      if (b["type"] == "text") {
+        if (open) continue;  // streamed already
+        send(event({{"type", "content_block_start"},
+                    {"index", index},
+                    {"content_block", {{"type", "text"}, {"text", ""}}}}));
+        send(event({{"type", "content_block_delta"},
+                    {"index", index},
+                    {"delta", {{"type", "text_delta"}, {"text", b["text"]}}}}));
+      } else {
+        json start = b;
+        start["input"] = json::object();
+        send(event({{"type", "content_block_start"}, {"index", index}, {"content_block", start}}));
+        send(event(
+            {{"type", "content_block_delta"},
+             {"index", index},
+             {"delta", {{"type", "input_json_delta"}, {"partial_json", b["input"].dump()}}}}));
+      }
+      send(event({{"type", "content_block_stop"}, {"index", index}}));
+      ++index;
+    }
+    send(event({{"type", "message_delta"},
+                {"delta", {{"stop_reason", stop_reason(reply)}, {"stop_sequence", nullptr}}},
+                {"usage", {{"output_tokens", reply.n_tokens}}}}));
+    send(event({{"type", "message_stop"}}));
+    sink.done();
+    return true;
+  });
+}
+
+// The prompt's tokens as the template renders it (system, tools and messages).
+void count_tokens(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  json body = parse_body(http_req);
+  if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;  // not asked here
+  const ChatRequest req =
+      parse_anthropic_request(body, ctx.config.chat.sampling, ctx.config.default_max_tokens);
+  std::vector<ToolSpec> tools;
+  if (req.tool_choice != ToolChoice::none) tools = req.tools;
+  // Without the generation prompt, as usage.input_tokens counts a conversation fed.
+  const ChatOutput rendered =
+      render_conversation(ctx.config.chat.chat_template, req.messages, tools, false);
+  send_json(res, {{"input_tokens",
+                   ctx.config.model->tokenizer().encode(rendered.text(), false, true).size()}});
+}
+
+}  // namespace
+
+void register_anthropic_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Post("/v1/messages", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    messages(ctx, req, res);
+  });
+  http.Post(
+      "/v1/messages/count_tokens",
+      [&ctx](const httplib::Request& req, httplib::Response& res) { count_tokens(ctx, req, res); });
+}
+
+}  // namespace channel::server
