@@ -360,10 +360,16 @@ test("completions: echo scores the prompt (text or token ids); max_tokens 0 gene
   B.tokens.forEach((t, i) => assert.equal(B.text_offset[i], Buffer.byteLength(B.tokens.slice(0, i).join(""), "utf8")));
   for (let i = 0; i < S.tokens.length - 1; i++) assert.ok(Math.abs(B.token_logprobs[i] - S.token_logprobs[i + 1]) < 1e-4);
   // Streamed, the echo chunk carries the prompt's entries.
-  const stream = await client.completions.create({ model: "channel", prompt: text, echo: true, logprobs: 1, max_tokens: 2, stream: true });
+  const stream = await client.completions.create({ model: "channel", prompt: text, echo: true, logprobs: 1, max_tokens: 2, stream: true,
+                                                  stream_options: { include_usage: true } });
   const streamed = [];
-  for await (const c of stream) if (c.choices[0]?.logprobs) streamed.push(...c.choices[0].logprobs.tokens);
+  let usage = null;
+  for await (const c of stream) {
+    if (c.choices[0]?.logprobs) streamed.push(...c.choices[0].logprobs.tokens);
+    if (c.usage) usage = c.usage;
+  }
   assert.deepEqual(streamed, B.tokens);
+  assert.deepEqual(usage, both.usage, "stream_options.include_usage: the last chunk's usage");
   for (const [body, param] of [
     [{ prompt: [1, 99999999] }, "prompt"],
     [{ prompt: ["a", "b"] }, "prompt"],

@@ -172,9 +172,10 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
   }
   ++ctx.metrics.streams;
   const bool echo = req.echo;
+  const bool include_usage = req.params.include_usage;
   res.set_chunked_content_provider(
-      "text/event-stream", [&ctx, run, lease, o, meta, body, echo, prompt, prompt_logprobs, lp](
-                               size_t, httplib::DataSink& sink) mutable {
+      "text/event-stream", [&ctx, run, lease, o, meta, body, echo, prompt, prompt_logprobs, lp,
+                            include_usage](size_t, httplib::DataSink& sink) mutable {
         bool alive = true;
         if (echo) {
           const std::string c = sse(body(prompt, nullptr, false, 0, prompt_logprobs));
@@ -193,8 +194,13 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
           sink.done();
           return false;
         }
-        const std::string end =
-            sse(body("", openai_finish(g.finish), false, 0, lp->rest(g.text.size()))) + kSseDone;
+        std::string end = sse(body("", openai_finish(g.finish), false, 0, lp->rest(g.text.size())));
+        if (include_usage) {  // stream_options.include_usage: a last chunk of no choices
+          json u = body("", nullptr, true, static_cast<uint64_t>(g.n_tokens), nullptr);
+          u["choices"] = json::array();
+          end += sse(u);
+        }
+        end += kSseDone;
         sink.write(end.data(), end.size());
         sink.done();
         return true;
