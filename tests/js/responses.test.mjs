@@ -41,6 +41,18 @@ test("responses: instructions and input give output_text", async () => {
     input: [{ role: "developer", content: FACT }, { role: "user", content: [{ type: "input_text", text: QUESTION }] }],
   });
   assert.equal(items.output_text, "48213.");
+  // Log-probabilities when include asks for them (other include values are accepted).
+  const lp = await client.responses.create({
+    model: "channel", instructions: FACT, input: QUESTION, top_logprobs: 2,
+    include: ["message.output_text.logprobs", "reasoning.encrypted_content"],
+  });
+  const entries = lp.output[0].content[0].logprobs;
+  assert.equal(entries.map((e) => e.token).join("").trim(), "48213.");
+  for (const e of entries) {
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 2);
+  }
+  assert.equal(r.output[0].content[0].logprobs, undefined, "not asked for: absent");
   // max_output_tokens cuts it: incomplete, and says why.
   const cut = await client.responses.create({ model: "channel", input: "Tell me about the harbour.", max_output_tokens: 3 });
   assert.equal(cut.status, "incomplete");

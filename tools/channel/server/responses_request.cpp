@@ -149,6 +149,17 @@ ResponsesRequest parse_responses_request(const json& body, const json& previous,
   for (const char* k :
        {"model", "stream", "temperature", "top_p", "seed", "presence_penalty", "frequency_penalty"})
     if (const json* v = field(body, k)) chat[k] = *v;
+  // Log-probabilities: include "message.output_text.logprobs" (other include values name
+  // things this server does not keep, and are ignored) or top_logprobs.
+  if (const json* v = field(body, "include")) {
+    if (!v->is_array()) bad_request("include must be a list", "include");
+    for (const json& x : *v)
+      if (x == "message.output_text.logprobs") chat["logprobs"] = true;
+  }
+  if (const json* v = field(body, "top_logprobs")) {
+    chat["logprobs"] = true;
+    chat["top_logprobs"] = *v;
+  }
   if (const json* v = field(body, "max_output_tokens")) {
     chat["max_tokens"] = *v;
     r.max_output_tokens = *v;

@@ -9,11 +9,13 @@
 #include <memory>
 
 #include "chat/chat_formatter.h"
+#include "model/model.h"
 #include "server/api_error.h"
 #include "server/prepared_chat.h"
 #include "server/response_store.h"
 #include "server/responses_request.h"
 #include "server/server_context.h"
+#include "tokenizer/tokenizer.h"
 
 namespace channel::server {
 namespace {
@@ -101,13 +103,16 @@ struct Finished {
   std::string status;
 };
 
-Finished finish(const Responding& r, const ChatReply& reply) {
+// `logprobs`: the reply's tokens' entries (chat form), or null when not asked for.
+Finished finish(const Responding& r, const ChatReply& reply, const json& logprobs) {
   Finished f;
   const bool cut = reply.finish == FinishReason::length;
   f.status = cut ? "incomplete" : "completed";
   const std::string& text = reply.parsed.content;
+  json part = output_text(text);
+  if (!logprobs.is_null()) part["logprobs"] = logprobs["content"];
   if (!text.empty() || reply.parsed.tool_calls.empty())
-    f.output.push_back(message_item(r.message_id, f.status, json::array({output_text(text)})));
+    f.output.push_back(message_item(r.message_id, f.status, json::array({part})));
   for (const ToolCall& c : reply.parsed.tool_calls) {
     const std::string call_id = new_id("call");
     const std::string args = c.arguments.dump();
@@ -158,10 +163,14 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
   r->id = new_id("resp");
   r->message_id = new_id("msg");
   r->created = r->chat->meta.created;
+  auto lp = std::make_shared<StreamedLogprobs>(ctx.config.model->tokenizer(),
+                                               r->req.chat.params.logprobs, true);
+  r->chat->options.logprobs = lp->top();
+  r->chat->options.logprobs_out = lp->entries();
   if (!r->req.chat.params.stream) {
     const ChatReply reply = r->chat->chat->reply(r->chat->options);
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
-    const Finished f = finish(*r, reply);
+    const Finished f = finish(*r, reply, lp->whole(reply.text.size()));
     const json object =
         r->object(f.status, f.output, usage(r->chat->meta.prompt_tokens, reply.n_tokens));
     keep(ctx, *r, object, reply, f);
@@ -170,8 +179,8 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
   }
   ++ctx.metrics.streams;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, r, lease](size_t,
-                                                                         httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [&ctx, r, lease, lp](
+                                                            size_t, httplib::DataSink& sink) {
     uint64_t seq = 0;
     bool alive = true;
     const auto send = [&](const std::string& s) {
@@ -239,7 +248,7 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
       sink.done();
       return false;
     }
-    const Finished f = finish(*r, reply);
+    const Finished f = finish(*r, reply, lp->whole(reply.text.size()));
     for (size_t i = 0; i < f.output.size(); ++i) {
       const json& item = f.output[i];
       if (item["type"] == "message") {
