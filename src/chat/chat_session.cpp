@@ -169,6 +169,7 @@ ChatReply ChatSession::reply(const ReplyOptions& options) {
   ChatReply r;
   r.text = g.text;
   r.finish = g.finish;
+  r.stop_string = g.stop_string;
   r.n_tokens = g.n_tokens;
   const bool template_stop = g.template_stop;
   // Close the turn as the template writes it: the end-of-turn token (not fed when it was

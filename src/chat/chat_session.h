@@ -48,6 +48,7 @@ struct ChatReply {
   std::string text;    // the reply as generated (stop string cut off)
   ParsedReply parsed;  // text split into content and tool calls
   FinishReason finish = FinishReason::stop;
+  std::string stop_string;  // the request's stop string that ended it ("" when none did)
   int n_tokens = 0;
   double seconds = 0.0;
 };

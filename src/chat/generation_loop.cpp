@@ -116,13 +116,14 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
         return false;
       }
     }
-    size_t cut = std::string::npos;
+    size_t cut = std::string::npos, which = 0;
     bool is_template_stop = false;
     for (size_t i = 0; i < stops.size(); ++i) {
       const size_t from = before >= stops[i].size() ? before - stops[i].size() + 1 : 0;
       const size_t at = r.text.find(stops[i], from);
       if (at != std::string::npos && at < cut) {
         cut = at;
+        which = i;
         is_template_stop = i < n_template_stops;
       }
     }
@@ -132,6 +133,7 @@ GenerationResult run_generation(StreamSession& stream, const ReplyOptions& optio
       r.text.resize(cut);
       r.finish = FinishReason::stop;
       r.template_stop = is_template_stop;
+      if (!is_template_stop) r.stop_string = stops[which];
       return false;
     }
     emit(utf8_boundary(r.text, r.text.size() > hold ? r.text.size() - hold : 0));

@@ -60,6 +60,7 @@ struct GenerationResult {
   FinishReason finish = FinishReason::length;
   int n_tokens = 0;
   bool template_stop = false;  // ended by one of `template_stops` (its text was generated)
+  std::string stop_string;     // the caller's stop string that ended it ("" when none did)
 };
 
 GenerationResult run_generation(StreamSession& stream, const ReplyOptions& options,

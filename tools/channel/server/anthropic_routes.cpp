@@ -26,7 +26,12 @@ std::string new_id(const char* prefix) {
 
 std::string stop_reason(const ChatReply& reply) {
   if (!reply.parsed.tool_calls.empty()) return "tool_use";
+  if (!reply.stop_string.empty()) return "stop_sequence";
   return reply.finish == FinishReason::length ? "max_tokens" : "end_turn";
+}
+
+json stop_sequence(const ChatReply& reply) {
+  return reply.stop_string.empty() ? json(nullptr) : json(reply.stop_string);
 }
 
 json content_blocks(const ChatReply& reply) {
@@ -40,14 +45,14 @@ json content_blocks(const ChatReply& reply) {
 }
 
 json message(const std::string& id, const std::string& model, json content, const json& stop,
-             uint64_t in, uint64_t out) {
+             const json& sequence, uint64_t in, uint64_t out) {
   return {{"id", id},
           {"type", "message"},
           {"role", "assistant"},
           {"model", model},
           {"content", std::move(content)},
           {"stop_reason", stop},
-          {"stop_sequence", nullptr},
+          {"stop_sequence", sequence},
           {"usage", {{"input_tokens", in}, {"output_tokens", out}}}};
 }
 
@@ -66,8 +71,9 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
   if (!req.params.stream) {
     const ChatReply reply = p->chat->reply(p->options);
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
-    send_json(res, message(id, model, content_blocks(reply), stop_reason(reply),
-                           p->meta.prompt_tokens, static_cast<uint64_t>(reply.n_tokens)));
+    send_json(res,
+              message(id, model, content_blocks(reply), stop_reason(reply), stop_sequence(reply),
+                      p->meta.prompt_tokens, static_cast<uint64_t>(reply.n_tokens)));
     return;
   }
   ++ctx.metrics.streams;
@@ -78,9 +84,9 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
     const auto send = [&](const std::string& s) {
       return alive = alive && sink.write(s.data(), s.size());
     };
-    send(
-        event({{"type", "message_start"},
-               {"message", message(id, model, json::array(), nullptr, p->meta.prompt_tokens, 0)}}));
+    send(event({{"type", "message_start"},
+                {"message",
+                 message(id, model, json::array(), nullptr, nullptr, p->meta.prompt_tokens, 0)}}));
     send(event({{"type", "ping"}}));
     // Without tools the text streams as it comes (leading blanks dropped, trailing ones held
     // back, so the deltas add up to the final text); with tools the reply may be a call, so
@@ -151,9 +157,10 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
       send(event({{"type", "content_block_stop"}, {"index", index}}));
       ++index;
     }
-    send(event({{"type", "message_delta"},
-                {"delta", {{"stop_reason", stop_reason(reply)}, {"stop_sequence", nullptr}}},
-                {"usage", {{"output_tokens", reply.n_tokens}}}}));
+    send(event(
+        {{"type", "message_delta"},
+         {"delta", {{"stop_reason", stop_reason(reply)}, {"stop_sequence", stop_sequence(reply)}}},
+         {"usage", {{"output_tokens", reply.n_tokens}}}}));
     send(event({{"type", "message_stop"}}));
     sink.done();
     return true;
