@@ -52,7 +52,7 @@ test("messages: system and a user turn give a text block", async () => {
   assert.equal(cut.stop_reason, "max_tokens");
   const stopped = await (await post("/v1/messages", { model: "channel", max_tokens: 20, system: FACT, stop_sequences: ["21"],
                                                       messages: [{ role: "user", content: QUESTION }] })).json();
-  assert.deepEqual(stopped.content, [{ type: "text", text: "48" }]);  // 48|213
+  assert.deepEqual(stopped.content, [{ type: "text", text: "48" }]);  // cut before "21"
   assert.equal(stopped.stop_reason, "stop_sequence");
   assert.equal(stopped.stop_sequence, "21");
   const counted = await (await post("/v1/messages/count_tokens", { model: "channel", system: FACT, messages: [{ role: "user", content: QUESTION }] })).json();
