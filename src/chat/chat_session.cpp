@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "chat/reasoning_split.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "runtime/session_file.h"
@@ -181,7 +182,10 @@ ChatReply ChatSession::reply(const ReplyOptions& options) {
   ++turns_;
   if (memory_) memory_->cut();
 
-  r.parsed = parse_tool_calls(config_.chat_template.family, r.text, config_.system.tools);
+  // A thinking model's leading <think> block is its reasoning; calls and content follow it.
+  const SplitReply split = split_reasoning(r.text);
+  r.parsed = parse_tool_calls(config_.chat_template.family, split.content, config_.system.tools);
+  r.parsed.reasoning = split.reasoning;
   if (!r.parsed.tool_calls.empty() && r.finish == FinishReason::stop) r.finish = FinishReason::tool_calls;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -286,7 +286,7 @@ ParsedReply parse_tool_calls(ChatFamily family, std::string_view reply,
     case ChatFamily::inst:
       return parse_mistral(reply, tools);
   }
-  return {std::string(reply), {}};
+  return {std::string(reply), {}, {}};
 }
 
 }  // namespace channel

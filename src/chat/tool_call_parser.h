@@ -22,6 +22,7 @@ namespace channel {
 struct ParsedReply {
   std::string content;              // the reply without its tool calls, trimmed
   std::vector<ToolCall> tool_calls;  // ids are "call_<n>" in order
+  std::string reasoning;             // a leading <think> block's text (reasoning_split.h)
 };
 
 // `tools`: when not empty, a call to a name not among them stays text.

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "chat/chat_formatter.h"
+#include "chat/reasoning_split.h"
 #include "chat/system_prompt.h"
 #include "chat/tool_call_parser.h"
 #include "util/error.h"
@@ -32,6 +33,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                      ChatFamily::channel, ChatFamily::inst};
       const ParsedReply r = parse_tool_calls(families[which == 6 ? 4 : which - 1], text);
       if (r.content.size() > text.size()) __builtin_trap();  // calls only ever remove text
+      // The reasoning split, whole and streamed in pieces of 1..8 bytes, agree.
+      const SplitReply whole = split_reasoning(text);
+      ReasoningStream stream;
+      std::string reasoning, content;
+      const auto take = [&](const std::vector<ReasoningStream::Piece>& ps) {
+        for (const auto& p : ps) (p.reasoning ? reasoning : content) += p.text;
+      };
+      for (size_t i = 0, step = 1 + data[0] % 8; i < text.size(); i += step)
+        take(stream.push(text.substr(i, step)));
+      take(stream.finish());
+      if (trim_whitespace(reasoning) != whole.reasoning) __builtin_trap();
+      if (!whole.reasoning.empty() && content != whole.content) __builtin_trap();
     }
   } catch (const Error&) {
   }

@@ -158,5 +158,29 @@ TEST(ChatSession, StopStringsEndTheReply) {
   EXPECT_EQ(r.text.find('e'), std::string::npos);
 }
 
+// A reply that opens with a <think> block (as thinking models write one) has it split off as
+// reasoning; calls and content are read from what follows, and the stream sees the block.
+TEST(ChatSession, ALeadingThinkBlockIsTheReasoning) {
+  ChatSession s(model(), config());
+  s.add_user("What does lamp mean?");
+  ReplyOptions o;
+  o.max_tokens = 30;
+  // (on one line: Channel's template ends a reply at its line end)
+  o.prefix = "<think> The user asks a word; look it up. </think> " +
+             s.formatter().tool_call_opener("lookup");
+  o.json_object = true;
+  o.suffix = *s.formatter().tool_call_closer();
+  std::string streamed;
+  o.on_text = [&](std::string_view t) {
+    streamed += t;
+    return true;
+  };
+  const ChatReply r = s.reply(o);
+  EXPECT_EQ(r.parsed.reasoning, "The user asks a word; look it up.");
+  ASSERT_EQ(r.parsed.tool_calls.size(), 1u) << r.text;
+  EXPECT_EQ(r.parsed.tool_calls[0].name, "lookup");
+  EXPECT_EQ(streamed.rfind("<think>", 0), 0u);
+}
+
 }  // namespace
 }  // namespace channel

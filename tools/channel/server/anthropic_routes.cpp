@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "chat/reasoning_split.h"
 #include "model/model.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
@@ -36,6 +37,9 @@ json stop_sequence(const ChatReply& reply) {
 
 json content_blocks(const ChatReply& reply) {
   json blocks = json::array();
+  if (!reply.parsed.reasoning.empty())  // a thinking model's <think> block comes first
+    blocks.push_back(
+        {{"type", "thinking"}, {"thinking", reply.parsed.reasoning}, {"signature", ""}});
   if (!reply.parsed.content.empty())
     blocks.push_back({{"type", "text"}, {"text", reply.parsed.content}});
   for (const ToolCall& c : reply.parsed.tool_calls)
@@ -92,19 +96,32 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
     // back, so the deltas add up to the final text); with tools the reply may be a call, so
     // its blocks go out whole at the end.
     int index = 0;
-    bool open = false;
-    std::string held;
-    ReplyOptions o = p->options;
-    o.on_text = [&](std::string_view text) {
-      if (p->tools_offered || !alive) return alive;
+    bool open = false, thought_sent = false;
+    std::string held, thought;
+    // A thinking model's <think> block goes out as a thinking block, whole, once the answer
+    // begins (or at the end).
+    const auto send_thought = [&](const std::string& text) {
+      send(event({{"type", "content_block_start"},
+                  {"index", index},
+                  {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}}));
+      send(event({{"type", "content_block_delta"},
+                  {"index", index},
+                  {"delta", {{"type", "thinking_delta"}, {"thinking", text}}}}));
+      send(event({{"type", "content_block_stop"}, {"index", index}}));
+      ++index;
+      thought_sent = true;
+    };
+    const auto answer = [&](std::string_view text) {
       std::string t = held + std::string(text);
       if (!open) {
         const size_t b = t.find_first_not_of(" \n\t\r");
-        if (b == std::string::npos) return alive;
+        if (b == std::string::npos) return;
         t.erase(0, b);
         open = true;
+        if (const std::string_view th = trim_whitespace(thought); !th.empty())
+          send_thought(std::string(th));
         send(event({{"type", "content_block_start"},
-                    {"index", 0},
+                    {"index", index},
                     {"content_block", {{"type", "text"}, {"text", ""}}}}));
       }
       const size_t e = t.find_last_not_of(" \n\t\r");
@@ -112,8 +129,23 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
       t.resize(e + 1);
       if (!t.empty())
         send(event({{"type", "content_block_delta"},
-                    {"index", 0},
+                    {"index", index},
                     {"delta", {{"type", "text_delta"}, {"text", t}}}}));
+    };
+    ReasoningStream split;
+    const auto pieces = [&](const std::vector<ReasoningStream::Piece>& ps) {
+      for (const ReasoningStream::Piece& piece : ps) {
+        if (piece.reasoning) {
+          thought += piece.text;
+        } else {
+          answer(piece.text);
+        }
+      }
+    };
+    ReplyOptions o = p->options;
+    o.on_text = [&](std::string_view text) {
+      if (p->tools_offered || !alive) return alive;
+      pieces(split.push(text));
       return alive;
     };
     ChatReply reply;
@@ -127,16 +159,21 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     lease->release();
+    if (!p->tools_offered) pieces(split.finish());
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
       return false;
     }
     if (open) {
-      send(event({{"type", "content_block_stop"}, {"index", 0}}));
-      index = 1;
+      send(event({{"type", "content_block_stop"}, {"index", index}}));
+      ++index;
     }
     for (const json& b : content_blocks(reply)) {
+      if (b["type"] == "thinking") {
+        if (!thought_sent) send_thought(b["thinking"]);
+        continue;
+      }
       if (b["type"] == "text") {
         if (open) continue;  // streamed already
         send(event({{"type", "content_block_start"},

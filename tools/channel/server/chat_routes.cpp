@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "chat/json_prefix.h"
+#include "chat/reasoning_split.h"
 #include "model/model.h"
 #include "runtime/prompt_scoring.h"
 #include "server/api_error.h"
@@ -42,19 +43,30 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     bool alive = sink.write(first.data(), first.size());
     ReplyOptions o = p->options;
     // With tools offered the reply may turn out to be a call: it is sent whole at the end.
-    bool started = false;
+    // A thinking model's <think> block streams as reasoning_content, its answer as content.
+    bool started = false, thinking = false;
+    ReasoningStream split;
+    const auto send = [&](const std::vector<ReasoningStream::Piece>& pieces) {
+      for (const ReasoningStream::Piece& piece : pieces) {
+        std::string_view text = piece.text;
+        bool& begun = piece.reasoning ? thinking : started;
+        if (!begun) {  // the model's spacing before it (the parsed parts are trimmed too)
+          const size_t b = text.find_first_not_of(" \n\t\r");
+          if (b == std::string_view::npos) continue;
+          text = text.substr(b);
+          begun = true;
+        }
+        const std::string chunk =
+            piece.reasoning
+                ? sse(chat_chunk(p->meta, {{"reasoning_content", std::string(text)}}, nullptr))
+                : sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr, lp->next()));
+        alive = alive && sink.write(chunk.data(), chunk.size());
+      }
+    };
     o.on_text = [&](std::string_view text) {
       lp->emitted(text.size());
       if (p->tools_offered || !alive) return alive;
-      if (!started) {  // the model's spacing before the reply (parsed content is trimmed too)
-        const size_t b = text.find_first_not_of(" \n\t\r");
-        if (b == std::string_view::npos) return alive;
-        text = text.substr(b);
-        started = true;
-      }
-      const std::string chunk =
-          sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr, lp->next()));
-      alive = sink.write(chunk.data(), chunk.size());
+      send(split.push(text));
       return alive;
     };
     ChatReply reply;
@@ -69,6 +81,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     lease->release();
+    if (!p->tools_offered) send(split.finish());
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();

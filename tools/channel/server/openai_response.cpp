@@ -133,6 +133,7 @@ json joined_completion_logprobs(json a, const json& b) {
 
 json chat_completion(const ResponseMeta& m, const ChatReply& reply, const json& logprobs) {
   json message = {{"role", "assistant"}};
+  if (!reply.parsed.reasoning.empty()) message["reasoning_content"] = reply.parsed.reasoning;
   if (reply.parsed.tool_calls.empty()) {
     message["content"] = reply.parsed.content;
   } else {
@@ -184,6 +185,8 @@ std::string chat_stream_end(const ResponseMeta& m, const ChatReply& reply, bool 
                             StreamedLogprobs& lp) {
   std::string out;
   json rest = lp.rest(reply.text.size());  // the first chunk below takes them
+  if (tools && !reply.parsed.reasoning.empty())  // not streamed: the reply might be a call
+    out += sse(chat_chunk(m, {{"reasoning_content", reply.parsed.reasoning}}, nullptr));
   if (tools && !reply.parsed.content.empty())
     out += sse(
         chat_chunk(m, {{"content", reply.parsed.content}}, nullptr, std::exchange(rest, nullptr)));

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "chat/chat_formatter.h"
+#include "chat/reasoning_split.h"
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/prepared_chat.h"
@@ -54,6 +55,13 @@ json message_item(const std::string& id, const std::string& status, json content
           {"content", std::move(content)}};
 }
 
+json reasoning_item(const std::string& id, const std::string& text) {
+  return {{"id", id},
+          {"type", "reasoning"},
+          {"summary", json::array()},
+          {"content", json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
+}
+
 json call_item(const std::string& id, const std::string& call_id, const std::string& name,
                const std::string& args) {
   return {{"id", id},     {"type", "function_call"}, {"status", "completed"}, {"call_id", call_id},
@@ -64,7 +72,7 @@ json call_item(const std::string& id, const std::string& call_id, const std::str
 struct Responding {
   ResponsesRequest req;
   std::unique_ptr<PreparedChat> chat;
-  std::string id, message_id;
+  std::string id, message_id, reasoning_id;
   int64_t created = 0;
 
   json object(const std::string& status, const json& output, const json& use) const {
@@ -111,6 +119,8 @@ Finished finish(const Responding& r, const ChatReply& reply, const json& logprob
   const std::string& text = reply.parsed.content;
   json part = output_text(text);
   if (!logprobs.is_null()) part["logprobs"] = logprobs["content"];
+  if (!reply.parsed.reasoning.empty())  // a thinking model's <think> block comes first
+    f.output.push_back(reasoning_item(r.reasoning_id, reply.parsed.reasoning));
   if (!text.empty() || reply.parsed.tool_calls.empty())
     f.output.push_back(message_item(r.message_id, f.status, json::array({part})));
   for (const ToolCall& c : reply.parsed.tool_calls) {
@@ -162,6 +172,7 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
   r->chat = prepare_chat(ctx, r->req.chat, "resp");
   r->id = new_id("resp");
   r->message_id = new_id("msg");
+  r->reasoning_id = new_id("rs");
   r->created = r->chat->meta.created;
   auto lp = std::make_shared<StreamedLogprobs>(ctx.config.model->tokenizer(),
                                                r->req.chat.params.logprobs, true);
@@ -192,10 +203,20 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     send(event({{"type", "response.in_progress"},
                 {"response", r->object("in_progress", json::array(), nullptr)}},
                seq));
-    const json where = {{"item_id", r->message_id}, {"output_index", 0}, {"content_index", 0}};
+    json where = {{"item_id", r->message_id}, {"output_index", 0}, {"content_index", 0}};
+    // A reasoning item goes out whole, at index 0, once the answer begins (or at the end).
+    bool thought_sent = false;
+    const auto send_thought = [&](const std::string& text) {
+      const json item = reasoning_item(r->reasoning_id, text);
+      send(event({{"type", "response.output_item.added"}, {"output_index", 0}, {"item", item}},
+                 seq));
+      send(
+          event({{"type", "response.output_item.done"}, {"output_index", 0}, {"item", item}}, seq));
+      thought_sent = true;
+    };
     const auto opened = [&] {
       send(event({{"type", "response.output_item.added"},
-                  {"output_index", 0},
+                  {"output_index", where["output_index"]},
                   {"item", message_item(r->message_id, "in_progress", json::array())}},
                  seq));
       json e = where;
@@ -207,16 +228,19 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     // held back, so that the deltas add up to the final (trimmed) text.
     const bool live = !r->chat->tools_offered;
     bool started = false;
-    std::string held;
-    ReplyOptions o = r->chat->options;
-    o.on_text = [&](std::string_view text) {
-      if (!live || !alive) return alive;
+    std::string held, thought;
+    ReasoningStream split;
+    const auto answer = [&](std::string_view text) {
       std::string t = held + std::string(text);
       if (!started) {
         const size_t b = t.find_first_not_of(" \n\t\r");
-        if (b == std::string::npos) return alive;
+        if (b == std::string::npos) return;
         t.erase(0, b);
         started = true;
+        if (const std::string_view th = trim_whitespace(thought); !th.empty()) {
+          send_thought(std::string(th));
+          where["output_index"] = 1;
+        }
         opened();
       }
       const size_t e = t.find_last_not_of(" \n\t\r");
@@ -228,6 +252,20 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
         d["delta"] = t;
         send(event(d, seq));
       }
+    };
+    const auto pieces = [&](const std::vector<ReasoningStream::Piece>& ps) {
+      for (const ReasoningStream::Piece& piece : ps) {
+        if (piece.reasoning) {
+          thought += piece.text;
+        } else {
+          answer(piece.text);
+        }
+      }
+    };
+    ReplyOptions o = r->chat->options;
+    o.on_text = [&](std::string_view text) {
+      if (!live || !alive) return alive;
+      pieces(split.push(text));
       return alive;
     };
     ChatReply reply;
@@ -243,6 +281,7 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     lease->release();
+    if (live) pieces(split.finish());
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
@@ -251,7 +290,12 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     const Finished f = finish(*r, reply, lp->whole(reply.text.size()));
     for (size_t i = 0; i < f.output.size(); ++i) {
       const json& item = f.output[i];
+      if (item["type"] == "reasoning") {
+        if (!thought_sent) send_thought(reply.parsed.reasoning);
+        continue;
+      }
       if (item["type"] == "message") {
+        where["output_index"] = i;
         const std::string text = item["content"][0]["text"];
         if (!started) {  // not streamed (tools offered, or no text): whole now
           opened();
