@@ -147,6 +147,12 @@ void ChatSession::add_assistant(const ChatMessage& message) {
   ++turns_;
 }
 
+std::string ChatSession::tool_marker() const {
+  if (config_.system.tools.empty()) return "";
+  std::string marker(trim_whitespace(formatter_->tool_call_opener("")));
+  return marker.substr(0, std::min(marker.find('\n'), marker.find("\": ")));
+}
+
 ChatReply ChatSession::reply(const ReplyOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   ChatOutput prompt;
@@ -160,10 +166,7 @@ ChatReply ChatSession::reply(const ReplyOptions& options) {
     o.between_tokens = [r] { (void)r->poll(); };  // a background recall lands between tokens
   }
   if (!config_.system.tools.empty()) {
-    // What a call opens with, up to its tool's name: from there the reply is a tool_call span.
-    std::string marker(trim_whitespace(formatter_->tool_call_opener("")));
-    marker = marker.substr(0, std::min(marker.find('\n'), marker.find("\": ")));
-    o.tool_marker = marker;
+    o.tool_marker = tool_marker();  // from there the reply is a tool_call span
     o.prefix_is_call = !o.prefix.empty();
   }
   const GenerationResult g = run_generation(*stream_, o, template_stops);

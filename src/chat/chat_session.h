@@ -95,6 +95,9 @@ class ChatSession {
   StreamSession& stream() { return *stream_; }
   const StreamSession& stream() const { return *stream_; }
   const ChatFormatter& formatter() const { return *formatter_; }
+  // The text a tool call opens with, up to its tool's name ("<tool_call>", "[TOOL_CALLS]",
+  // ...): from there a reply is a call. "" when the chat has no tools.
+  std::string tool_marker() const;
   MemoryAttachment* memory() { return memory_.get(); }
   const EpisodicStore* store() const { return store_.get(); }
 

@@ -109,6 +109,17 @@ test("tools: a named tool_choice returns a structured call, and its result goes 
   }
   assert.equal(finish, "tool_calls");
   assert.equal(calls[0].function.name, "lookup");
+  // With tools offered a reply that is text still streams, token by token, as without them.
+  const ask = { model: "channel", tools: [lookup], messages: [{ role: "system", content: FACT }, { role: "user", content: QUESTION }] };
+  const whole = await client.chat.completions.create(ask);
+  const parts = [];
+  for await (const chunk of await client.chat.completions.create({ ...ask, stream: true })) {
+    const d = chunk.choices[0]?.delta;
+    if (d?.content) parts.push(d.content);
+    assert.equal(d?.tool_calls, undefined);
+  }
+  assert.equal(parts.join(""), whole.choices[0].message.content);
+  assert.ok(parts.length > 1, `streamed in ${parts.length} chunk(s)`);
 });
 
 test("response_format json_object gives a JSON object", async () => {

@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "chat/json_prefix.h"
-#include "chat/reasoning_split.h"
 #include "model/model.h"
 #include "runtime/prompt_scoring.h"
 #include "server/api_error.h"
+#include "server/chat_streamer.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prepared_chat.h"
@@ -42,31 +42,12 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     const std::string first = sse(chat_chunk(p->meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
     bool alive = sink.write(first.data(), first.size());
     ReplyOptions o = p->options;
-    // With tools offered the reply may turn out to be a call: it is sent whole at the end.
-    // A thinking model's <think> block streams as reasoning_content, its answer as content.
-    bool started = false, thinking = false;
-    ReasoningStream split;
-    const auto send = [&](const std::vector<ReasoningStream::Piece>& pieces) {
-      for (const ReasoningStream::Piece& piece : pieces) {
-        std::string_view text = piece.text;
-        bool& begun = piece.reasoning ? thinking : started;
-        if (!begun) {  // the model's spacing before it (the parsed parts are trimmed too)
-          const size_t b = text.find_first_not_of(" \n\t\r");
-          if (b == std::string_view::npos) continue;
-          text = text.substr(b);
-          begun = true;
-        }
-        const std::string chunk =
-            piece.reasoning
-                ? sse(chat_chunk(p->meta, {{"reasoning_content", std::string(text)}}, nullptr))
-                : sse(chat_chunk(p->meta, {{"content", std::string(text)}}, nullptr, lp->next()));
-        alive = alive && sink.write(chunk.data(), chunk.size());
-      }
-    };
+    ChatStreamer streamer(p->meta, *lp, p->chat->tool_marker());
     o.on_text = [&](std::string_view text) {
       lp->emitted(text.size());
-      if (p->tools_offered || !alive) return alive;
-      send(split.push(text));
+      if (!alive) return false;
+      const std::string chunks = streamer.push(text);
+      if (!chunks.empty()) alive = sink.write(chunks.data(), chunks.size());
       return alive;
     };
     ChatReply reply;
@@ -81,13 +62,12 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     lease->release();
-    if (!p->tools_offered) send(split.finish());
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
       return false;
     }
-    std::string out = chat_stream_end(p->meta, reply, p->tools_offered, *lp);
+    std::string out = streamer.end(reply);
     if (include_usage) {
       json u = chat_chunk(p->meta, json::object(), nullptr);
       u["choices"] = json::array();

@@ -181,23 +181,6 @@ json StreamedLogprobs::rest(size_t text_end) {
   return take(text_end);
 }
 
-std::string chat_stream_end(const ResponseMeta& m, const ChatReply& reply, bool tools,
-                            StreamedLogprobs& lp) {
-  std::string out;
-  json rest = lp.rest(reply.text.size());  // the first chunk below takes them
-  if (tools && !reply.parsed.reasoning.empty())  // not streamed: the reply might be a call
-    out += sse(chat_chunk(m, {{"reasoning_content", reply.parsed.reasoning}}, nullptr));
-  if (tools && !reply.parsed.content.empty())
-    out += sse(
-        chat_chunk(m, {{"content", reply.parsed.content}}, nullptr, std::exchange(rest, nullptr)));
-  if (tools && !reply.parsed.tool_calls.empty())
-    out += sse(chat_chunk(m, {{"tool_calls", tool_calls_json(reply.parsed.tool_calls)}}, nullptr,
-                          std::exchange(rest, nullptr)));
-  if (!rest.is_null()) out += sse(chat_chunk(m, {{"content", ""}}, nullptr, rest));
-  out += sse(chat_chunk(m, json::object(), openai_finish(reply.finish)));
-  return out;
-}
-
 std::string sse(const json& data) {
   return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }

@@ -78,11 +78,6 @@ class StreamedLogprobs {
 
 std::string sse(const nlohmann::json& data);
 
-// The closing SSE chunks of a streamed chat reply: with tools offered, its content and calls
-// (held back while they were written), carrying the logprobs not sent yet (else a chunk of its
-// own carries them), then the finish chunk. Usage and [DONE] are the caller's.
-std::string chat_stream_end(const ResponseMeta& m, const ChatReply& reply, bool tools,
-                            StreamedLogprobs& lp);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 
 }  // namespace channel::server

@@ -10,6 +10,7 @@
 #include "memory/text_cue.h"
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/chat_streamer.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/server_context.h"
@@ -107,20 +108,13 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
                                                          lp](size_t, httplib::DataSink& sink) {
     const std::string first = sse(chat_chunk(meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
     bool alive = sink.write(first.data(), first.size());
-    const bool tools = !s->chat->config().system.tools.empty();
-    bool started = false;
+    ChatStreamer streamer(meta, *lp, s->chat->tool_marker());
     ChatReply reply = generate(o, [&](std::string_view t) {
       lp->emitted(t.size());
-      if (tools || !alive) return alive;
-      if (!started) {
-        const size_t b = t.find_first_not_of(" \n\t\r");
-        if (b == std::string_view::npos) return alive;
-        t = t.substr(b);
-        started = true;
-      }
-      const std::string c =
-          sse(chat_chunk(meta, {{"content", std::string(t)}}, nullptr, lp->next()));
-      return alive = sink.write(c.data(), c.size());
+      if (!alive) return false;
+      const std::string chunks = streamer.push(t);
+      if (!chunks.empty()) alive = sink.write(chunks.data(), chunks.size());
+      return alive;
     });
     lease->release();
     lock->unlock();
@@ -129,7 +123,7 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
       sink.done();
       return false;
     }
-    const std::string out = chat_stream_end(meta, reply, tools, *lp) + kSseDone;
+    const std::string out = streamer.end(reply) + kSseDone;
     sink.write(out.data(), out.size());
     sink.done();
     return true;
