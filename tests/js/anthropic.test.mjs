@@ -95,6 +95,12 @@ test("messages: tool_use, its tool_result, and tool_choice", async () => {
   const json = ev.filter((e) => e.type === "content_block_delta" && e.index === start.index).map((e) => e.delta.partial_json).join("");
   assert.equal(typeof JSON.parse(json).word, "string");
   assert.equal(ev.at(-2).delta.stop_reason, "tool_use");
+  // A text reply with tools offered still streams delta by delta.
+  const plain = await events(await post("/v1/messages", { model: "channel", max_tokens: 20, stream: true, tools: [lookup], system: FACT,
+                                                          messages: [{ role: "user", content: QUESTION }] }));
+  const deltas = plain.filter((e) => e.type === "content_block_delta").map((e) => e.delta.text);
+  assert.equal(deltas.join(""), "48213.");
+  assert.ok(deltas.length > 1, `${deltas.length} delta(s)`);
 });
 
 test("messages: errors in Anthropic's shape", async () => {

@@ -120,6 +120,14 @@ test("responses: function tools, their outputs, and previous_response_id", async
   }
   assert.equal(item.name, "lookup");
   assert.equal(item.arguments, args);
+  // A text reply with tools offered still streams delta by delta.
+  let deltas = 0, text = "";
+  for await (const e of await client.responses.create({ model: "channel", instructions: FACT, input: QUESTION, tools: [lookup], stream: true })) {
+    if (e.type === "response.output_text.delta") { deltas++; text += e.delta; }
+    if (e.type === "response.output_text.done") assert.equal(e.text, text);
+  }
+  assert.equal(text, "48213.");
+  assert.ok(deltas > 1, `${deltas} delta(s)`);
 });
 
 test("responses: stored ones can be read and deleted; the store keeps the newest", async () => {

@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <memory>
 
-#include "chat/reasoning_split.h"
+#include "chat/chat_formatter.h"
 #include "model/model.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/prepared_chat.h"
+#include "server/reply_stream.h"
 #include "server/server_context.h"
 #include "tokenizer/tokenizer.h"
 
@@ -92,14 +93,11 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
                 {"message",
                  message(id, model, json::array(), nullptr, nullptr, p->meta.prompt_tokens, 0)}}));
     send(event({{"type", "ping"}}));
-    // Without tools the text streams as it comes (leading blanks dropped, trailing ones held
-    // back, so the deltas add up to the final text); with tools the reply may be a call, so
-    // its blocks go out whole at the end.
+    // The text streams as it comes (ReplyStream: with tools offered, up to a call); a thinking
+    // model's <think> block goes out as a thinking block, whole, once the answer begins.
     int index = 0;
     bool open = false, thought_sent = false;
-    std::string held, thought;
-    // A thinking model's <think> block goes out as a thinking block, whole, once the answer
-    // begins (or at the end).
+    std::string thought;
     const auto send_thought = [&](const std::string& text) {
       send(event({{"type", "content_block_start"},
                   {"index", index},
@@ -111,41 +109,33 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
       ++index;
       thought_sent = true;
     };
-    const auto answer = [&](std::string_view text) {
-      std::string t = held + std::string(text);
-      if (!open) {
-        const size_t b = t.find_first_not_of(" \n\t\r");
-        if (b == std::string::npos) return;
-        t.erase(0, b);
-        open = true;
-        if (const std::string_view th = trim_whitespace(thought); !th.empty())
-          send_thought(std::string(th));
-        send(event({{"type", "content_block_start"},
-                    {"index", index},
-                    {"content_block", {{"type", "text"}, {"text", ""}}}}));
-      }
-      const size_t e = t.find_last_not_of(" \n\t\r");
-      held = t.substr(e + 1);
-      t.resize(e + 1);
-      if (!t.empty())
-        send(event({{"type", "content_block_delta"},
-                    {"index", index},
-                    {"delta", {{"type", "text_delta"}, {"text", t}}}}));
+    const auto text_delta = [&](const std::string& t) {
+      send(event({{"type", "content_block_delta"},
+                  {"index", index},
+                  {"delta", {{"type", "text_delta"}, {"text", t}}}}));
     };
-    ReasoningStream split;
-    const auto pieces = [&](const std::vector<ReasoningStream::Piece>& ps) {
-      for (const ReasoningStream::Piece& piece : ps) {
+    ReplyStream stream(p->chat->tool_marker());
+    const auto pieces = [&](const std::vector<ReplyStream::Piece>& ps) {
+      for (const ReplyStream::Piece& piece : ps) {
         if (piece.reasoning) {
           thought += piece.text;
-        } else {
-          answer(piece.text);
+          continue;
         }
+        if (!open) {
+          open = true;
+          if (const std::string_view th = trim_whitespace(thought); !th.empty())
+            send_thought(std::string(th));
+          send(event({{"type", "content_block_start"},
+                      {"index", index},
+                      {"content_block", {{"type", "text"}, {"text", ""}}}}));
+        }
+        text_delta(piece.text);
       }
     };
     ReplyOptions o = p->options;
     o.on_text = [&](std::string_view text) {
-      if (p->tools_offered || !alive) return alive;
-      pieces(split.push(text));
+      if (!alive) return false;
+      pieces(stream.push(text));
       return alive;
     };
     ChatReply reply;
@@ -159,13 +149,15 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     lease->release();
-    if (!p->tools_offered) pieces(split.finish());
+    pieces(stream.finish());
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
       return false;
     }
     if (open) {
+      if (const std::string rest = stream.rest_of(reply.parsed.content); !rest.empty())
+        text_delta(rest);  // text after the calls
       send(event({{"type", "content_block_stop"}, {"index", index}}));
       ++index;
     }

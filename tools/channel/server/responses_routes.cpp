@@ -9,10 +9,10 @@
 #include <memory>
 
 #include "chat/chat_formatter.h"
-#include "chat/reasoning_split.h"
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/prepared_chat.h"
+#include "server/reply_stream.h"
 #include "server/response_store.h"
 #include "server/responses_request.h"
 #include "server/server_context.h"
@@ -224,48 +224,38 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
       e["part"] = output_text("");
       send(event(e, seq));
     };
-    // Without tools the text streams as it comes: leading blanks dropped and trailing ones
-    // held back, so that the deltas add up to the final (trimmed) text.
-    const bool live = !r->chat->tools_offered;
+    // The text streams as it comes (ReplyStream: with tools offered, up to a call); the
+    // reasoning goes out as its item once the answer begins.
+    ReplyStream stream(r->chat->chat->tool_marker());
     bool started = false;
-    std::string held, thought;
-    ReasoningStream split;
-    const auto answer = [&](std::string_view text) {
-      std::string t = held + std::string(text);
-      if (!started) {
-        const size_t b = t.find_first_not_of(" \n\t\r");
-        if (b == std::string::npos) return;
-        t.erase(0, b);
-        started = true;
-        if (const std::string_view th = trim_whitespace(thought); !th.empty()) {
-          send_thought(std::string(th));
-          where["output_index"] = 1;
-        }
-        opened();
-      }
-      const size_t e = t.find_last_not_of(" \n\t\r");
-      held = t.substr(e + 1);
-      t.resize(e + 1);
-      if (!t.empty()) {
-        json d = where;
-        d["type"] = "response.output_text.delta";
-        d["delta"] = t;
-        send(event(d, seq));
-      }
+    std::string thought;
+    const auto delta = [&](const std::string& t) {
+      json d = where;
+      d["type"] = "response.output_text.delta";
+      d["delta"] = t;
+      send(event(d, seq));
     };
-    const auto pieces = [&](const std::vector<ReasoningStream::Piece>& ps) {
-      for (const ReasoningStream::Piece& piece : ps) {
+    const auto pieces = [&](const std::vector<ReplyStream::Piece>& ps) {
+      for (const ReplyStream::Piece& piece : ps) {
         if (piece.reasoning) {
           thought += piece.text;
-        } else {
-          answer(piece.text);
+          continue;
         }
+        if (!started) {
+          started = true;
+          if (const std::string_view th = trim_whitespace(thought); !th.empty()) {
+            send_thought(std::string(th));
+            where["output_index"] = 1;
+          }
+          opened();
+        }
+        delta(piece.text);
       }
     };
     ReplyOptions o = r->chat->options;
     o.on_text = [&](std::string_view text) {
-      if (!live || !alive) return alive;
-      pieces(split.push(text));
+      if (!alive) return false;
+      pieces(stream.push(text));
       return alive;
     };
     ChatReply reply;
@@ -281,7 +271,7 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     }
     ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     lease->release();
-    if (live) pieces(split.finish());
+    pieces(stream.finish());
     if (!alive) {
       ++ctx.metrics.disconnects;
       sink.done();
@@ -297,14 +287,11 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
       if (item["type"] == "message") {
         where["output_index"] = i;
         const std::string text = item["content"][0]["text"];
-        if (!started) {  // not streamed (tools offered, or no text): whole now
+        if (!started) {  // nothing streamed (no text, or a call came first): whole now
           opened();
-          if (!text.empty()) {
-            json d = where;
-            d["type"] = "response.output_text.delta";
-            d["delta"] = text;
-            send(event(d, seq));
-          }
+          if (!text.empty()) delta(text);
+        } else if (const std::string rest = stream.rest_of(text); !rest.empty()) {
+          delta(rest);  // text after the calls
         }
         json done = where;
         done["type"] = "response.output_text.done";
