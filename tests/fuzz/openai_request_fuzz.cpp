@@ -9,13 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_formatter.h"
 #include "chat/json_prefix.h"
+#include "chat/reasoning_split.h"
 #include "runtime/sampler.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/embedding_request.h"
 #include "server/json_depth.h"
 #include "server/openai_request.h"
+#include "server/reply_stream.h"
 #include "server/responses_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -36,6 +39,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const ChatRequest r = parse_chat_request(body, defaults, 256);
         check_logit_bias(r.params, 8192);
         Sampler sampler(r.params.sampling);
+        {  // the last message as a reply streamed with tools offered (Hermes' marker)
+          const std::string& text = r.messages.back().content;
+          ReplyStream stream("<tool_call>");
+          std::string content;
+          const auto take = [&](const std::vector<ReplyStream::Piece>& ps) {
+            for (const auto& p : ps)
+              if (!p.reasoning) content += p.text;
+          };
+          for (size_t i = 0; i < text.size(); i += 3)
+            take(stream.push(std::string_view(text).substr(i, 3)));
+          take(stream.finish());
+          const std::string after = split_reasoning(text).content;
+          const std::string_view before =
+              trim_whitespace(std::string_view(after).substr(0, after.find("<tool_call>")));
+          if (content != before) __builtin_trap();  // the text before the call, no more, no less
+        }
         if (r.params.json_schema) {
           JsonPrefix reply(r.params.json_schema.get());
           const std::string& text = r.messages.back().content;

@@ -4,8 +4,9 @@
 namespace channel::server {
 namespace {
 
+// The blanks trim_whitespace removes, as the parsed content is trimmed.
 bool blank(char c) {
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
 }
 
 // The longest end of `s` that begins `tag`.
