@@ -1,6 +1,8 @@
 // Splitting a reply's reasoning from its answer (reasoning_split.h).
 #include "chat/reasoning_split.h"
 
+#include <algorithm>
+
 #include "chat/chat_formatter.h"
 
 namespace channel {
@@ -9,23 +11,21 @@ namespace {
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
 
-// The blanks trim_whitespace removes, so that the streamed split agrees with the whole one.
-bool blank(char c) {
+}  // namespace
+
+bool is_blank(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '\v';
 }
 
-// The longest end of `s` that begins `tag` (a tag that may still be arriving).
 size_t partial_tag_at_end(std::string_view s, std::string_view tag) {
   for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
     if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
   return 0;
 }
 
-}  // namespace
-
 SplitReply split_reasoning(std::string_view reply) {
   size_t b = 0;
-  while (b < reply.size() && blank(reply[b])) ++b;
+  while (b < reply.size() && is_blank(reply[b])) ++b;
   if (reply.substr(b, kOpen.size()) != kOpen) return {"", std::string(reply)};
   const std::string_view rest = reply.substr(b + kOpen.size());
   const size_t close = rest.find(kClose);
@@ -40,7 +40,7 @@ std::vector<ReasoningStream::Piece> ReasoningStream::push(std::string_view text)
   for (;;) {
     if (state_ == State::start) {
       size_t b = 0;
-      while (b < held_.size() && blank(held_[b])) ++b;
+      while (b < held_.size() && is_blank(held_[b])) ++b;
       const std::string_view s = std::string_view(held_).substr(b);
       if (s.size() < kOpen.size() && kOpen.substr(0, s.size()) == s) return out;  // undecided
       if (s.substr(0, kOpen.size()) == kOpen) {

@@ -3,11 +3,17 @@
 // reply's own: a reply that does not begin with <think> (after blanks) has no reasoning.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace channel {
+
+// The blanks trim_whitespace removes.
+bool is_blank(char c);
+// The length of the longest end of `s` that begins `tag` (a tag that may still be arriving).
+size_t partial_tag_at_end(std::string_view s, std::string_view tag);
 
 struct SplitReply {
   std::string reasoning;  // the block's text, trimmed ("" when none)

@@ -11,13 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string string_of(const json& obj, const char* name, const std::string& param) {
-  const json* v = field(obj, name);
-  if (!v || !v->is_string())
-    bad_request(std::string(name) + " must be a string", param + "." + name);
-  return v->get<std::string>();
-}
-
 // A string, or a list of text blocks, as one text.
 std::string text_of(const json& c, const std::string& param) {
   if (c.is_string()) return c.get<std::string>();
@@ -25,9 +18,9 @@ std::string text_of(const json& c, const std::string& param) {
   std::string s;
   for (size_t k = 0; k < c.size(); ++k) {
     const std::string at = param + "[" + std::to_string(k) + "]";
-    if (!c[k].is_object() || string_of(c[k], "type", at) != "text")
+    if (!c[k].is_object() || required_string(c[k], "type", at) != "text")
       bad_request("only text blocks are supported here", at);
-    s += string_of(c[k], "text", at);
+    s += required_string(c[k], "text", at);
   }
   return s;
 }
@@ -63,7 +56,7 @@ ChatRequest parse_anthropic_request(const json& body, const SamplerConfig& defau
     const json& m = (*messages)[i];
     const std::string param = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) bad_request("a message must be an object", param);
-    const std::string role = string_of(m, "role", param);
+    const std::string role = required_string(m, "role", param);
     if (role != "user" && role != "assistant")
       bad_request("role must be user or assistant", param + ".role");
     const json* c = field(m, "content");
@@ -80,11 +73,11 @@ ChatRequest parse_anthropic_request(const json& body, const SamplerConfig& defau
       const json& b = (*c)[k];
       const std::string at = param + ".content[" + std::to_string(k) + "]";
       if (!b.is_object()) bad_request("a content block must be an object", at);
-      const std::string type = string_of(b, "type", at);
+      const std::string type = required_string(b, "type", at);
       if (type == "text") {
-        text += string_of(b, "text", at);
+        text += required_string(b, "text", at);
       } else if (type == "tool_use" && role == "assistant") {
-        const std::string id = string_of(b, "id", at), name = string_of(b, "name", at);
+        const std::string id = required_string(b, "id", at), name = required_string(b, "name", at);
         const json* input = field(b, "input");
         if (input && !input->is_object()) bad_request("input must be an object", at + ".input");
         names[id] = name;
@@ -94,7 +87,7 @@ ChatRequest parse_anthropic_request(const json& body, const SamplerConfig& defau
              {"function",
               {{"name", name}, {"arguments", (input ? *input : json::object()).dump()}}}});
       } else if (type == "tool_result" && role == "user") {
-        const std::string id = string_of(b, "tool_use_id", at);
+        const std::string id = required_string(b, "tool_use_id", at);
         const auto named = names.find(id);
         if (named == names.end())
           bad_request("no tool_use with id '" + id + "' comes before it", at + ".tool_use_id");
@@ -145,14 +138,14 @@ ChatRequest parse_anthropic_request(const json& body, const SamplerConfig& defau
   }
   if (const json* v = field(body, "tool_choice")) {
     if (!v->is_object()) bad_request("tool_choice must be an object with a type", "tool_choice");
-    const std::string type = string_of(*v, "type", "tool_choice");
+    const std::string type = required_string(*v, "type", "tool_choice");
     if (type == "auto" || type == "none") {
       chat["tool_choice"] = type;
     } else if (type == "any") {
       chat["tool_choice"] = "required";
     } else if (type == "tool") {
       chat["tool_choice"] = {{"type", "function"},
-                             {"function", {{"name", string_of(*v, "name", "tool_choice")}}}};
+                             {"function", {{"name", required_string(*v, "name", "tool_choice")}}}};
     } else {
       bad_request("tool_choice type must be auto, any, tool or none", "tool_choice.type");
     }

@@ -20,12 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string new_id(const char* prefix) {
-  std::string id = new_meta(prefix, "").id;
-  std::replace(id.begin(), id.end(), '-', '_');
-  return id;
-}
-
 std::string stop_reason(const ChatReply& reply) {
   if (!reply.parsed.tool_calls.empty()) return "tool_use";
   if (!reply.stop_string.empty()) return "stop_sequence";
@@ -44,8 +38,10 @@ json content_blocks(const ChatReply& reply) {
   if (!reply.parsed.content.empty())
     blocks.push_back({{"type", "text"}, {"text", reply.parsed.content}});
   for (const ToolCall& c : reply.parsed.tool_calls)
-    blocks.push_back(
-        {{"type", "tool_use"}, {"id", new_id("toolu")}, {"name", c.name}, {"input", c.arguments}});
+    blocks.push_back({{"type", "tool_use"},
+                      {"id", new_item_id("toolu")},
+                      {"name", c.name},
+                      {"input", c.arguments}});
   return blocks;
 }
 
@@ -71,7 +67,7 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
                                                   ctx.config.default_max_tokens);
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
   std::shared_ptr<PreparedChat> p = prepare_chat(ctx, req, "msg");
-  const std::string id = new_id("msg");
+  const std::string id = new_item_id("msg");
   const std::string model = ctx.config.model_id;
   if (!req.params.stream) {
     const ChatReply reply = p->chat->reply(p->options);

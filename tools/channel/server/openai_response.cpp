@@ -1,6 +1,7 @@
 // OpenAI response shapes (openai_response.h).
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -24,6 +25,12 @@ ResponseMeta new_meta(const std::string& prefix, const std::string& model) {
                   .count();
   m.model = model;
   return m;
+}
+
+std::string new_item_id(const char* prefix) {
+  std::string id = new_meta(prefix, "").id;
+  std::replace(id.begin(), id.end(), '-', '_');
+  return id;
 }
 
 json usage_json(uint64_t prompt_tokens, uint64_t completion_tokens) {

@@ -21,6 +21,8 @@ struct ResponseMeta {
 };
 
 ResponseMeta new_meta(const std::string& prefix, const std::string& model);
+// A fresh id in OpenAI's and Anthropic's item style, prefix_hex ("msg_...", "call_...").
+std::string new_item_id(const char* prefix);
 nlohmann::json usage_json(uint64_t prompt_tokens, uint64_t completion_tokens);
 nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
 std::string openai_finish(FinishReason finish);  // "stop", "length", "tool_calls"

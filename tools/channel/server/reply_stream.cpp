@@ -2,21 +2,6 @@
 #include "server/reply_stream.h"
 
 namespace channel::server {
-namespace {
-
-// The blanks trim_whitespace removes, as the parsed content is trimmed.
-bool blank(char c) {
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
-
-// The longest end of `s` that begins `tag`.
-size_t partial_at_end(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
-
-}  // namespace
 
 void ReplyStream::content(std::string_view text, bool final, std::vector<Piece>& out) {
   if (in_call_) return;
@@ -27,14 +12,14 @@ void ReplyStream::content(std::string_view text, bool final, std::vector<Piece>&
       safe = at;
       in_call_ = true;
     } else if (!final) {
-      safe -= partial_at_end(pending_, marker_);
+      safe -= partial_tag_at_end(pending_, marker_);
     }
   }
-  while (safe > 0 && blank(pending_[safe - 1])) --safe;  // held, or dropped at the end
+  while (safe > 0 && is_blank(pending_[safe - 1])) --safe;  // held, or dropped at the end
   std::string_view ready(pending_.data(), safe);
   size_t b = 0;
   if (!started_)
-    while (b < ready.size() && blank(ready[b])) ++b;
+    while (b < ready.size() && is_blank(ready[b])) ++b;
   if (b < ready.size()) {
     started_ = true;
     out.push_back({false, std::string(ready.substr(b))});
@@ -54,7 +39,7 @@ std::vector<ReplyStream::Piece> ReplyStream::push(std::string_view text) {
     std::string_view t = piece.text;
     if (!thinking_) {
       size_t b = 0;
-      while (b < t.size() && blank(t[b])) ++b;
+      while (b < t.size() && is_blank(t[b])) ++b;
       if (b == t.size()) continue;
       t.remove_prefix(b);
       thinking_ = true;

@@ -11,13 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string string_of(const json& obj, const char* name, const std::string& param) {
-  const json* v = field(obj, name);
-  if (!v || !v->is_string())
-    bad_request(std::string(name) + " must be a string", param + "." + name);
-  return v->get<std::string>();
-}
-
 // A message item's content: a string or a list of text parts (input_text, output_text).
 std::string item_text(const json& c, const std::string& param) {
   if (c.is_string()) return c.get<std::string>();
@@ -30,7 +23,7 @@ std::string item_text(const json& c, const std::string& param) {
     if (!type || !type->is_string() ||
         (*type != "input_text" && *type != "output_text" && *type != "text"))
       bad_request("only text content parts (input_text, output_text) are supported", at);
-    s += string_of(part, "text", at);
+    s += required_string(part, "text", at);
   }
   return s;
 }
@@ -89,7 +82,7 @@ ResponsesRequest parse_responses_request(const json& body, const json& previous,
       if (t && !t->is_string()) bad_request("type must be a string", param + ".type");
       const std::string type = t ? t->get<std::string>() : "message";
       if (type == "message") {
-        const std::string role = string_of(item, "role", param);
+        const std::string role = required_string(item, "role", param);
         const json* c = field(item, "content");
         if (!c) bad_request("content is required", param + ".content");
         const std::string text = item_text(*c, param + ".content");
@@ -101,9 +94,9 @@ ResponsesRequest parse_responses_request(const json& body, const json& previous,
           bad_request("role must be user, assistant, system or developer", param + ".role");
         }
       } else if (type == "function_call") {
-        const std::string call_id = string_of(item, "call_id", param);
-        const std::string name = string_of(item, "name", param);
-        const std::string arguments = string_of(item, "arguments", param);
+        const std::string call_id = required_string(item, "call_id", param);
+        const std::string name = required_string(item, "name", param);
+        const std::string arguments = required_string(item, "arguments", param);
         call_names[call_id] = name;
         const json call = {{"id", call_id},
                            {"type", "function"},
@@ -116,7 +109,7 @@ ResponsesRequest parse_responses_request(const json& body, const json& previous,
         if (!conv.back().contains("tool_calls")) conv.back()["tool_calls"] = json::array();
         conv.back()["tool_calls"].push_back(call);
       } else if (type == "function_call_output") {
-        const std::string call_id = string_of(item, "call_id", param);
+        const std::string call_id = required_string(item, "call_id", param);
         const json* out = field(item, "output");
         if (!out) bad_request("output is required", param + ".output");
         const std::string text = item_text(*out, param + ".output");
@@ -178,7 +171,7 @@ ResponsesRequest parse_responses_request(const json& body, const json& previous,
     for (size_t i = 0; i < v->size(); ++i) {
       const json& t = (*v)[i];
       const std::string param = "tools[" + std::to_string(i) + "]";
-      if (!t.is_object() || string_of(t, "type", param) != "function")
+      if (!t.is_object() || required_string(t, "type", param) != "function")
         bad_request("only function tools are supported", param + ".type");
       json fn = {{"name", field(t, "name") ? t["name"] : json(nullptr)}};
       for (const char* k : {"description", "parameters"})
@@ -194,7 +187,7 @@ ResponsesRequest parse_responses_request(const json& body, const json& previous,
       if (!field(*v, "type") || (*v)["type"] != "function")
         bad_request("tool_choice must be none, auto, required or a function", "tool_choice");
       chat["tool_choice"] = {{"type", "function"},
-                             {"function", {{"name", string_of(*v, "name", "tool_choice")}}}};
+                             {"function", {{"name", required_string(*v, "name", "tool_choice")}}}};
     } else {
       chat["tool_choice"] = *v;
     }

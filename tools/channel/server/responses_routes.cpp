@@ -23,13 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-// OpenAI's id style: prefix_hex.
-std::string new_id(const char* prefix) {
-  std::string id = new_meta(prefix, "").id;
-  std::replace(id.begin(), id.end(), '-', '_');
-  return id;
-}
-
 json usage(uint64_t input, uint64_t output) {
   return {{"input_tokens", input},
           {"input_tokens_details", {{"cached_tokens", 0}}},
@@ -124,9 +117,9 @@ Finished finish(const Responding& r, const ChatReply& reply, const json& logprob
   if (!text.empty() || reply.parsed.tool_calls.empty())
     f.output.push_back(message_item(r.message_id, f.status, json::array({part})));
   for (const ToolCall& c : reply.parsed.tool_calls) {
-    const std::string call_id = new_id("call");
+    const std::string call_id = new_item_id("call");
     const std::string args = c.arguments.dump();
-    f.output.push_back(call_item(new_id("fc"), call_id, c.name, args));
+    f.output.push_back(call_item(new_item_id("fc"), call_id, c.name, args));
     f.calls.push_back({{"id", call_id},
                        {"type", "function"},
                        {"function", {{"name", c.name}, {"arguments", args}}}});
@@ -170,9 +163,9 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
                                    ctx.config.default_max_tokens);
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
   r->chat = prepare_chat(ctx, r->req.chat, "resp");
-  r->id = new_id("resp");
-  r->message_id = new_id("msg");
-  r->reasoning_id = new_id("rs");
+  r->id = new_item_id("resp");
+  r->message_id = new_item_id("msg");
+  r->reasoning_id = new_item_id("rs");
   r->created = r->chat->meta.created;
   auto lp = std::make_shared<StreamedLogprobs>(ctx.config.model->tokenizer(),
                                                r->req.chat.params.logprobs, true);
