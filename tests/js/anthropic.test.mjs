@@ -124,3 +124,22 @@ test("messages: errors in Anthropic's shape", async () => {
   assert.equal(unauthorized.status, 401);
   assert.equal((await unauthorized.json()).error.type, "authentication_error");
 });
+
+test("messages: a client that disconnects mid-stream leaves the server serving", async () => {
+  const controller = new AbortController();
+  const res = await fetch(server.base + "/v1/messages", {
+    method: "POST", headers, signal: controller.signal,
+    body: JSON.stringify({ model: "channel", max_tokens: 400, temperature: 0.8, stream: true, messages: [{ role: "user", content: "Tell me a long story." }] }),
+  });
+  const reader = res.body.getReader();
+  let n = 0;
+  try {
+    while (n < 5) { const { done } = await reader.read(); if (done) break; n++; }
+    controller.abort();
+  } catch (e) {
+    // aborted: the connection is gone
+  }
+  assert.ok(n >= 1);
+  const m = await (await post("/v1/messages", { model: "channel", max_tokens: 20, system: FACT, messages: [{ role: "user", content: QUESTION }] })).json();
+  assert.deepEqual(m.content, [{ type: "text", text: "48213." }]);
+});

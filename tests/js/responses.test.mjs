@@ -171,3 +171,19 @@ test("responses: text.format json_schema, and 400s that name the field", async (
     await assert.rejects(client.responses.create({ model: "channel", ...body }), (e) => e.status === 400 && e.param === param, JSON.stringify(body));
   }
 });
+
+test("responses: a client that disconnects mid-stream leaves the server serving", async () => {
+  const controller = new AbortController();
+  const stream = await client.responses.create(
+    { model: "channel", stream: true, max_output_tokens: 400, temperature: 0.8, input: "Tell me a long story." },
+    { signal: controller.signal });
+  let n = 0;
+  try {
+    for await (const e of stream) { if (++n === 6) controller.abort(); }
+  } catch (e) {
+    // the client reports the abort as an error or ends the stream; either way it is gone
+  }
+  assert.ok(n >= 6);
+  const r = await client.responses.create({ model: "channel", instructions: FACT, input: QUESTION });
+  assert.equal(r.output_text, "48213.");
+});
