@@ -103,6 +103,16 @@ test("messages: tool_use, its tool_result, and tool_choice", async () => {
   assert.ok(deltas.length > 1, `${deltas.length} delta(s)`);
 });
 
+test("models in Anthropic's shape too", async () => {
+  const list = await (await fetch(server.base + "/v1/models", { headers })).json();
+  assert.equal(list.has_more, false);
+  assert.equal(list.data[0].type, "model");
+  assert.equal(list.data[0].id, list.first_id);
+  assert.equal(typeof list.data[0].display_name, "string");
+  const one = await (await fetch(server.base + "/v1/models/" + list.data[0].id, { headers })).json();
+  assert.equal(one.type, "model");
+});
+
 test("messages: errors in Anthropic's shape", async () => {
   for (const [body, status] of [
     [{ model: "channel", messages: [{ role: "user", content: "hi" }] }, 400],  // max_tokens is required

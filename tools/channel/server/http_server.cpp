@@ -150,17 +150,31 @@ int run_server(ServerConfig config) {
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
   });
-  const auto models = [&ctx](const httplib::Request&, httplib::Response& res) {
+  // A model in OpenAI's shape and Anthropic's at once (each client reads its own fields).
+  const auto model_json = [&ctx](const std::string& id) {
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "channel"},
+                {"type", "model"},
+                {"display_name", id},
+                {"created_at", "1970-01-01T00:00:00Z"}};
+  };
+  const auto models = [&ctx, model_json](const httplib::Request&, httplib::Response& res) {
+    const std::string& id = ctx.config.model_id;
     send_json(res, {{"object", "list"},
-                    {"data", json::array({{{"id", ctx.config.model_id}, {"object", "model"},
-                                           {"created", 0}, {"owned_by", "channel"}}})}});
+                    {"data", json::array({model_json(id)})},
+                    {"has_more", false},
+                    {"first_id", id},
+                    {"last_id", id}});
   };
   http.Get("/v1/models", models);
-  http.Get(R"(/v1/models/([^/]+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/v1/models/([^/]+))", [&ctx, model_json](const httplib::Request& req,
+                                                       httplib::Response& res) {
     const std::string id = req.matches[1];
     if (id != ctx.config.model_id)
       throw ApiError(404, "the model '" + id + "' does not exist", "model", "model_not_found");
-    send_json(res, {{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "channel"}});
+    send_json(res, model_json(id));
   });
   register_chat_routes(http, ctx);
   register_embedding_routes(http, ctx);
