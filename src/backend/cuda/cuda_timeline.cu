@@ -41,10 +41,19 @@ std::string short_name(const void* kernel) {
   char* plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string name = status == 0 && plain ? plain : mangled;
   std::free(plain);
-  name = name.substr(0, name.find('('));
+  // Namespaces first: "(anonymous namespace)" holds the first '('. A template kernel's name
+  // starts with its return type, and its arguments may hold casts such as "(Type)8", so the
+  // parameter list is the first '(' outside the template's angle brackets.
   for (const char* prefix : {"channel::cuda::(anonymous namespace)::", "channel::cuda::"})
     for (size_t at; (at = name.find(prefix)) != std::string::npos;)
       name.erase(at, std::string(prefix).size());
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (name[i] == '(' && depth == 0) return name.substr(0, i);
+  }
   return name;
 }
 
