@@ -60,6 +60,34 @@ if out=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 64 -p "hello there" -n 12 --temp 
 else
   echo "test-cuda: run --ctx 64 --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
+# embed and perplexity on the device: the CPU's vectors (cosine) and score, to rounding.
+texts=("hello there" "the quick brown fox jumps over the lazy dog, twice over")
+if "$ch" embed -m "$tmp/gemma3.gguf" --device cuda "${texts[@]}" >"$tmp/emb_gpu" 2>"$tmp/err"; then
+  "$ch" embed -m "$tmp/gemma3.gguf" "${texts[@]}" >"$tmp/emb_cpu" 2>/dev/null
+  grep -qE "^channel: running on cuda" "$tmp/err" || { echo "test-cuda: embed did not say its device"; rc=1; }
+  python3 - "$tmp/emb_gpu" "$tmp/emb_cpu" <<'PY' || { echo "test-cuda: embed on cuda differs from the cpu"; rc=1; }
+import json, math, sys
+g = [json.loads(l) for l in open(sys.argv[1])]
+c = [json.loads(l) for l in open(sys.argv[2])]
+assert len(g) == len(c) == 2, (len(g), len(c))
+for a, b in zip(g, c):
+    cos = sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    print(f"embed --device cuda: {len(a)} dims, cosine to the cpu's {cos:.6f}")
+    assert cos > 0.999, cos
+PY
+else
+  echo "test-cuda: embed --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
+for _ in $(seq 40); do printf 'the quick brown fox jumps over the lazy dog. '; done >"$tmp/text.txt"
+if gpu=$("$ch" perplexity -m "$tmp/gemma3.gguf" -f "$tmp/text.txt" --ctx 32 --chunks 3     --device cuda 2>"$tmp/err"); then
+  cpu=$("$ch" perplexity -m "$tmp/gemma3.gguf" -f "$tmp/text.txt" --ctx 32 --chunks 3 2>/dev/null)
+  echo "perplexity cuda: $gpu cpu: $cpu"
+  python3 -c "import json,sys; g,c=json.loads(sys.argv[1]),json.loads(sys.argv[2]); \
+assert g['tokens']==c['tokens'] and abs(g['ppl']/c['ppl']-1)<1e-3, (g,c)" "$gpu" "$cpu" ||
+    { echo "test-cuda: perplexity on cuda differs from the cpu"; rc=1; }
+else
+  echo "test-cuda: perplexity --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
 # Speculative decoding on the device (target and draft model there): the greedy text of
 # one-token decoding on the device, exactly.
 plain=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 128 -p "a b c a b c a b" -n 48 --temp 0 --no-echo \

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -18,7 +19,13 @@ class Model;
 
 class Embedder {
  public:
+  // Runs tokens from an empty context, each token's final-norm hidden state into rows
+  // ([n][n_embd]): a device's session (channel embed --device cuda).
+  using HiddenStates = std::function<void(std::span<const int32_t>, std::vector<float>&)>;
+
+  // On the CPU: a contiguous Session of n_threads.
   Embedder(std::shared_ptr<const Model> model, int n_threads);
+  Embedder(std::shared_ptr<const Model> model, HiddenStates hidden_states);
   // The unit embedding of `tokens` ([n_embd]). Throws channel::Error for no tokens (or only
   // a BOS) or an id outside the vocabulary. The session grows to the longest input so far.
   std::vector<float> embed(std::span<const int32_t> tokens);
@@ -26,7 +33,8 @@ class Embedder {
 
  private:
   std::shared_ptr<const Model> model_;
-  int n_threads_;
+  int n_threads_ = 0;
+  HiddenStates hidden_states_;  // set: used instead of session_
   std::unique_ptr<Session> session_;
   std::vector<float> rows_;  // [n][n_embd] of the last input
 };

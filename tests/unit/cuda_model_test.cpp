@@ -210,6 +210,38 @@ TEST(CudaModel, NonFiniteLogitsGiveTheError) {
   }
 }
 
+// Text embeddings on the device (channel embed --device cuda): every token's final-norm hidden
+// state, in chunks of the batch and one token at a time, against the CPU session's; the
+// session's logits are not touched, and it goes on decoding after them.
+TEST(CudaModel, HiddenStatesMatchTheCpu) {
+  CHANNEL_REQUIRE_CUDA();
+  for (const auto& [arch, type] : {std::pair{Arch::gemma3, GgmlType::Q8_0},
+                                   std::pair{Arch::llama, GgmlType::F16},
+                                   std::pair{Arch::qwen3, GgmlType::F32}}) {
+    SCOPED_TRACE(ggml_type_name(static_cast<uint32_t>(type)));
+    auto model = random_model(arch, type);
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    std::vector<int32_t> tokens(21);
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = static_cast<int32_t>((i * 29 + 3) % model->hparams().n_vocab);
+    Session cpu(model, SessionConfig{.n_ctx = 64, .n_threads = 2});
+    std::vector<float> want, got, one;
+    cpu.hidden_states(tokens, want);
+    cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 64, .n_batch = 8});
+    gpu.hidden_states(std::span(tokens).first(20), got);  // chunks of 8, 8 and 4
+    gpu.hidden_states(std::span(tokens).subspan(20), one);  // one token: the decode path
+    got.insert(got.end(), one.begin(), one.end());
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(nmse(got, want), 1e-4);
+    EXPECT_EQ(gpu.n_past(), 21);
+    const int32_t next = 5;
+    const std::span<const float> c = cpu.decode(std::span(&next, 1));
+    const std::span<const float> l = gpu.decode(std::span(&next, 1));
+    EXPECT_LE(nmse(std::vector<float>(l.begin(), l.end()), std::vector<float>(c.begin(), c.end())),
+              1e-4);
+  }
+}
+
 // The bounded architecture on the contiguous session: its swa_sink_v1 layers (a window of 16
 // and 4 sinks) keep their rings on the device and their undo history on the host. A prompt of
 // six windows in chunks wider than the window, decode on the graph past truncations (the host

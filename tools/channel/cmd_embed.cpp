@@ -1,16 +1,23 @@
 // `channel embed`: each TEXT's unit embedding (memory/text_embedding.h, what the server's
 // /v1/embeddings returns) as one JSON array a line.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/device.h"
 #include "cli_common.h"
 #include "command.h"
 #include "memory/text_embedding.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+
+#if defined(CHANNEL_HAS_CUDA)
+#include "backend/cuda/cuda_session.h"
+#endif
 
 namespace channel::cli {
 namespace {
@@ -20,6 +27,7 @@ struct EmbedArgs {
   std::vector<std::string> texts;
   bool lines = false;  // read one text a line from standard input
   int threads = 0;
+  std::string device = "cpu";
 };
 
 int run_embed(EmbedArgs args) {
@@ -38,9 +46,30 @@ int run_embed(EmbedArgs args) {
     if (own == 0) throw_error("embed: text {} has no tokens", i + 1);
   }
   print_loaded(loaded);
-  Embedder embedder(loaded.model, args.threads);
+  [[maybe_unused]] const DeviceSpec device = parse_device(args.device);
+  std::unique_ptr<Embedder> embedder;
+#if defined(CHANNEL_HAS_CUDA)
+  // On a device: one upload, one contiguous session as long as the longest text.
+  std::shared_ptr<const cuda::CudaWeights> weights;
+  std::unique_ptr<cuda::CudaSession> gpu;
+  if (device.is_cuda()) {
+    size_t longest = 1;
+    for (const std::vector<int32_t>& t : ids) longest = std::max(longest, t.size());
+    weights = cuda::CudaWeights::upload(loaded.model, device.index);
+    gpu = std::make_unique<cuda::CudaSession>(
+        weights, cuda::CudaSessionConfig{.n_ctx = static_cast<int>(longest)});
+    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
+                 weights->device_name().c_str());
+    embedder = std::make_unique<Embedder>(
+        loaded.model, [&gpu](std::span<const int32_t> tokens, std::vector<float>& rows) {
+          gpu->reset();
+          gpu->hidden_states(tokens, rows);
+        });
+  }
+#endif
+  if (!embedder) embedder = std::make_unique<Embedder>(loaded.model, args.threads);
   for (const std::vector<int32_t>& t : ids)
-    std::printf("%s\n", nlohmann::json(embedder.embed(t)).dump().c_str());
+    std::printf("%s\n", nlohmann::json(embedder->embed(t)).dump().c_str());
   return 0;
 }
 
@@ -50,6 +79,7 @@ const CommandRegistrar registrar{
       auto args = std::make_shared<EmbedArgs>();
       add_model_option(sub, args->model);
       add_threads_option(sub, args->threads);
+      add_device_option(sub, args->device);
       sub.add_flag("--lines", args->lines, "Also embed each non-empty line of standard input");
       sub.add_option("TEXT", args->texts, "Texts to embed");
       return [args] { return run_embed(*args); };

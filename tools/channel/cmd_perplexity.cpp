@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include "backend/device.h"
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_progress.h"
@@ -27,6 +28,10 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
+#if defined(CHANNEL_HAS_CUDA)
+#include "cuda_context_session.h"
+#endif
+
 namespace channel::cli {
 namespace {
 
@@ -36,6 +41,7 @@ struct PerplexityArgs {
   int ctx = 512;
   int chunks = -1;  // < 0: all
   int threads = 1;
+  std::string device = "cpu";
 };
 
 // -log softmax(logits)[target], in double.
@@ -64,7 +70,19 @@ int run_perplexity(const PerplexityArgs& args) {
   const int n_chunk = args.chunks < 0 ? n_chunk_max : std::min(args.chunks, n_chunk_max);
   const int first = ctx / 2;
   constexpr int kScoreBatch = 64;  // tokens whose logits are held at once
-  Session session(loaded.model, SessionConfig{.n_ctx = ctx, .n_threads = args.threads});
+  std::unique_ptr<SessionBase> session;
+  [[maybe_unused]] const DeviceSpec device = parse_device(args.device);
+#if defined(CHANNEL_HAS_CUDA)
+  if (device.is_cuda()) {
+    auto gpu = std::make_unique<CudaContextSession>(loaded.model, device.index, ctx, args.threads);
+    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
+                 gpu->device_name().c_str());
+    session = std::move(gpu);
+  }
+#endif
+  if (!session)
+    session = std::make_unique<Session>(loaded.model,
+                                        SessionConfig{.n_ctx = ctx, .n_threads = args.threads});
   double nll = 0.0;
   int64_t count = 0;
   // A terminal gets one redrawn line; a log gets one line per chunk.
@@ -76,14 +94,14 @@ int run_perplexity(const PerplexityArgs& args) {
     std::vector<int32_t> chunk(tokens.begin() + static_cast<std::ptrdiff_t>(c) * ctx,
                                tokens.begin() + static_cast<std::ptrdiff_t>(c + 1) * ctx);
     if (add_bos) chunk[0] = tok.bos_id();
-    session.reset();
-    session.decode(std::span<const int32_t>(chunk).first(static_cast<size_t>(first)));
+    session->reset();
+    session->decode(std::span<const int32_t>(chunk).first(static_cast<size_t>(first)));
     // Positions first .. ctx-2 predict chunk[pos + 1].
     double chunk_nll = 0.0;
     int64_t chunk_count = 0;
     for (int pos = first; pos < ctx - 1 && !stop_signal(); pos += kScoreBatch) {
       const int n = std::min(kScoreBatch, ctx - 1 - pos);
-      const std::span<const float> logits = session.decode_all(std::span<const int32_t>(chunk).subspan(
+      const std::span<const float> logits = session->decode_all(std::span<const int32_t>(chunk).subspan(
           static_cast<size_t>(pos), static_cast<size_t>(n)));
       for (int i = 0; i < n; ++i) {
         chunk_nll += negative_log_likelihood(
@@ -138,6 +156,7 @@ const CommandRegistrar registrar(
       sub.add_option("--chunks", args->chunks, "Score only the first N chunks (default: all)")
           ->check(integer_in(1, 1 << 30));
       add_threads_option(sub, args->threads);
+      add_device_option(sub, args->device);
       return [args] { return run_perplexity(*args); };
     });
 

@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -50,6 +51,7 @@ struct CudaSession::State {
   PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
   PinnedBuffer nonfinite;               // the logits' flags (nonfinite_flags), written by the step
   PinnedBuffer logits_bad;              // the LM head's non-finite mark (host_logits), one word
+  float* hidden = nullptr;  // hidden_states' rows for the chunk under way, else null
   // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
   // (a speculative verify): graph_index(n, all), each captured on its first use.
   std::vector<cudaGraphExec_t> graphs = std::vector<cudaGraphExec_t>(2 * (kVerifyTokens + 1));
@@ -273,6 +275,15 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
     }
     return q8 != nullptr;
   };
+  if (s.hidden) {  // hidden_states: no LM head; every token's final-norm row instead
+    enqueue_model(*weights_, bufs, step + kTokens * B, n, 0, cs, attend);
+    const int64_t E = hp.n_embd;
+    rms_norm(bufs.x, E, W.output_norm, n, E, hp.rms_eps, bufs.xn, E, cs);
+    cuda::check(cudaMemcpyAsync(s.hidden, bufs.xn, static_cast<size_t>(n * E) * 4,
+                                cudaMemcpyDeviceToHost, cs),
+                "hidden states");
+    return false;
+  }
   return enqueue_model(*weights_, bufs, step + kTokens * B, n, all_logits ? n : 1, cs, attend);
 }
 
@@ -293,7 +304,7 @@ void CudaSession::run_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     h[kCountSliding * B + t] = p - first + 1;
   }
   // One decode step, or a speculative verify's few tokens: replayed from a captured graph.
-  const bool graph_step = n <= kVerifyTokens && config_.graphs;
+  const bool graph_step = n <= kVerifyTokens && config_.graphs && !s.hidden;
   const int n_bounded = s.bounded.count();
   if (n_bounded > 0) {
     const int64_t seen = n_past_;  // every token passes every bounded layer
@@ -347,6 +358,17 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
           cudaMemcpyAsync(dst, s.logits.get(), rows * n_vocab * 4, cudaMemcpyDeviceToHost, cs),
           "logits");
   };
+  if (s.hidden) {  // hidden_states: its rows are all that comes back
+    cuda::check(cudaMemcpyAsync(s.step.get(), h, step_bytes, cudaMemcpyHostToDevice, cs),
+                "step inputs");
+    enqueue_forward(n, false, nullptr);
+    s.stream.sync("the forward pass");
+    for (size_t i = 0; i < static_cast<size_t>(n * hp.n_embd); ++i)
+      if (!std::isfinite(s.hidden[i]))
+        throw_error("forward (cuda): non-finite values (NaN or Inf) in the hidden states: the "
+                    "model's weights or its input are damaged");
+    return;
+  }
   *s.logits_bad.as<uint32_t>() = 0;  // the LM head only ever sets it
   if (graph_step) {
     const size_t gi = State::graph_index(n, all_logits);
@@ -389,6 +411,21 @@ std::span<const float> CudaSession::decode(std::span<const int32_t> tokens) {
 
 float* CudaSession::logits_memory() {
   return st_->logits_host.as<float>();
+}
+
+void CudaSession::hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows) {
+  check(tokens);
+  const size_t n_embd = static_cast<size_t>(model().hparams().n_embd);
+  rows.resize(tokens.size() * n_embd);
+  const size_t step = static_cast<size_t>(st_->max_batch);
+  struct Clear {  // s.hidden is set only while these chunks run
+    float*& p;
+    ~Clear() { p = nullptr; }
+  } clear{st_->hidden};
+  for (size_t i = 0; i < tokens.size(); i += step) {
+    st_->hidden = rows.data() + i * n_embd;
+    run_chunk(tokens.subspan(i, std::min(step, tokens.size() - i)), false, nullptr);
+  }
 }
 
 std::vector<float> CudaSession::decode_all(std::span<const int32_t> tokens) {

@@ -51,10 +51,11 @@ class CudaWeights {
 // (cuda_kernels.h): the one-token product's variant (0..8), the fused activation stages,
 // programmatic dependent launch, the one-kernel attention and the LM head writing the logits
 // to the host. A session captures them with its decode graph, so they apply to sessions made
-// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention) and "h"
-// (host logits), then any "+role:vN" (per-product variants, set_role_variants in
-// cuda_kernels.h), e.g. "v6fpa" or "v8fph+output:v6"; a letter left out is off (the defaults
-// are "v8fph" for Q8_0). A bad spec is a one-line error.
+// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention), "h"
+// (host logits) and "wN" (N MiB warmed into L2 during attention, l2_warm_bytes), then any
+// "+role:vN" (per-product variants, set_role_variants in cuda_kernels.h), e.g. "v6fpa" or
+// "v8fph+output:v6"; a letter left out is off (the defaults are "v8fph" for Q8_0). A bad spec
+// is a one-line error.
 void set_decode_kernels(const std::string& spec);
 
 struct CudaSessionConfig {
@@ -78,6 +79,9 @@ class CudaSession {
   std::span<const float> decode(std::span<const int32_t> tokens);
   float* logits_memory();
   std::vector<float> decode_all(std::span<const int32_t> tokens);
+  // As Session::hidden_states: appends tokens and writes each one's final-norm hidden state
+  // (what the LM head reads) to rows, [n][n_embd]; no logits. Text embeddings on the device.
+  void hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows);
   void truncate_last(int k);
   void reset();
   int n_past() const { return n_past_; }
