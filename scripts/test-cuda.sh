@@ -88,6 +88,54 @@ assert g['tokens']==c['tokens'] and abs(g['ppl']/c['ppl']-1)<1e-3, (g,c)" "$gpu"
 else
   echo "test-cuda: perplexity --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
+# serve --device cuda: /v1/embeddings and a scored prompt (echo + logprobs) run on the device's
+# contiguous contexts (ServerConfig::device_context); against a CPU server's answers.
+if "$ch" serve --help >/dev/null 2>&1; then
+  python3 - "$ch" "$tmp/gemma3.gguf" <<'PY' || { echo "test-cuda: serve --device cuda differs from the cpu"; rc=1; }
+import json, math, socket, subprocess, sys, time, urllib.request
+ch, model = sys.argv[1], sys.argv[2]
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+def ask(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req, timeout=60))
+answers = {}
+for device in ("cuda", "cpu"):
+    port = free_port()
+    srv = subprocess.Popen([ch, "serve", "-m", model, "--port", str(port), "--device", device],
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        emb = ask(port, "/v1/embeddings", {"input": ["hello there", "the lazy dog sleeps"]})
+        cmp = ask(port, "/v1/completions", {"prompt": "the quick brown fox jumps", "max_tokens": 0,
+                                            "echo": True, "logprobs": 2})
+        answers[device] = ([d["embedding"] for d in emb["data"]],
+                           cmp["choices"][0]["logprobs"]["token_logprobs"])
+    finally:
+        srv.terminate()
+        err = srv.communicate(timeout=30)[1]
+    if device == "cuda":
+        assert "running on cuda" in err, err
+(ge, gl), (ce, cl) = answers["cuda"], answers["cpu"]
+for a, b in zip(ge, ce):
+    cos = sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    assert cos > 0.999, cos
+assert len(gl) == len(cl) > 1, (gl, cl)
+worst = max(abs(x - y) for x, y in zip(gl, cl) if x is not None and y is not None)
+print(f"serve --device cuda: embeddings cosine to the cpu's > 0.999, prompt logprobs within {worst:.2e}")
+assert worst < 1e-2, (gl, cl)
+PY
+else
+  echo "test-cuda: SKIPPED the serve check: this build has no channel serve (cpp-httplib)"
+fi
 # Speculative decoding on the device (target and draft model there): the greedy text of
 # one-token decoding on the device, exactly.
 plain=$("$ch" run -m "$tmp/gemma3.gguf" --ctx 128 -p "a b c a b c a b" -n 48 --temp 0 --no-echo \

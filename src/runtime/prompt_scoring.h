@@ -15,11 +15,16 @@
 namespace channel {
 
 class Model;
+class SessionBase;
 
 // [n] entries; entry 0 has no context to be scored in and stays empty (logprob 0, no top).
 // Throws channel::Error for an id outside the vocabulary.
 std::vector<StepLogprobs> score_prompt(std::shared_ptr<const Model> model,
                                        std::span<const int32_t> tokens, size_t top_n,
                                        int n_threads);
+// The same through `session`, a contiguous context (on a device, say) that is reset first and
+// must hold tokens.size() - 1 tokens.
+std::vector<StepLogprobs> score_prompt(SessionBase& session, std::span<const int32_t> tokens,
+                                       size_t top_n);
 
 }  // namespace channel

@@ -45,10 +45,8 @@ class Session final : public SessionBase {
     bounded_.clear();  // bounded layers' rings restart empty
   }
 
-  // Appends `tokens` as decode does, without the LM head, and writes each one's final-norm
-  // hidden state (what the LM head reads) to rows: [n][n_embd]. The logits are left as
-  // they were. Throws as decode does.
-  void hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows);
+  // SessionBase::hidden_states; throws as decode does.
+  void hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows) override;
   // Ring state of bounded layer il (bounded architecture).
   const BoundedState& bounded_state(int il) const { return bounded_.state(il); }
 

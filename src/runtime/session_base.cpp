@@ -31,6 +31,10 @@ void SessionBase::reset() {
   throw Error("this session cannot be reset (a slot ring)");
 }
 
+void SessionBase::hidden_states(std::span<const int32_t>, std::vector<float>&) {
+  throw Error("this session does not compute hidden states (a slot ring)");
+}
+
 void SessionBase::check_tokens(std::span<const int32_t> tokens) const {
   check_token_ids(tokens, n_vocab());
   check_room(tokens.size());

@@ -50,6 +50,10 @@ class SessionBase {
   // Forgets every token: a contiguous context starts empty again (a draft model's session
   // starting over). The slot ring cannot (its anchors and spans outlive it): channel::Error.
   virtual void reset();
+  // Appends `tokens` as decode does, without the LM head, and writes each one's final-norm
+  // hidden state (what the LM head reads) to rows: [n][n_embd] (text embeddings). The logits
+  // are left as they were. Contiguous contexts compute them; others throw channel::Error.
+  virtual void hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows);
 
   const Model& model() const { return *model_; }
   int32_t n_vocab() const { return static_cast<int32_t>(logits_.size()); }

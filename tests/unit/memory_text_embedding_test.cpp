@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "memory/text_cue.h"
 #include "memory/text_embedding.h"
+#include "runtime/ring_session.h"
+#include "runtime/session.h"
 #include "support/micro_model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -55,6 +58,28 @@ TEST_P(TextEmbedding, RefusesInputsWithoutTokens) {
   EXPECT_THROW(e.embed(outside), Error);
   const int32_t fine[] = {5, 6};
   EXPECT_EQ(e.embed(fine).size(), static_cast<size_t>(e.dim()));  // a refusal left it usable
+}
+
+// A hidden-state source (a device's context: channel embed --device cuda) gives the same
+// embedding as the CPU session when it computes the same rows; through SessionBase, the
+// contiguous Session computes them and the slot ring refuses in one line.
+TEST_P(TextEmbedding, TakesAHiddenStateSource) {
+  const auto model = test::load_model(test::micro_model_spec(GetParam()));
+  const std::vector<int32_t> ids =
+      model->tokenizer().encode("The code of the blue door is 4417.", true, true);
+  std::unique_ptr<SessionBase> session =
+      std::make_unique<Session>(model, SessionConfig{.n_ctx = 64, .n_threads = 1});
+  int calls = 0;
+  Embedder source(model, [&](std::span<const int32_t> t, std::vector<float>& rows) {
+    ++calls;
+    session->reset();
+    session->hidden_states(t, rows);
+  });
+  EXPECT_EQ(source.embed(ids), Embedder(model, 1).embed(ids));
+  EXPECT_EQ(calls, 1);
+  RingSession ring(model, RingSessionConfig{});
+  std::vector<float> rows;
+  EXPECT_THROW(static_cast<SessionBase&>(ring).hidden_states(ids, rows), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, TextEmbedding,

@@ -3,13 +3,21 @@
 // top_p, seed, response_format json_object), /v1/completions, /v1/models, /health,
 // /metrics; Channel's named sessions under /v1/sessions; the live web view at /.
 #include <filesystem>
+#include <memory>
 
+#include "backend/device.h"
 #include "chat_flags.h"
 #include "cli_common.h"
 #include "command.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "util/error.h"
+
+#if defined(CHANNEL_HAS_CUDA)
+#include "backend/cuda/cuda_ring.h"
+#include "backend/cuda/cuda_session.h"
+#include "cuda_context_session.h"
+#endif
 
 namespace channel::cli {
 namespace {
@@ -32,6 +40,22 @@ int run_serve(ServeArgs& args) {
   const LoadedModel loaded = load_model(args.flags.model);
   args.server.model = loaded.model;
   args.server.chat = make_chat_config(args.flags, *loaded.model);
+  const DeviceSpec device = parse_device(args.flags.device);
+  if (device.is_cuda()) {
+#if defined(CHANNEL_HAS_CUDA)
+    // One upload at start (a model that does not fit fails here, before serving): the ring's
+    // sessions share it, and so do the contiguous contexts of scoring and embeddings.
+    std::shared_ptr<const cuda::CudaWeights> weights =
+        cuda::CudaWeights::upload(loaded.model, device.index);
+    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
+                 weights->device_name().c_str());
+    args.server.chat.ring.compute = cuda::ring_compute(weights);
+    const int threads = args.flags.threads;
+    args.server.device_context = [weights, threads](int n_ctx) -> std::unique_ptr<SessionBase> {
+      return std::make_unique<CudaContextSession>(weights, n_ctx, threads);
+    };
+#endif
+  }
   args.server.max_body_bytes = static_cast<size_t>(args.max_body_kib) * 1024;
   args.server.default_max_tokens = args.flags.max_tokens;
   print_loaded(loaded);

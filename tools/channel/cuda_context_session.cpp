@@ -10,10 +10,19 @@ namespace channel::cli {
 
 CudaContextSession::CudaContextSession(std::shared_ptr<const Model> model, int device, int n_ctx,
                                        int n_threads)
-    : SessionBase(model, model->hparams().n_vocab, n_threads),
-      weights_(cuda::CudaWeights::upload(model, device)),
+    : CudaContextSession(cuda::CudaWeights::upload(model, device), n_ctx, n_threads) {}
+
+CudaContextSession::CudaContextSession(std::shared_ptr<const cuda::CudaWeights> weights, int n_ctx,
+                                       int n_threads)
+    : SessionBase(weights->model_ptr(), weights->model().hparams().n_vocab, n_threads),
+      weights_(std::move(weights)),
       gpu_(weights_, cuda::CudaSessionConfig{.n_ctx = n_ctx}) {
   use_logits_memory(gpu_.logits_memory());  // decode's row: nothing copied a token
+}
+
+void CudaContextSession::hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows) {
+  check_tokens(tokens);
+  gpu_.hidden_states(tokens, rows);
 }
 
 void CudaContextSession::check_room(size_t n) const {

@@ -19,6 +19,8 @@ class CudaContextSession final : public SessionBase {
   // Uploads the model to device `device` (one-line channel::Error when it cannot) and
   // allocates the session's device memory once. n_threads: the host threads of sampling.
   CudaContextSession(std::shared_ptr<const Model> model, int device, int n_ctx, int n_threads);
+  // Over weights already on a device (a server's, shared with its ring sessions).
+  CudaContextSession(std::shared_ptr<const cuda::CudaWeights> weights, int n_ctx, int n_threads);
 
   int64_t room() const override { return gpu_.n_ctx() - gpu_.n_past(); }
   // decode_all's tokens can all be forgotten again (the device cache is plain slots), but for
@@ -29,6 +31,7 @@ class CudaContextSession final : public SessionBase {
   }
   std::string device_name() const { return weights_->device_name(); }
   void reset() override { gpu_.reset(); }
+  void hidden_states(std::span<const int32_t> tokens, std::vector<float>& rows) override;
 
  private:
   void check_room(size_t n) const override;

@@ -33,6 +33,7 @@ class CudaWeights {
   CudaWeights& operator=(const CudaWeights&) = delete;
 
   const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& model_ptr() const { return model_; }
   const DeviceInfo& device() const;
   std::string device_name() const;  // "NVIDIA H200"
   size_t device_bytes() const;

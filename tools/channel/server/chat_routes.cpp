@@ -7,6 +7,7 @@
 #include "chat/json_prefix.h"
 #include "model/model.h"
 #include "runtime/prompt_scoring.h"
+#include "runtime/session_base.h"
 #include "server/api_error.h"
 #include "server/chat_streamer.h"
 #include "server/openai_request.h"
@@ -110,12 +111,17 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
   check_prompt_length(ctx, ids.size());
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);
   json prompt_logprobs = nullptr;
-  if (req.echo && req.params.logprobs >= 0)
+  if (req.echo && req.params.logprobs >= 0) {
+    const auto top = static_cast<size_t>(req.params.logprobs);
+    std::unique_ptr<SessionBase> device;  // the serving device's context, where there is one
+    if (ctx.config.device_context && ids.size() > 1)
+      device = ctx.config.device_context(static_cast<int>(ids.size() - 1));
     prompt_logprobs = prompt_completion_logprobs(
         tok, ids,
-        score_prompt(ctx.config.model, ids, static_cast<size_t>(req.params.logprobs),
-                     ctx.config.chat.ring.n_threads),
+        device ? score_prompt(*device, ids, top)
+               : score_prompt(ctx.config.model, ids, top, ctx.config.chat.ring.n_threads),
         first_echoed);
+  }
   const bool generate = req.params.max_tokens > 0;  // 0: the prompt alone, no ring
   std::shared_ptr<StreamSession> stream;
   if (generate) {

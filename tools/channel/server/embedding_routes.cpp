@@ -2,11 +2,14 @@
 // tokens' final-norm hidden states, the vector episodic recall compares), as float arrays
 // or, with encoding_format "base64", the base64 of their little-endian float32 bytes (what
 // the openai clients ask for by default). The forward runs on the CPU whatever --device says.
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 
 #include "memory/text_embedding.h"
 #include "model/model.h"
+#include "runtime/session_base.h"
 #include "server/api_error.h"
 #include "server/embedding_request.h"
 #include "server/server_context.h"
@@ -72,13 +75,26 @@ void embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Respon
                 "dimensions");
   const std::vector<std::vector<int32_t>> tokens = input_tokens(ctx, r);
   GenerationSlots::Lease lease(ctx.slots);
-  Embedder embedder(ctx.config.model, ctx.config.chat.ring.n_threads);
+  std::unique_ptr<SessionBase> device;  // the serving device's context, as long as the longest
+  std::unique_ptr<Embedder> embedder;
+  if (ctx.config.device_context) {
+    size_t longest = 1;
+    for (const std::vector<int32_t>& t : tokens) longest = std::max(longest, t.size());
+    device = ctx.config.device_context(static_cast<int>(longest));
+    embedder = std::make_unique<Embedder>(
+        ctx.config.model, [&device](std::span<const int32_t> ids, std::vector<float>& rows) {
+          device->reset();
+          device->hidden_states(ids, rows);
+        });
+  } else {
+    embedder = std::make_unique<Embedder>(ctx.config.model, ctx.config.chat.ring.n_threads);
+  }
   json data = json::array();
   size_t n_tokens = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
     data.push_back({{"object", "embedding"},
                     {"index", i},
-                    {"embedding", encoded(embedder.embed(tokens[i]), r.base64)}});
+                    {"embedding", encoded(embedder->embed(tokens[i]), r.base64)}});
     n_tokens += tokens[i].size();
   }
   lease.release();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -9,6 +10,7 @@
 
 namespace channel {
 class Model;
+class SessionBase;
 }
 
 namespace channel::server {
@@ -28,6 +30,10 @@ struct ServerConfig {
   std::string data_dir;              // named sessions' saves and memories ("" = none)
   ChatConfig chat;                   // ring, template, sampling defaults, threads
   std::shared_ptr<const Model> model;
+  // With --device cuda: a contiguous context of n_ctx tokens on that device, over the weights
+  // the ring's sessions share, for the work outside the ring (prompt scoring, embeddings).
+  // Empty: those run on the CPU.
+  std::function<std::unique_ptr<SessionBase>(int n_ctx)> device_context;
 };
 
 }  // namespace channel::server
