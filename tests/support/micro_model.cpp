@@ -6,6 +6,20 @@
 
 namespace channel::test {
 
+std::string arch_test_name(const ::testing::TestParamInfo<Arch>& info) {
+  switch (info.param) {
+    case Arch::llama:
+      return "llama";
+    case Arch::gemma3:
+      return "gemma3";
+    case Arch::qwen3:
+      return "qwen3";
+    case Arch::bounded:
+      return "bounded";
+  }
+  return "unknown";
+}
+
 RandomModelSpec micro_model_spec(Arch arch, uint64_t seed) {
   RandomModelSpec s;
   s.arch = arch;

@@ -10,11 +10,16 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "model/model.h"
 #include "model/random_model.h"
 #include "runtime/ring_session.h"
 
 namespace channel::test {
+
+// The architecture's name as a parameterized test's suffix: "llama", "gemma3", "qwen3", "bounded".
+std::string arch_test_name(const ::testing::TestParamInfo<Arch>& info);
 
 // hidden 32, 4 heads and 2 KV heads of 8 dims, FFN 48, vocab 300.
 RandomModelSpec micro_model_spec(Arch arch, uint64_t seed = 5);

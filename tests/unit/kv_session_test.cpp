@@ -405,11 +405,7 @@ TEST_P(KvSession, BadInputIsAClearErrorWithTheStateUnchanged) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, KvSession,
                          ::testing::Values(Arch::llama, Arch::gemma3, Arch::bounded),
-                         [](const auto& info) {
-                           return std::string(info.param == Arch::llama    ? "llama"
-                                              : info.param == Arch::gemma3 ? "gemma3"
-                                                                           : "bounded");
-                         });
+                         test::arch_test_name);
 
 }  // namespace
 }  // namespace channel

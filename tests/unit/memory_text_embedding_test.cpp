@@ -84,11 +84,7 @@ TEST_P(TextEmbedding, TakesAHiddenStateSource) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, TextEmbedding,
                          ::testing::Values(Arch::llama, Arch::gemma3, Arch::bounded),
-                         [](const auto& info) {
-                           return std::string(info.param == Arch::llama    ? "llama"
-                                              : info.param == Arch::gemma3 ? "gemma3"
-                                                                           : "bounded");
-                         });
+                         test::arch_test_name);
 
 }  // namespace
 }  // namespace channel

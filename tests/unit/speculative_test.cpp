@@ -15,6 +15,7 @@
 #include "model/random_model.h"
 #include "runtime/session.h"
 #include "runtime/speculative.h"
+#include "support/micro_model.h"
 #include "util/error.h"
 
 namespace channel {
@@ -128,11 +129,7 @@ TEST_P(Speculative, StopsAtAnEndToken) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, Speculative,
                          ::testing::Values(Arch::llama, Arch::gemma3, Arch::bounded),
-                         [](const auto& info) {
-                           return std::string(info.param == Arch::llama    ? "llama"
-                                              : info.param == Arch::gemma3 ? "gemma3"
-                                                                           : "bounded");
-                         });
+                         test::arch_test_name);
 
 TEST(SessionTruncate, RestoresTheStateAndRefusesWhatItCannotUndo) {
   const Built b = build(tiny(Arch::bounded));
