@@ -147,6 +147,9 @@ RopeDev make_rope(RopeMode mode, int n_rot, float base, float freq_scale,
 // table[t][i] = (cos, sin) of pair i at positions[t], t < n: the values every kernel computes
 // without a table. A RopeDev with .table = table then rotates the step's n tokens.
 void rope_table(const RopeDev& p, const int32_t* positions, int n, float2* table, cudaStream_t s);
+// Two rotations' tables (a model's global and sliding layers) in one launch.
+void rope_tables(const RopeDev& p0, const RopeDev& p1, const int32_t* positions, int n,
+                 float2* table0, float2* table1, cudaStream_t s);
 // In place on x: [n][ldx], heads of head_dim at x + t*ldx + h*head_dim; positions: device [n].
 // Angles follow the CPU's float recurrence (ops/rope.h) exactly.
 void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,

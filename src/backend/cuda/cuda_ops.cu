@@ -130,8 +130,12 @@ __device__ __forceinline__ void rope_head(const RopeDev& p, int t, int32_t pos, 
     rope_pair_cs(p, rope_cs_at(p, t, pos, i), i, v);
 }
 
-__global__ void rope_table_kernel(RopeDev p, const int32_t* positions, int n, float2* table) {
+// Block row y fills table y: the step's rotations, global and sliding, in one launch.
+__global__ void rope_table_kernel(RopeDev p0, RopeDev p1, const int32_t* positions, int n,
+                                  float2* table0, float2* table1) {
   pdl_wait();
+  const RopeDev& p = blockIdx.y == 0 ? p0 : p1;
+  float2* table = blockIdx.y == 0 ? table0 : table1;
   const int half = p.n_rot / 2;
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n * half; k += gridDim.x * blockDim.x)
     table[k] = rope_cs(p, positions[k / half], k % half);
@@ -503,14 +507,20 @@ void add_normed(const float* x, const float* norm_w, int64_t rows, int64_t n, fl
   check_launch("add_normed");
 }
 
-void rope_table(const RopeDev& p, const int32_t* positions, int n, float2* table, cudaStream_t s) {
-  const int count = n * (p.n_rot / 2);
+void rope_tables(const RopeDev& p0, const RopeDev& p1, const int32_t* positions, int n,
+                 float2* table0, float2* table1, cudaStream_t s) {
+  const int count = n * std::max(p0.n_rot / 2, table1 ? p1.n_rot / 2 : 0);
   if (count == 0) return;
   const unsigned blocks = grid_for(count, 128) < 132 ? grid_for(count, 128) : 132;
-  RopeDev computed = p;
-  computed.table = nullptr;
-  launch_k(rope_table_kernel, blocks, 128, 0, s, computed, positions, n, table);
+  RopeDev c0 = p0, c1 = p1;
+  c0.table = c1.table = nullptr;
+  launch_k(rope_table_kernel, dim3(blocks, table1 ? 2u : 1u), 128, 0, s, c0, c1, positions, n,
+           table0, table1);
   check_launch("rope_table");
+}
+
+void rope_table(const RopeDev& p, const int32_t* positions, int n, float2* table, cudaStream_t s) {
+  rope_tables(p, p, positions, n, table, nullptr, s);
 }
 
 void rope(const RopeDev& p, float* x, int64_t ldx, int n, int n_heads, int head_dim,

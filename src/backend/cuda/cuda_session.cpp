@@ -208,8 +208,7 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
   RopeDev rope_global = make_rope(mode, hp.n_rot, hp.rope_base, hp.rope_freq_scale, W.rope_freqs);
   RopeDev rope_sliding = make_rope(mode, hp.n_rot, hp.rope_base_swa, 1.0f, W.rope_freqs);
   float2* tables = s.rope_cs.as<float2>();
-  rope_table(rope_global, positions, n, tables, cs);
-  rope_table(rope_sliding, positions, n, tables + B * (hp.n_rot / 2), cs);
+  rope_tables(rope_global, rope_sliding, positions, n, tables, tables + B * (hp.n_rot / 2), cs);
   rope_global.table = tables;
   rope_sliding.table = tables + B * (hp.n_rot / 2);
   const QkvLayout ql{hp.n_head, hp.n_head_kv, hp.head_dim, hp.head_dim_v, s.qkv_w, s.kv_f32};
