@@ -232,13 +232,16 @@ TEST(CudaModel, HiddenStatesMatchTheCpu) {
     gpu.hidden_states(std::span(tokens).subspan(20), one);  // one token: the decode path
     got.insert(got.end(), one.begin(), one.end());
     ASSERT_EQ(got.size(), want.size());
-    EXPECT_LE(nmse(got, want), 1e-4);
+    // As CudaModel.MatchesCpuPrefillDecodeAndDecodeAll: the tensor-core prefill rounds Q8_0's
+    // activations to f16 where the CPU quantizes them; f16 caches and summation order.
+    const double bound = 2e-3;
+    EXPECT_LE(nmse(got, want), bound);
     EXPECT_EQ(gpu.n_past(), 21);
     const int32_t next = 5;
     const std::span<const float> c = cpu.decode(std::span(&next, 1));
     const std::span<const float> l = gpu.decode(std::span(&next, 1));
     EXPECT_LE(nmse(std::vector<float>(l.begin(), l.end()), std::vector<float>(c.begin(), c.end())),
-              1e-4);
+              bound);
   }
 }
 
