@@ -363,11 +363,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
         EXPECT_EQ(warmed, plain) << ggml_type_name(static_cast<uint32_t>(c.type)) << " v" << v
                                  << " pdl " << pdl << " with the L2 warm-up";
       }
-    // The wide merge of the attention's splits: other rounding, the same logits.
-    cuda::set_wide_merge(true);
-    const double e_wide = nmse(run(8, true, true), want);
-    cuda::set_wide_merge(false);
-    EXPECT_LE(e_wide, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " wide merge";
   }
   cuda::set_matvec_variant(saved_variant);
   cuda::set_fused_decode(saved_fuse);
@@ -379,7 +374,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
 TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
   const int64_t saved_warm = cuda::l2_warm_bytes();
-  const bool saved_wide = cuda::wide_merge();
   const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention(),
                         cuda::host_logits()};
   cuda::set_decode_kernels("v6pf");
@@ -400,11 +394,7 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_decode_kernels("v8fw24ph");  // w and its MiB anywhere among the letters
   EXPECT_EQ(cuda::l2_warm_bytes(), int64_t{24} << 20);
   EXPECT_TRUE(cuda::host_logits());
-  EXPECT_FALSE(cuda::wide_merge());
-  cuda::set_decode_kernels("v8fmp");
-  EXPECT_TRUE(cuda::wide_merge());
   cuda::set_decode_kernels("v8fp");
-  EXPECT_FALSE(cuda::wide_merge());
   EXPECT_EQ(cuda::l2_warm_bytes(), 0);
   for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8w", "v8wp",
                           "v8w1w2", "v8w2000", "v8w-1"})
@@ -437,7 +427,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_one_kernel_attention(saved[2]);
   cuda::set_host_logits(saved[3]);
   cuda::set_l2_warm_mib(static_cast<int>(saved_warm >> 20));
-  cuda::set_wide_merge(saved_wide);
 }
 
 // The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit

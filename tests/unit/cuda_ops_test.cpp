@@ -764,19 +764,15 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
         }
 
       cuda::DeviceBuffer dq = to_device(q), dt = to_device(table), df = to_device(first), dc = to_device(count);
-      const bool saved_merge = cuda::wide_merge();
-      for (const bool wide : {false, true})
-      for (int splits : {1, 7, 41}) {
-        if (splits == 41 && !wide) continue;  // the serial merge is checked at 7
-        cuda::set_wide_merge(wide);
+      for (int splits : {1, 7}) {
         cuda::DeviceBuffer part(std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4, "part");
         cuda::DeviceBuffer out(want.size() * 4, "out");
         cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, f32}, dq, kc.get(), vc.get(),
                                           dt, df, dc, splits, part, out);
         cuda::attention(a, nullptr);
         const std::vector<float> got = from_device<float>(out, want.size());
-        EXPECT_LE(nmse(got, want), 1e-10) << "hd " << hd << " group " << group << " splits "
-                                          << splits << " f32 " << f32 << " wide " << wide;
+        EXPECT_LE(nmse(got, want), 1e-10)
+            << "hd " << hd << " group " << group << " splits " << splits << " f32 " << f32;
         for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
           for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f);
 
@@ -789,10 +785,8 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
         cuda::attention(a, nullptr);
         test::expect_q8_rows(got_q8, out.as<float>(), n, row,
                              "hd " + std::to_string(hd) + " group " + std::to_string(group) +
-                                 " splits " + std::to_string(splits) + " wide " +
-                                 std::to_string(wide));
+                                 " splits " + std::to_string(splits));
       }
-      cuda::set_wide_merge(saved_merge);
     }
   }
   }

@@ -260,12 +260,6 @@ void set_host_logits(bool on);
 // attention runs. CHANNEL_CUDA_L2_WARM=MiB (read once; 0 off) or set_l2_warm_mib.
 int64_t l2_warm_bytes();
 void set_l2_warm_mib(int mib);
-// CHANNEL_CUDA_MERGE=serial|wide (read once; default serial): how the merge of the attention's
-// splits sums each element: over the splits in order (attention_merge_kernel), or in four
-// interleaved parts at once then those in order (attention_merge_wide_kernel: fewer rounds of
-// dependent loads, other rounding). set_wide_merge overrides it.
-bool wide_merge();
-void set_wide_merge(bool on);
 // Prefetches towards L2, on s, up to `bytes` of w: those its one-token product reads first
 // (v8: the rows after its rings' in each block's run; otherwise the matrix's first bytes).
 void warm_l2(const DevMatrix& w, int64_t bytes, cudaStream_t s);

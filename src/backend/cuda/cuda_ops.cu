@@ -319,57 +319,6 @@ __global__ void attention_merge_kernel(AttnArgs a) {
   }
 }
 
-// attention_merge_kernel with each element's splits summed in kMergeWays interleaved parts at
-// once (part k: splits k, k + ways, ...; a thread per element and part), then the parts in
-// order: a thread's loads go out in one batch where the serial loop issues 16 at a time.
-constexpr int kMergeWays = 4;
-
-unsigned merge_wide_ways(int head_dim_v) {
-  const int pad = (head_dim_v + 31) / 32 * 32;
-  return static_cast<unsigned>(std::clamp(1024 / pad, 1, kMergeWays));
-}
-
-__global__ void attention_merge_wide_kernel(AttnArgs a) {
-  pdl_wait();
-  __shared__ float weight[kMaxSplits], sum[kMaxSplits], red[32];
-  __shared__ float partial[1024];  // [ways][pad]
-  const int h = blockIdx.x, t = blockIdx.y, hd = a.head_dim_v;
-  const int pad = (hd + 31) / 32 * 32, ways = static_cast<int>(blockDim.x) / pad;
-  const float* part = a.part + (static_cast<int64_t>(t) * a.n_head + h) * a.splits * (hd + 2);
-  const int s_own = threadIdx.x;  // the split this thread reads the max and L of
-  const float m_own = s_own < a.splits ? part[s_own * (hd + 2) + hd] : -INFINITY;
-  const float l_own = s_own < a.splits ? part[s_own * (hd + 2) + hd + 1] : 0.0f;
-  float mx = warp_max(m_own);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
-  __syncthreads();
-  mx = -INFINITY;
-  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) mx = fmaxf(mx, red[w]);
-  if (s_own < a.splits) {
-    weight[s_own] = m_own == -INFINITY ? 0.0f : expf(m_own - mx);
-    sum[s_own] = l_own;
-  }
-  __syncthreads();
-  const int way = static_cast<int>(threadIdx.x) / pad, d = static_cast<int>(threadIdx.x) % pad;
-  float O = 0.0f;
-  if (mx != -INFINITY && d < hd) {
-#pragma unroll 16
-    for (int s = way; s < a.splits; s += ways)
-      if (weight[s] != 0.0f) O += part[s * (hd + 2) + d] * weight[s];
-  }
-  partial[threadIdx.x] = O;
-  __syncthreads();
-  if (way != 0) return;
-  float L = 0.0f;
-  if (mx != -INFINITY)
-    for (int s = 0; s < a.splits; ++s)
-      if (weight[s] != 0.0f) L += sum[s] * weight[s];
-  for (int k = 1; k < ways; ++k) O += partial[k * pad + d];
-  // A warp holds 32 consecutive elements of a head: one activation block for out_q8.
-  if (d < hd)
-    store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * hd + d,
-                 static_cast<int64_t>(a.n_head) * hd, L > 0.0f ? O / L : 0.0f);
-}
-
 // ---- activations ----------------------------------------------------------------------------
 
 __device__ __forceinline__ float gelu_f16_table(float x) {
@@ -607,12 +556,8 @@ void finish_attention(const float* part, int n, int n_head, int head_dim_v, int 
   a.out = out;
   a.out_q8 = out_q8;
   if (splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
-  const dim3 grid(static_cast<unsigned>(n_head), static_cast<unsigned>(n));
-  if (wide_merge() && head_dim_v <= 1024)
-    launch_k(attention_merge_wide_kernel, grid,
-             merge_wide_ways(head_dim_v) * static_cast<unsigned>((head_dim_v + 31) / 32 * 32), 0, s, a);
-  else
-    launch_k(attention_merge_kernel, grid, merge_threads(head_dim_v), 0, s, a);
+  launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)),
+           merge_threads(head_dim_v), 0, s, a);
   check_launch("attention_merge");
 }
 

@@ -247,22 +247,6 @@ void set_host_logits(bool on) {
   g_host_logits.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-std::atomic<int> g_wide_merge{-1};
-
-bool wide_merge() {
-  int v = g_wide_merge.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  const char* env = std::getenv("CHANNEL_CUDA_MERGE");
-  const std::string e = env ? env : "";
-  if (!e.empty() && e != "serial" && e != "wide")
-    throw_error("CHANNEL_CUDA_MERGE: expected serial or wide, got '{}'", e);
-  v = e == "wide" ? 1 : 0;
-  g_wide_merge.store(v, std::memory_order_relaxed);
-  return v == 1;
-}
-
-void set_wide_merge(bool on) { g_wide_merge.store(on ? 1 : 0, std::memory_order_relaxed); }
-
 int64_t l2_warm_bytes() {
   int v = g_l2_warm_mib.load(std::memory_order_relaxed);
   if (v < 0) {
@@ -291,9 +275,8 @@ namespace {
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention), h (logits written to the host by the LM head), m (the wide merge of the "
-      "attention's splits) and wN (N MiB warmed into L2 during attention), then any +role:vN "
-      "(roles "
+      "attention), h (logits written to the host by the LM head) and wN (N MiB warmed into L2 "
+      "during attention), then any +role:vN (roles "
       "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
@@ -315,7 +298,7 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false, host = false, wide = false;
+  bool fused = false, pdl = false, one = false, host = false;
   int warm_mib = 0;
   bool warm_given = false;
   const std::string flags = spec.substr(2, plus - 2);
@@ -331,12 +314,7 @@ void set_decode_kernels(const std::string& spec) {
       continue;
     }
     const char c = flags[i];
-    bool* flag = c == 'f'   ? &fused
-                 : c == 'p' ? &pdl
-                 : c == 'a' ? &one
-                 : c == 'h' ? &host
-                 : c == 'm' ? &wide
-                            : nullptr;
+    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
@@ -347,7 +325,6 @@ void set_decode_kernels(const std::string& spec) {
   set_one_kernel_attention(one);
   set_host_logits(host);
   set_l2_warm_mib(warm_mib);
-  set_wide_merge(wide);
 }
 
 }  // namespace channel::cuda
