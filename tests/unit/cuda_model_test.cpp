@@ -352,17 +352,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
       cuda::set_role_variants("");
       EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " " << roles;
     }
-    // The L2 warm-up on its side stream only prefetches: the same bits, v8 and v0 (its plan
-    // for a static split and for the matrix's first bytes), on the graph and without PDL.
-    for (const int v : {8, 0})
-      for (const bool pdl : {true, false}) {
-        const std::vector<float> plain = run(v, true, pdl);
-        cuda::set_l2_warm_mib(4);
-        const std::vector<float> warmed = run(v, true, pdl);
-        cuda::set_l2_warm_mib(0);
-        EXPECT_EQ(warmed, plain) << ggml_type_name(static_cast<uint32_t>(c.type)) << " v" << v
-                                 << " pdl " << pdl << " with the L2 warm-up";
-      }
   }
   cuda::set_matvec_variant(saved_variant);
   cuda::set_fused_decode(saved_fuse);
@@ -373,7 +362,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
 // naming what it expected. No device needed: the choices are process settings.
 TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
-  const int64_t saved_warm = cuda::l2_warm_bytes();
   const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention(),
                         cuda::host_logits()};
   cuda::set_decode_kernels("v6pf");
@@ -390,14 +378,7 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_decode_kernels("v8fph");
   EXPECT_TRUE(cuda::host_logits());
   EXPECT_FALSE(cuda::one_kernel_attention());
-  EXPECT_EQ(cuda::l2_warm_bytes(), 0);
-  cuda::set_decode_kernels("v8fw24ph");  // w and its MiB anywhere among the letters
-  EXPECT_EQ(cuda::l2_warm_bytes(), int64_t{24} << 20);
-  EXPECT_TRUE(cuda::host_logits());
-  cuda::set_decode_kernels("v8fp");
-  EXPECT_EQ(cuda::l2_warm_bytes(), 0);
-  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8w", "v8wp",
-                          "v8w1w2", "v8w2000", "v8w-1"})
+  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
   // clears them.
@@ -426,7 +407,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_pdl(saved[1]);
   cuda::set_one_kernel_attention(saved[2]);
   cuda::set_host_logits(saved[3]);
-  cuda::set_l2_warm_mib(static_cast<int>(saved_warm >> 20));
 }
 
 // The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit

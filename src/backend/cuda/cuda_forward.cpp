@@ -36,10 +36,8 @@ bool fused_decode_for(const WeightsLayout& W) {
   return true;
 }
 
-namespace {
-
-bool enqueue_layers(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
-                    int n_out, cudaStream_t cs, const AttendFn& attend, int64_t warm_bytes) {
+bool enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
+                   int n_out, cudaStream_t cs, const AttendFn& attend) {
   const ModelHparams& hp = weights.model().hparams();
   const WeightsLayout& W = weights.impl().w;
   const int64_t E = hp.n_embd, F = hp.n_ff;
@@ -87,15 +85,6 @@ bool enqueue_layers(const CudaWeights& weights, const ForwardBufs& b, const int3
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (fuse) {
       product_of_act({&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
-      if (warm_bytes > 0) {  // the gate|up weights towards L2 while the attention runs
-        b.warm_fork->order(cs, b.warm, "forking the L2 warm-up");
-        if (L.gate_up.q) {
-          warm_l2(L.gate_up, warm_bytes, b.warm);
-        } else {
-          warm_l2(L.gate, warm_bytes / 2, b.warm);
-          warm_l2(L.up, warm_bytes / 2, b.warm);
-        }
-      }
     } else {
       rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
       product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
@@ -142,20 +131,6 @@ bool enqueue_layers(const CudaWeights& weights, const ForwardBufs& b, const int3
   if (b.nonfinite)
     nonfinite_flags(b.logits, static_cast<int64_t>(n_out) * hp.n_vocab, b.nonfinite, cs);
   return false;
-}
-
-}  // namespace
-
-bool enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32_t* tokens, int n,
-                   int n_out, cudaStream_t cs, const AttendFn& attend) {
-  const bool warm = n == 1 && weights.model().hparams().n_layer > 0 && b.warm && b.warm_fork && b.warm_join && fused_decode() &&
-                    fused_decode_for(weights.impl().w) && l2_warm_bytes() > 0;
-  const bool direct =
-      enqueue_layers(weights, b, tokens, n, n_out, cs, attend, warm ? l2_warm_bytes() : 0);
-  // The side stream joins at the end, so a captured step's graph holds its kernels, and none
-  // of the main stream's kernels waits for one of them.
-  if (warm) b.warm_join->order(b.warm, cs, "joining the L2 warm-up");
-  return direct;
 }
 
 }  // namespace channel::cuda

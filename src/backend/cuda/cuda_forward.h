@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 
-#include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_weights_impl.h"
 
@@ -35,11 +34,6 @@ struct ForwardBufs {
   // (matmul_logits_to_host) instead of the flags: enqueue_model then returns true.
   float* logits_host = nullptr;
   uint32_t* logits_bad = nullptr;
-  // Decode's side stream for the L2 warm-up (l2_warm_bytes), forked from the step's stream
-  // after each q|k|v product and joined at the end of the step; none: no warm-up.
-  cudaStream_t warm = nullptr;
-  const Event* warm_fork = nullptr;
-  const Event* warm_join = nullptr;
 };
 
 // Attention blocks per query for n queries: enough (KV head, split, token) blocks to fill

@@ -254,15 +254,6 @@ void set_one_kernel_attention(bool on);
 // set_host_logits overrides it.
 bool host_logits();
 void set_host_logits(bool on);
-// Decode's L2 warm-up: between two products the small kernels (attention above all) leave HBM
-// idle, so after the q|k|v product a kernel on a side stream (ForwardBufs::warm) asks L2 for
-// up to this many bytes of the gate|up product's weights, the ones it reads first, while the
-// attention runs. CHANNEL_CUDA_L2_WARM=MiB (read once; 0 off) or set_l2_warm_mib.
-int64_t l2_warm_bytes();
-void set_l2_warm_mib(int mib);
-// Prefetches towards L2, on s, up to `bytes` of w: those its one-token product reads first
-// (v8: the rows after its rings' in each block's run; otherwise the matrix's first bytes).
-void warm_l2(const DevMatrix& w, int64_t bytes, cudaStream_t s);
 
 // ---- the slot ring (cuda_ring_ops.cu; kv/virtual_positions.h, kv/slot_attention.h) -------
 // A rotation with f64 angles (ops/rope.h RopeFreqs): pair i of the first n_rot dimensions

@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(kBlocksWarps * 32)
 
 // A row is a run of 16-byte units: Q8_0 16 elements, Q4_0 one 32-element block, F16/BF16 8.
 template <int K>
-__host__ __device__ __forceinline__ int64_t units_per_row(int64_t cols) {
+__device__ __forceinline__ int64_t units_per_row(int64_t cols) {
   return K == kQ4 ? cols / kQ : K == kQ8 ? cols / 16 : cols / 8;
 }
 
@@ -798,30 +798,16 @@ int bulk_multiprocessors() {
 // fit beside the rings (Q8_0/Q4_0 rows past about 74,000 elements, F16/BF16 past about
 // 41,000): the caller runs v6 then.
 template <int K>
-size_t bulk_smem(const DevMatrix& w, int64_t per_block, bool host_y) {
+bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s,
+                 float* host_y = nullptr, uint32_t* host_bad = nullptr) {
+  const int sms = bulk_multiprocessors<K>();
+  if (sms == 0) return false;
+  const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
+  const int64_t per_block = (w.rows + blocks - 1) / blocks;
   size_t smem = kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
   if (host_y)
     smem += static_cast<size_t>(per_block) * 4 + static_cast<size_t>(host_windows(per_block)) * 4;
-  return smem;
-}
-
-// v8's split of w's rows: `blocks` blocks of per_block rows (the last maybe fewer). False
-// where v8 cannot take w (launch_bulk then launches nothing).
-template <int K>
-bool bulk_split(const DevMatrix& w, bool host_y, int64_t& blocks, int64_t& per_block) {
-  const int sms = bulk_multiprocessors<K>();
-  if (sms == 0) return false;
-  blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
-  per_block = (w.rows + blocks - 1) / blocks;
-  return bulk_smem<K>(w, per_block, host_y) <= kBulkSmemMax;
-}
-
-template <int K>
-bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s,
-                 float* host_y = nullptr, uint32_t* host_bad = nullptr) {
-  int64_t blocks = 0, per_block = 0;
-  if (!bulk_split<K>(w, host_y != nullptr, blocks, per_block)) return false;
-  const size_t smem = bulk_smem<K>(w, per_block, host_y != nullptr);
+  if (smem > kBulkSmemMax) return false;
   launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
            kBulkWarps * 32, smem, s, w, act, y, per_block, host_y, host_bad);
   return true;
@@ -1146,103 +1132,6 @@ void convert_act(GgmlType type, const float* x, int64_t n, int64_t cols, int64_t
     launch_k(convert_kernel<__half>, grid, 256, 0, s, x, cols, ldx, static_cast<__half*>(out));
   }
   check_launch("convert_act");
-}
-
-// ---- warming a product's first bytes into L2 (decode's side stream) ---------------------------
-
-// Per block g of the grid, each plane's bytes [first + g * stride, + len), clipped at end: a
-// prefetch towards L2 each 128-byte line. Nothing waits on the prefetches: the block ends when
-// it has asked.
-struct WarmPlan {
-  const uint8_t* first[2] = {nullptr, nullptr};  // quants (or elements), block scales or null
-  const uint8_t* end[2] = {nullptr, nullptr};
-  int64_t stride[2] = {0, 0}, len[2] = {0, 0};
-};
-
-__global__ void warm_l2_kernel(WarmPlan p) {
-  for (int k = 0; k < 2; ++k) {
-    if (!p.first[k]) continue;
-    const uint8_t* a = p.first[k] + static_cast<int64_t>(blockIdx.x) * p.stride[k];
-    const int64_t room = p.end[k] - a;
-    const int64_t len = p.len[k] < room ? p.len[k] : room;
-    for (int64_t at = static_cast<int64_t>(threadIdx.x) * 128; at < len;
-         at += static_cast<int64_t>(blockDim.x) * 128)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(a + at));
-  }
-}
-
-// v8's blocks each own a run of rows, whose first chunks their rings ask for before the PDL
-// wait: each block's run gets the rows after those. The other variants take rows in block
-// order (the chunk kernels) or spread evenly too (the stream grids, whose warps start with
-// the first chunk of their rows): the matrix's first bytes then, which the first blocks read.
-template <int K>
-bool warm_plan_bulk(const DevMatrix& w, int64_t bytes, WarmPlan& p, int64_t& groups) {
-  int64_t blocks = 0, per_block = 0;
-  if (!bulk_split<K>(w, false, blocks, per_block)) return false;
-  const int64_t q_row = static_cast<int64_t>(repacked_q_bytes(w.type, 1, w.cols));
-  const int64_t d_row = static_cast<int64_t>(repacked_d_bytes(w.type, 1, w.cols));
-  const int64_t chunks_a_row = (units_per_row<K>(w.cols) + kBulkUnits - 1) / kBulkUnits;
-  const int64_t ringed = kBulkWarps * (kBulkStages / chunks_a_row);  // whole rows in the rings
-  const int64_t rows = std::min(per_block - ringed, bytes / blocks / (q_row + d_row));
-  if (rows <= 0) return true;
-  groups = blocks;
-  const auto* q = static_cast<const uint8_t*>(w.q);
-  p.first[0] = q + ringed * q_row;
-  p.end[0] = q + w.rows * q_row;
-  p.stride[0] = per_block * q_row;
-  p.len[0] = rows * q_row;
-  if (d_row > 0) {
-    const auto* d = static_cast<const uint8_t*>(w.d);
-    p.first[1] = d + ringed * d_row;
-    p.end[1] = d + w.rows * d_row;
-    p.stride[1] = per_block * d_row;
-    p.len[1] = rows * d_row;
-  }
-  return true;
-}
-
-void warm_l2(const DevMatrix& w, int64_t bytes, cudaStream_t s) {
-  if (bytes <= 0 || !w.q) return;
-  WarmPlan p;
-  int64_t groups = 0;
-  bool planned = false;
-  if (matvec_variant_for(w) == 8) switch (w.type) {
-      case GgmlType::Q8_0:
-        planned = warm_plan_bulk<kQ8>(w, bytes, p, groups);
-        break;
-      case GgmlType::Q4_0:
-        planned = warm_plan_bulk<kQ4>(w, bytes, p, groups);
-        break;
-      case GgmlType::F16:
-        planned = warm_plan_bulk<kF16>(w, bytes, p, groups);
-        break;
-      case GgmlType::BF16:
-        planned = warm_plan_bulk<kBF16>(w, bytes, p, groups);
-        break;
-      default:
-        break;
-    }
-  if (!planned) {  // the first bytes of each plane, in proportion, 256 KiB a block
-    const int64_t q_bytes = static_cast<int64_t>(repacked_q_bytes(w.type, w.rows, w.cols));
-    const int64_t d_bytes = static_cast<int64_t>(repacked_d_bytes(w.type, w.rows, w.cols));
-    const int64_t take = std::min(bytes, q_bytes + d_bytes);
-    constexpr int64_t kSpan = 256 << 10;
-    const int64_t q_take = take * q_bytes / (q_bytes + d_bytes);
-    groups = std::max<int64_t>(1, (take + kSpan - 1) / kSpan);
-    p.first[0] = static_cast<const uint8_t*>(w.q);
-    p.end[0] = p.first[0] + q_take;
-    p.stride[0] = p.len[0] = (q_take + groups - 1) / groups;
-    if (d_bytes > 0) {
-      p.first[1] = static_cast<const uint8_t*>(w.d);
-      p.end[1] = p.first[1] + (take - q_take);
-      p.stride[1] = p.len[1] = (take - q_take + groups - 1) / groups;
-    }
-  }
-  if (groups <= 0) return;
-  // A plain launch: the side stream's kernels wait for nothing but their fork (no PDL), and
-  // the timeline's marks are the main stream's kernels'.
-  warm_l2_kernel<<<static_cast<unsigned>(groups), 256, 0, s>>>(p);
-  check_launch("warm_l2");
 }
 
 void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ldy, cudaStream_t s) {

@@ -92,8 +92,6 @@ class CudaRing final : public RingCompute {
   Stream stream_;
   Stream check_stream_;            // a stored recall's checksums, beside its keys being turned
   Event copied_, checked_;         // ... after the copy, and before the recall returns
-  Stream warm_stream_;             // decode's L2 warm-up (ForwardBufs::warm)
-  Event warm_fork_, warm_join_;
   bool stored_unsettled_ = false;  // a stored recall left before its wait (threw)
   // The device holds crc32c_planes' tables; else stored recalls take the staged path.
   bool checks_on_device_ = crc32c_planes_fit();
@@ -436,7 +434,7 @@ bool CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
   const auto* key_pos = reinterpret_cast<const double*>(header_.as<char>() + pos_offset_);
   float* qkv = qkv_.as<float>();
   const QkvLayout ql{h.n_head, h.n_head_kv, h.head_dim, h.head_dim_v, qkv_w_, kv_f32_};
-  ForwardBufs bufs{x_.as<float>(),
+  const ForwardBufs bufs{x_.as<float>(),
                          xn_.as<float>(),
                          qkv,
                          attn_.as<float>(),
@@ -450,9 +448,6 @@ bool CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
                          nonfinite_.as<uint32_t>(),
                          logits_h_.as<float>(),
                          logits_bad_.as<uint32_t>()};
-  bufs.warm = warm_stream_.get();
-  bufs.warm_fork = &warm_fork_;
-  bufs.warm_join = &warm_join_;
   auto attend = [&](int il, void* q8) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts

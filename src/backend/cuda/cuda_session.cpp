@@ -27,8 +27,6 @@ enum StepRow { kTokens = 0, kPositions, kFirstGlobal, kCountGlobal, kFirstSlidin
 
 struct CudaSession::State {
   Stream stream;
-  Stream warm_stream;  // decode's L2 warm-up (ForwardBufs::warm)
-  Event warm_fork, warm_join;
   int max_batch = 0;
   int64_t q_dim = 0, kv_dim = 0, v_dim = 0, qkv_w = 0, attn_w = 0;
   int max_splits = 0;
@@ -219,9 +217,6 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
   bufs.nonfinite = s.nonfinite.as<uint32_t>();
   bufs.logits_host = pinned_logits;
   bufs.logits_bad = s.logits_bad.as<uint32_t>();
-  bufs.warm = s.warm_stream.get();
-  bufs.warm_fork = &s.warm_fork;
-  bufs.warm_join = &s.warm_join;
 
   // The contiguous context: slot == position, each query sees the slots its range names.
   auto attend = [&](int il, void* q8) {

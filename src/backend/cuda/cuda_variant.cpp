@@ -33,8 +33,6 @@ constexpr bool kDefaultPdl = true;
 // 1 MiB copy and nonfinite_flags after it, in one process: 12B q8_0 tg128 229.6-230.1 ->
 // 231.0-231.7 t/s, 1B 896 -> 906.
 constexpr bool kDefaultHostLogits = true;
-// Stop 42: decode's L2 warm-up (l2_warm_bytes), off until measured.
-constexpr int kDefaultL2WarmMib = 0;
 
 int default_variant(GgmlType type) {
   if (type == GgmlType::F16 || type == GgmlType::BF16) return 0;
@@ -56,8 +54,6 @@ std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
-std::atomic<int> g_l2_warm_mib{-1};
-constexpr int kMaxL2WarmMib = 1024;
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -247,36 +243,12 @@ void set_host_logits(bool on) {
   g_host_logits.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-int64_t l2_warm_bytes() {
-  int v = g_l2_warm_mib.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* env = std::getenv("CHANNEL_CUDA_L2_WARM");
-    const std::string e = env ? env : "";
-    v = kDefaultL2WarmMib;
-    if (!e.empty()) {
-      if (e.size() > 4 || e.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoi(e) > kMaxL2WarmMib)
-        throw_error("CHANNEL_CUDA_L2_WARM: expected MiB, 0..{}, got '{}'", kMaxL2WarmMib, e);
-      v = std::stoi(e);
-    }
-    g_l2_warm_mib.store(v, std::memory_order_relaxed);
-  }
-  return static_cast<int64_t>(v) << 20;
-}
-
-void set_l2_warm_mib(int mib) {
-  if (mib < 0 || mib > kMaxL2WarmMib)
-    throw_error("L2 warm-up: expected 0..{} MiB, got {}", kMaxL2WarmMib, mib);
-  g_l2_warm_mib.store(mib, std::memory_order_relaxed);
-}
-
 namespace {
 
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention), h (logits written to the host by the LM head) and wN (N MiB warmed into L2 "
-      "during attention), then any +role:vN (roles "
+      "attention) and h (logits written to the host by the LM head), then any +role:vN (roles "
       "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
@@ -299,21 +271,7 @@ void set_decode_kernels(const std::string& spec) {
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
   bool fused = false, pdl = false, one = false, host = false;
-  int warm_mib = 0;
-  bool warm_given = false;
-  const std::string flags = spec.substr(2, plus - 2);
-  for (size_t i = 0; i < flags.size(); ++i) {
-    if (flags[i] == 'w') {  // w and its MiB, at most once
-      size_t end = i + 1;
-      while (end < flags.size() && end < i + 5 && flags[end] >= '0' && flags[end] <= '9') ++end;
-      if (end == i + 1 || warm_given || std::stoi(flags.substr(i + 1, end - i - 1)) > kMaxL2WarmMib)
-        bad_decode_kernels(spec);
-      warm_given = true;
-      warm_mib = std::stoi(flags.substr(i + 1, end - i - 1));
-      i = end - 1;
-      continue;
-    }
-    const char c = flags[i];
+  for (const char c : spec.substr(2, plus - 2)) {
     bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
@@ -324,7 +282,6 @@ void set_decode_kernels(const std::string& spec) {
   set_pdl(pdl);
   set_one_kernel_attention(one);
   set_host_logits(host);
-  set_l2_warm_mib(warm_mib);
 }
 
 }  // namespace channel::cuda
