@@ -235,6 +235,22 @@ void set_one_kernel_attention(bool on) {
   g_one_attn.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
+std::atomic<int> g_merge_after{-1};
+
+bool merge_after() {
+  int v = g_merge_after.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  const char* env = std::getenv("CHANNEL_CUDA_DECODE_MERGE");
+  const std::string e = env ? env : "";
+  if (!e.empty() && e != "kernel" && e != "last")
+    throw_error("CHANNEL_CUDA_DECODE_MERGE: expected kernel or last, got '{}'", e);
+  v = e == "kernel" ? 1 : 0;
+  g_merge_after.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+void set_merge_after(bool on) { g_merge_after.store(on ? 1 : 0, std::memory_order_relaxed); }
+
 bool host_logits() {
   return cached_env_flag(g_host_logits, "CHANNEL_CUDA_HOST_LOGITS", kDefaultHostLogits);
 }
@@ -248,7 +264,8 @@ namespace {
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention) and h (logits written to the host by the LM head), then any +role:vN (roles "
+      "attention), q (one-kernel attention, merged by the merge kernel) and h (logits written "
+      "to the host by the LM head), then any +role:vN (roles "
       "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
@@ -270,9 +287,14 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false, host = false;
+  bool fused = false, pdl = false, one = false, host = false, after = false;
   for (const char c : spec.substr(2, plus - 2)) {
-    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
+    bool* flag = c == 'f'   ? &fused
+                 : c == 'p' ? &pdl
+                 : c == 'a' ? &one
+                 : c == 'h' ? &host
+                 : c == 'q' ? &after
+                            : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
@@ -280,7 +302,9 @@ void set_decode_kernels(const std::string& spec) {
   store_roles(variants);
   set_fused_decode(fused);
   set_pdl(pdl);
-  set_one_kernel_attention(one);
+  if (one && after) bad_decode_kernels(spec);  // a and q are two forms of one choice
+  set_one_kernel_attention(one || after);
+  set_merge_after(after);
   set_host_logits(host);
 }
 
