@@ -54,6 +54,7 @@ std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
+std::atomic<int> g_merge_after{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -69,6 +70,22 @@ bool cached_env_flag(std::atomic<int>& slot, const char* name, bool fallback) {
   int v = slot.load(std::memory_order_relaxed);
   if (v >= 0) return v == 1;
   v = env_flag(name, fallback);
+  slot.store(v, std::memory_order_relaxed);
+  return v == 1;
+}
+
+// The process setting in `slot` from the environment variable `name`, one of two words
+// (`on_word` sets it, `off_word` clears it; unset: `fallback`), on first use; another word is
+// an error.
+bool cached_env_choice(std::atomic<int>& slot, const char* name, const char* off_word,
+                       const char* on_word, bool fallback) {
+  int v = slot.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  const char* env = std::getenv(name);
+  const std::string e = env ? env : "";
+  if (!e.empty() && e != off_word && e != on_word)
+    throw_error("{}: expected {} or {}, got '{}'", name, on_word, off_word, e);
+  v = e.empty() ? (fallback ? 1 : 0) : e == on_word ? 1 : 0;
   slot.store(v, std::memory_order_relaxed);
   return v == 1;
 }
@@ -204,15 +221,7 @@ void set_gemm_cublas(bool on) {
 }
 
 bool flash_attention_enabled() {
-  int v = g_flash.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  const char* env = std::getenv("CHANNEL_CUDA_ATTN");
-  const std::string e = env ? env : "";
-  if (!e.empty() && e != "flash" && e != "slots")
-    throw_error("CHANNEL_CUDA_ATTN: expected flash or slots, got '{}'", e);
-  v = e == "slots" ? 0 : 1;
-  g_flash.store(v, std::memory_order_relaxed);
-  return v == 1;
+  return cached_env_choice(g_flash, "CHANNEL_CUDA_ATTN", "slots", "flash", true);
 }
 
 void set_flash_attention(bool on) {
@@ -220,33 +229,15 @@ void set_flash_attention(bool on) {
 }
 
 bool one_kernel_attention() {
-  int v = g_one_attn.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  const char* env = std::getenv("CHANNEL_CUDA_DECODE_ATTN");
-  const std::string e = env ? env : "";
-  if (!e.empty() && e != "one" && e != "split")
-    throw_error("CHANNEL_CUDA_DECODE_ATTN: expected one or split, got '{}'", e);
-  v = e == "one" ? 1 : 0;
-  g_one_attn.store(v, std::memory_order_relaxed);
-  return v == 1;
+  return cached_env_choice(g_one_attn, "CHANNEL_CUDA_DECODE_ATTN", "split", "one", false);
 }
 
 void set_one_kernel_attention(bool on) {
   g_one_attn.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-std::atomic<int> g_merge_after{-1};
-
 bool merge_after() {
-  int v = g_merge_after.load(std::memory_order_relaxed);
-  if (v >= 0) return v == 1;
-  const char* env = std::getenv("CHANNEL_CUDA_DECODE_MERGE");
-  const std::string e = env ? env : "";
-  if (!e.empty() && e != "kernel" && e != "last")
-    throw_error("CHANNEL_CUDA_DECODE_MERGE: expected kernel or last, got '{}'", e);
-  v = e == "kernel" ? 1 : 0;
-  g_merge_after.store(v, std::memory_order_relaxed);
-  return v == 1;
+  return cached_env_choice(g_merge_after, "CHANNEL_CUDA_DECODE_MERGE", "last", "kernel", false);
 }
 
 void set_merge_after(bool on) { g_merge_after.store(on ? 1 : 0, std::memory_order_relaxed); }
