@@ -32,8 +32,8 @@ endif()
 
 # The backend as its own library, channel_cuda (host .cpp files through the C++ compiler,
 # kernels through nvcc), over channel_core; CHANNEL_HAS_CUDA=1 for what links it. channel_core
-# itself stays as in a CPU build (only backend/device.cpp and runtime/ring_device.cpp learn
-# that the backend exists), so the other CPU objects are the same with and without CUDA. Frontends that offer --device cuda link
+# itself stays as in a CPU build (only backend/device.cpp and runtime's ring_device.cpp,
+# context_device.cpp and cuda_context_session.cpp learn that the backend exists), so the other CPU objects are the same with and without CUDA. Frontends that offer --device cuda link
 # it (channel_link_cuda).
 function(channel_add_cuda_backend core)
   if(NOT CHANNEL_HAS_CUDA)
@@ -52,7 +52,11 @@ function(channel_add_cuda_backend core)
   endif()
   # runtime/ring_device.cpp makes the device ring for `--device cuda` and the C API's device:
   # it alone in runtime/ learns that the backend exists, and channel_runtime links it.
+  # runtime/context_device.cpp and runtime/cuda_context_session.cpp do the same for the
+  # contiguous context.
   set_source_files_properties(${CMAKE_SOURCE_DIR}/src/runtime/ring_device.cpp
+                              ${CMAKE_SOURCE_DIR}/src/runtime/context_device.cpp
+                              ${CMAKE_SOURCE_DIR}/src/runtime/cuda_context_session.cpp
                               TARGET_DIRECTORY channel_runtime
                               PROPERTIES COMPILE_DEFINITIONS CHANNEL_HAS_CUDA=1)
   target_link_libraries(channel_runtime PRIVATE channel_cuda CUDA::cudart_static)

@@ -123,6 +123,19 @@ int channel_token_is_eog(const channel_model* model, int32_t token);
 channel_status channel_model_embed(const channel_model* model, const int32_t* tokens,
                                    size_t n_tokens, int32_t n_threads, float* out, size_t capacity);
 
+/* The same embeddings from a context kept between calls, on `device` (NULL or "cpu", "cuda",
+ * "cuda:N"; on a device the model is uploaded once, here): for many texts, and on a GPU.
+ * Each call takes at most n_ctx tokens (CHANNEL_ERR_ARGUMENT beyond; n_ctx >= 1). Errors at
+ * create: CHANNEL_ERR_ARGUMENT for a bad device name or a build without CUDA,
+ * CHANNEL_ERR_UNAVAILABLE when there is no usable device or the model does not run or fit
+ * there. An embedder is used by one thread at a time. */
+typedef struct channel_embedder channel_embedder;
+channel_status channel_embedder_create(channel_model* model, const char* device, int32_t n_ctx,
+                                       int32_t n_threads, channel_embedder** out);
+channel_status channel_embedder_embed(channel_embedder* embedder, const int32_t* tokens,
+                                      size_t n_tokens, float* out, size_t capacity);
+void channel_embedder_free(channel_embedder* embedder);
+
 /* ---- sessions ------------------------------------------------------------------------ */
 
 typedef struct channel_session channel_session;

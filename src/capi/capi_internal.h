@@ -12,12 +12,20 @@
 #include "channel.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
+#include "memory/text_embedding.h"
 #include "model/model.h"
+#include "runtime/session_base.h"
 #include "runtime/stream_session.h"
 #include "util/error.h"
 
 struct channel_model {
   std::shared_ptr<const channel::Model> model;
+};
+
+struct channel_embedder {
+  std::shared_ptr<const channel::Model> model;
+  std::unique_ptr<channel::SessionBase> context;  // reset before each call
+  std::unique_ptr<channel::Embedder> embedder;
 };
 
 struct channel_session {

@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "model/token_check.h"
+#include "runtime/context_device.h"
 #include "runtime/generate_stream.h"
 #include "runtime/ring_device.h"
 #include "runtime/session_file.h"
@@ -303,6 +304,55 @@ channel_status channel_model_embed(const channel_model* model, const int32_t* to
     const std::vector<float> v = embedder.embed({tokens, n_tokens});
     std::copy(v.begin(), v.end(), out);
   });
+}
+
+channel_status channel_embedder_create(channel_model* model, const char* device, int32_t n_ctx,
+                                       int32_t n_threads, channel_embedder** out) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require(model, "model");
+    require(out, "out");
+    if (n_ctx < 1) fail(CHANNEL_ERR_ARGUMENT, "n_ctx must be >= 1, got {}", n_ctx);
+    if (n_threads < 0) fail(CHANNEL_ERR_ARGUMENT, "n_threads must be >= 0, got {}", n_threads);
+    DeviceSpec where;
+    try {
+      where = parse_device(device != nullptr && device[0] != '\0' ? device : "cpu");
+    } catch (const Error& e) {
+      fail(CHANNEL_ERR_ARGUMENT, "{}", e.what());
+    }
+    auto e = std::make_unique<channel_embedder>();
+    e->model = model->model;
+    try {
+      e->context = context_session_for(e->model, where, n_ctx, n_threads).session;
+    } catch (const Error& err) {  // no driver or device, a model the device cannot run
+      fail(where.is_cuda() ? CHANNEL_ERR_UNAVAILABLE : CHANNEL_ERR_ARGUMENT, "{}", err.what());
+    }
+    SessionBase* context = e->context.get();
+    e->embedder = std::make_unique<Embedder>(
+        e->model, [context](std::span<const int32_t> tokens, std::vector<float>& rows) {
+          context->reset();
+          context->hidden_states(tokens, rows);
+        });
+    *out = e.release();
+  });
+}
+
+channel_status channel_embedder_embed(channel_embedder* embedder, const int32_t* tokens,
+                                      size_t n_tokens, float* out, size_t capacity) {
+  return guarded(CHANNEL_ERR_ARGUMENT, [&] {
+    require(embedder, "embedder");
+    if (n_tokens > 0) require(tokens, "tokens");
+    require(out, "out");
+    const size_t dim = static_cast<size_t>(embedder->model->hparams().n_embd);
+    if (capacity < dim)
+      fail(CHANNEL_ERR_BUFFER, "an embedding of {} floats does not fit a buffer of {}", dim,
+           capacity);
+    const std::vector<float> v = embedder->embedder->embed({tokens, n_tokens});
+    std::copy(v.begin(), v.end(), out);
+  });
+}
+
+void channel_embedder_free(channel_embedder* embedder) {
+  delete embedder;
 }
 
 channel_status channel_tokenize(const channel_model* model, const char* text, size_t text_len,

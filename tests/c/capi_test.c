@@ -318,6 +318,41 @@ int main(int argc, char** argv) {
                 channel_model_embed(model, small, 1, 1, e1, 32));
       CHECK_ERR(CHANNEL_ERR_ARGUMENT, "no tokens",
                 channel_model_embed(model, tokens, 0, 1, e1, 32));
+      /* An embedder keeps its context: the same vector, call after call; its own errors. */
+      {
+        channel_embedder* em = NULL;
+        float e3[32];
+        CHECK_OK(channel_embedder_create(model, NULL, 64, 1, &em));
+        CHECK_ERR(CHANNEL_ERR_ARGUMENT, "vocabulary", channel_embedder_embed(em, small, 1, e3, 32));
+        CHECK_OK(channel_embedder_embed(em, tokens, n, e3, 32));
+        CHECK_OK(channel_embedder_embed(em, tokens, n, e3, 32));
+        same = 1;
+        for (i = 0; i < 32; ++i) same = same && fabsf(e1[i] - e3[i]) < 1e-5f;
+        CHECK(same);
+        CHECK_ERR(CHANNEL_ERR_BUFFER, "does not fit", channel_embedder_embed(em, tokens, n, e3, 31));
+        channel_embedder_free(em);
+        CHECK_OK(channel_embedder_create(model, "cpu", 2, 0, &em));
+        CHECK_ERR(CHANNEL_ERR_ARGUMENT, "context", channel_embedder_embed(em, tokens, n, e3, 32));
+        channel_embedder_free(em);
+        CHECK_ERR(CHANNEL_ERR_ARGUMENT, "not a device",
+                  channel_embedder_create(model, "gpu", 64, 1, &em));
+        CHECK_ERR(CHANNEL_ERR_ARGUMENT, "n_ctx", channel_embedder_create(model, NULL, 0, 1, &em));
+        {
+          const channel_status st = channel_embedder_create(model, "cuda", 64, 1, &em);
+          if (st == CHANNEL_OK) {
+            CHECK_OK(channel_embedder_embed(em, tokens, n, e3, 32));
+            norm = 0.0;
+            for (i = 0; i < 32; ++i) norm += (double)e1[i] * e3[i];
+            CHECK(norm > 0.999); /* the device's vector: the CPU's to rounding */
+            channel_embedder_free(em);
+          } else {
+            CHECK(st == CHANNEL_ERR_ARGUMENT || st == CHANNEL_ERR_UNAVAILABLE);
+            printf("ok: embedder on cuda -> %s: %s\n", channel_status_name(st),
+                   channel_last_error());
+          }
+        }
+        channel_embedder_free(NULL);
+      }
     }
   }
 

@@ -20,7 +20,7 @@ TEST(CudaSpeculative, BuiltWithoutCuda) {
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_session.h"
-#include "cuda_context_session.h"
+#include "runtime/cuda_context_session.h"
 #include "cuda_test_util.h"
 #include "runtime/speculative.h"
 
@@ -97,7 +97,7 @@ TEST_P(CudaSpeculative, DraftsGiveTheGreedyText) {
   const auto other = random_model(GetParam(), 7);  // same vocabulary
   const int n_ctx = 160;
   auto session = [&](const std::shared_ptr<const Model>& m) {
-    return std::make_unique<cli::CudaContextSession>(m, 0, n_ctx, 1);
+    return std::make_unique<CudaContextSession>(m, 0, n_ctx, 1);
   };
   std::vector<int32_t> want;
   {

@@ -12,12 +12,9 @@
 #include "command.h"
 #include "memory/text_embedding.h"
 #include "model/model.h"
+#include "runtime/context_device.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-
-#if defined(CHANNEL_HAS_CUDA)
-#include "backend/cuda/cuda_session.h"
-#endif
 
 namespace channel::cli {
 namespace {
@@ -46,28 +43,24 @@ int run_embed(EmbedArgs args) {
     if (own == 0) throw_error("embed: text {} has no tokens", i + 1);
   }
   print_loaded(loaded);
-  [[maybe_unused]] const DeviceSpec device = parse_device(args.device);
+  const DeviceSpec device = parse_device(args.device);
   std::unique_ptr<Embedder> embedder;
-#if defined(CHANNEL_HAS_CUDA)
-  // On a device: one upload, one contiguous session as long as the longest text.
-  std::shared_ptr<const cuda::CudaWeights> weights;
-  std::unique_ptr<cuda::CudaSession> gpu;
+  std::unique_ptr<SessionBase> context;  // on a device: one context as long as the longest text
   if (device.is_cuda()) {
     size_t longest = 1;
     for (const std::vector<int32_t>& t : ids) longest = std::max(longest, t.size());
-    weights = cuda::CudaWeights::upload(loaded.model, device.index);
-    gpu = std::make_unique<cuda::CudaSession>(
-        weights, cuda::CudaSessionConfig{.n_ctx = static_cast<int>(longest)});
-    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
-                 weights->device_name().c_str());
+    ContextSession c =
+        context_session_for(loaded.model, device, static_cast<int>(longest), args.threads);
+    std::fprintf(stderr, "channel: running on %s\n", c.where.c_str());
+    context = std::move(c.session);
     embedder = std::make_unique<Embedder>(
-        loaded.model, [&gpu](std::span<const int32_t> tokens, std::vector<float>& rows) {
-          gpu->reset();
-          gpu->hidden_states(tokens, rows);
+        loaded.model, [&context](std::span<const int32_t> tokens, std::vector<float>& rows) {
+          context->reset();
+          context->hidden_states(tokens, rows);
         });
+  } else {
+    embedder = std::make_unique<Embedder>(loaded.model, args.threads);
   }
-#endif
-  if (!embedder) embedder = std::make_unique<Embedder>(loaded.model, args.threads);
   for (const std::vector<int32_t>& t : ids)
     std::printf("%s\n", nlohmann::json(embedder->embed(t)).dump().c_str());
   return 0;

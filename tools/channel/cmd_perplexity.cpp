@@ -24,13 +24,9 @@
 #include "cli_signals.h"
 #include "command.h"
 #include "model/model.h"
-#include "runtime/session.h"
+#include "runtime/context_device.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-
-#if defined(CHANNEL_HAS_CUDA)
-#include "cuda_context_session.h"
-#endif
 
 namespace channel::cli {
 namespace {
@@ -70,19 +66,10 @@ int run_perplexity(const PerplexityArgs& args) {
   const int n_chunk = args.chunks < 0 ? n_chunk_max : std::min(args.chunks, n_chunk_max);
   const int first = ctx / 2;
   constexpr int kScoreBatch = 64;  // tokens whose logits are held at once
-  std::unique_ptr<SessionBase> session;
-  [[maybe_unused]] const DeviceSpec device = parse_device(args.device);
-#if defined(CHANNEL_HAS_CUDA)
-  if (device.is_cuda()) {
-    auto gpu = std::make_unique<CudaContextSession>(loaded.model, device.index, ctx, args.threads);
-    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
-                 gpu->device_name().c_str());
-    session = std::move(gpu);
-  }
-#endif
-  if (!session)
-    session = std::make_unique<Session>(loaded.model,
-                                        SessionConfig{.n_ctx = ctx, .n_threads = args.threads});
+  const DeviceSpec device = parse_device(args.device);
+  ContextSession context = context_session_for(loaded.model, device, ctx, args.threads);
+  if (device.is_cuda()) std::fprintf(stderr, "channel: running on %s\n", context.where.c_str());
+  const std::unique_ptr<SessionBase> session = std::move(context.session);
   double nll = 0.0;
   int64_t count = 0;
   // A terminal gets one redrawn line; a log gets one line per chunk.

@@ -24,7 +24,7 @@
 #include "cli_files.h"
 #include "cli_progress.h"
 #include "cli_signals.h"
-#include "cuda_context_session.h"
+#include "runtime/context_device.h"
 #include "command.h"
 #include "memory/auto_recall.h"
 #include "memory/memory_attachment.h"
@@ -402,17 +402,9 @@ int run_run(RunArgs args) {
                 prompt.size(), n_ctx);
   }
 
-  std::unique_ptr<SessionBase> session;
-  if (device.is_cuda()) {
-#if defined(CHANNEL_HAS_CUDA)
-    auto gpu = std::make_unique<CudaContextSession>(model, device.index, n_ctx, args.threads);
-    std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
-                 gpu->device_name().c_str());
-    session = std::move(gpu);
-#endif
-  } else {
-    session = std::make_unique<Session>(model, SessionConfig{.n_ctx = n_ctx, .n_threads = args.threads});
-  }
+  ContextSession context = context_session_for(model, device, n_ctx, args.threads);
+  if (device.is_cuda()) std::fprintf(stderr, "channel: running on %s\n", context.where.c_str());
+  const std::unique_ptr<SessionBase> session = std::move(context.session);
   Sampler sampler(args.sampling.config);
   print_loaded(loaded);
 

@@ -5,7 +5,7 @@
 
 #include "backend/device.h"
 #include "cli_common.h"
-#include "cuda_context_session.h"
+#include "runtime/context_device.h"
 #include "model/model.h"
 #include "run_draft.h"
 #include "runtime/speculative.h"
@@ -39,15 +39,10 @@ int run_with_draft(const DraftRunArgs& args) {
     throw_error("prompt is {} tokens, longer than the context of {} tokens (raise --ctx)",
                 prompt.size(), n_ctx);
 
-  const SessionConfig config{.n_ctx = n_ctx, .n_threads = args.threads};
   const DeviceSpec device = parse_device(args.device);
   // The target and the draft model both on the device: a contiguous context each.
-  auto make_session = [&](const std::shared_ptr<const Model>& m) -> std::unique_ptr<SessionBase> {
-#if defined(CHANNEL_HAS_CUDA)
-    if (device.is_cuda())
-      return std::make_unique<CudaContextSession>(m, device.index, n_ctx, args.threads);
-#endif
-    return std::make_unique<Session>(m, config);
+  auto make_session = [&](const std::shared_ptr<const Model>& m) {
+    return context_session_for(m, device, n_ctx, args.threads).session;
   };
   const std::unique_ptr<SessionBase> session = make_session(model);
   std::unique_ptr<Drafter> drafter;

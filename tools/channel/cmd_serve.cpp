@@ -16,7 +16,7 @@
 #if defined(CHANNEL_HAS_CUDA)
 #include "backend/cuda/cuda_ring.h"
 #include "backend/cuda/cuda_session.h"
-#include "cuda_context_session.h"
+#include "runtime/cuda_context_session.h"
 #endif
 
 namespace channel::cli {

@@ -1,7 +1,9 @@
 // CudaContextSession: the contiguous context on a CUDA device (backend/cuda/cuda_session.h) as a
 // SessionBase, so `channel run --ctx N --device cuda` goes through the one generation loop
-// (runtime/generate.h). It lives with the CLI because runtime/ is built the same with and
-// without CUDA; compiled with CHANNEL_HAS_CUDA (cmake/cuda.cmake, channel_link_cuda).
+// (runtime/generate.h), and perplexity, embeddings and prompt scoring run there too. Declared
+// only where CHANNEL_HAS_CUDA is defined: runtime/context_device.cpp and this file's .cpp are
+// the files of runtime/ compiled with it (cmake/cuda.cmake); the rest of runtime/ is the same
+// with and without CUDA. Most callers want context_session_for (runtime/context_device.h).
 #pragma once
 
 #if defined(CHANNEL_HAS_CUDA)
@@ -12,7 +14,7 @@
 #include "backend/cuda/cuda_session.h"
 #include "runtime/session_base.h"
 
-namespace channel::cli {
+namespace channel {
 
 class CudaContextSession final : public SessionBase {
  public:
@@ -42,6 +44,6 @@ class CudaContextSession final : public SessionBase {
   cuda::CudaSession gpu_;
 };
 
-}  // namespace channel::cli
+}  // namespace channel
 
 #endif  // CHANNEL_HAS_CUDA

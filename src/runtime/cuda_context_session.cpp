@@ -1,4 +1,4 @@
-#include "cuda_context_session.h"
+#include "runtime/cuda_context_session.h"
 
 #if defined(CHANNEL_HAS_CUDA)
 
@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 
-namespace channel::cli {
+namespace channel {
 
 CudaContextSession::CudaContextSession(std::shared_ptr<const Model> model, int device, int n_ctx,
                                        int n_threads)
@@ -41,6 +41,6 @@ void CudaContextSession::run(std::span<const int32_t> tokens, float* all) {
   }
 }
 
-}  // namespace channel::cli
+}  // namespace channel
 
 #endif  // CHANNEL_HAS_CUDA
