@@ -345,16 +345,14 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
                            << " fuse " << fuse << " pdl " << pdl;
       }
     // The one-kernel attention, merged in its last block or by the merge kernel after it.
-    for (const int form : {0, 1, 2}) {  // merged in the kernel, after it, and finished apart
+    for (const bool after : {false, true}) {
       cuda::set_one_kernel_attention(true);
-      cuda::set_merge_after(form >= 1);
-      cuda::set_finish_apart(form == 2);
+      cuda::set_merge_after(after);
       const double e = nmse(run(8, true, true), want);
       cuda::set_one_kernel_attention(false);
       cuda::set_merge_after(false);
-      cuda::set_finish_apart(false);
       EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type))
-                         << " one-kernel attention, form " << form;
+                         << " one-kernel attention, merge after " << after;
     }
     // Per-product variants (each role its own kernel) decode as the rest do.
     {
@@ -396,9 +394,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   EXPECT_TRUE(cuda::one_kernel_attention());
   EXPECT_TRUE(cuda::merge_after());
   EXPECT_THROW(cuda::set_decode_kernels("v8faq"), Error);
-  EXPECT_THROW(cuda::set_decode_kernels("v8fqk"), Error);
-  cuda::set_decode_kernels("v8fkph");  // the same, its q/k finish in qkv_finish
-  EXPECT_TRUE(cuda::one_kernel_attention() && cuda::merge_after() && cuda::finish_apart());
   cuda::set_decode_kernels("v8fph");
   EXPECT_FALSE(cuda::merge_after());
   for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh"})
@@ -431,7 +426,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_one_kernel_attention(saved[2]);
   cuda::set_host_logits(saved[3]);
   cuda::set_merge_after(saved_after);
-  cuda::set_finish_apart(false);
 }
 
 // The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit

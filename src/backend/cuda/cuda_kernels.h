@@ -255,11 +255,6 @@ void set_one_kernel_attention(bool on);
 // false), so its blocks' chain is the q/k finish and the slots alone. set_merge_after overrides it.
 bool merge_after();
 void set_merge_after(bool on);
-// With one_kernel_attention: CHANNEL_CUDA_DECODE_FINISH=kernel|apart (read once; default
-// kernel): apart, one token's q/k finish runs in qkv_finish before decode_attention, as a
-// verify's tokens do. set_finish_apart overrides it.
-bool finish_apart();
-void set_finish_apart(bool on);
 // CHANNEL_CUDA_HOST_LOGITS=0|1 (read once; default 1): a one-token step's LM head, where it
 // runs v8, also stores the logits into the session's pinned host buffer, a window of rows at
 // a time while it runs, and marks a non-finite one in a host word (matmul_logits_to_host), so

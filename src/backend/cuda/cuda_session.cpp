@@ -256,12 +256,11 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
     // One token: its q|k|v finish and attention in one kernel. A verify's tokens take the same
     // attention after qkv_finish (same bits, so each verified token's logits are decode's).
     const bool one_kernel = one_kernel_attention() && decode_attention_supported(a);
-    const bool finish_here = one_kernel && n == 1 && !finish_apart();
-    if (!finish_here)
+    if (!one_kernel || n > 1)
       qkv_finish(ql, s.qkv.as<float>(), n, L.q_norm, L.k_norm, hp.rms_eps, rope, positions,
                  positions, kc, vc, static_cast<int64_t>(cap), cs);
     if (one_kernel) {
-      DecodeAttnArgs d{a,         finish_here, L.q_norm,
+      DecodeAttnArgs d{a,         n == 1,     L.q_norm,
                        L.k_norm,  hp.rms_eps, rope,
                        positions, positions,  s.arrivals.as<unsigned>()};
       d.merge_here = !merge_after();

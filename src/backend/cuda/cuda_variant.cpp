@@ -55,7 +55,6 @@ std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
 std::atomic<int> g_merge_after{-1};
-std::atomic<int> g_finish_apart{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -243,12 +242,6 @@ bool merge_after() {
 
 void set_merge_after(bool on) { g_merge_after.store(on ? 1 : 0, std::memory_order_relaxed); }
 
-bool finish_apart() {
-  return cached_env_choice(g_finish_apart, "CHANNEL_CUDA_DECODE_FINISH", "kernel", "apart", false);
-}
-
-void set_finish_apart(bool on) { g_finish_apart.store(on ? 1 : 0, std::memory_order_relaxed); }
-
 bool host_logits() {
   return cached_env_flag(g_host_logits, "CHANNEL_CUDA_HOST_LOGITS", kDefaultHostLogits);
 }
@@ -262,8 +255,8 @@ namespace {
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention), q (one-kernel attention, merged by the merge kernel), k (as q, the q/k finish "
-      "in qkv_finish) and h (logits written to the host by the LM head), then any +role:vN (roles "
+      "attention), q (one-kernel attention, merged by the merge kernel) and h (logits written "
+      "to the host by the LM head), then any +role:vN (roles "
       "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
@@ -285,14 +278,13 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false, host = false, after = false, apart = false;
+  bool fused = false, pdl = false, one = false, host = false, after = false;
   for (const char c : spec.substr(2, plus - 2)) {
     bool* flag = c == 'f'   ? &fused
                  : c == 'p' ? &pdl
                  : c == 'a' ? &one
                  : c == 'h' ? &host
                  : c == 'q' ? &after
-                 : c == 'k' ? &apart
                             : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
@@ -301,10 +293,9 @@ void set_decode_kernels(const std::string& spec) {
   store_roles(variants);
   set_fused_decode(fused);
   set_pdl(pdl);
-  if (one + after + apart > 1) bad_decode_kernels(spec);  // forms of one choice
-  set_one_kernel_attention(one || after || apart);
-  set_merge_after(after || apart);
-  set_finish_apart(apart);
+  if (one && after) bad_decode_kernels(spec);  // a and q are two forms of one choice
+  set_one_kernel_attention(one || after);
+  set_merge_after(after);
   set_host_logits(host);
 }
 
