@@ -344,16 +344,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
         EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " v" << v
                            << " fuse " << fuse << " pdl " << pdl;
       }
-    // The one-kernel attention, merged in its last block or by the merge kernel after it.
-    for (const bool after : {false, true}) {
-      cuda::set_one_kernel_attention(true);
-      cuda::set_merge_after(after);
-      const double e = nmse(run(8, true, true), want);
-      cuda::set_one_kernel_attention(false);
-      cuda::set_merge_after(false);
-      EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type))
-                         << " one-kernel attention, merge after " << after;
-    }
     // Per-product variants (each role its own kernel) decode as the rest do.
     {
       const std::string roles = "qkv:v0,wo:v6,gate_up:v8,down:v5,output:v2";
@@ -372,7 +362,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
 // naming what it expected. No device needed: the choices are process settings.
 TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
-  const bool saved_after = cuda::merge_after();
   const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention(),
                         cuda::host_logits()};
   cuda::set_decode_kernels("v6pf");
@@ -389,13 +378,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_decode_kernels("v8fph");
   EXPECT_TRUE(cuda::host_logits());
   EXPECT_FALSE(cuda::one_kernel_attention());
-  EXPECT_FALSE(cuda::merge_after());
-  cuda::set_decode_kernels("v8fqph");  // one-kernel attention, merged by the merge kernel
-  EXPECT_TRUE(cuda::one_kernel_attention());
-  EXPECT_TRUE(cuda::merge_after());
-  EXPECT_THROW(cuda::set_decode_kernels("v8faq"), Error);
-  cuda::set_decode_kernels("v8fph");
-  EXPECT_FALSE(cuda::merge_after());
   for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
@@ -425,7 +407,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_pdl(saved[1]);
   cuda::set_one_kernel_attention(saved[2]);
   cuda::set_host_logits(saved[3]);
-  cuda::set_merge_after(saved_after);
 }
 
 // The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit

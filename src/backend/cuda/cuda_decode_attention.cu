@@ -95,22 +95,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_kernel(DecodeAtt
   const int first = a.first[t], count = a.count[t];
   const int64_t store = p.finish ? p.store_slots[t] : -1;  // its key and value: computed here
   const int parts = max(1, min(a.splits, (count + kSlotsPerSplit - 1) / kSlotsPerSplit));
-  // The merge kernel after (merge_here false) reads every split's part: with more than one,
-  // each block leaves one, those past the parts an empty one (max -inf weighs 0 there).
-  const bool direct = parts == 1 && (p.merge_here || a.splits == 1);
-  if (split >= parts) {
-    if (!p.merge_here && a.splits > 1) {
-      pdl_wait();  // the merge kernel of the layer before may still read a.part
-      for (int g = static_cast<int>(threadIdx.x); g < group; g += kWarps * 32) {
-        float* part = a.part +
-                      ((static_cast<int64_t>(t) * a.n_head + hk * group + g) * a.splits + split) *
-                          (HD + 2);
-        part[HD] = -INFINITY;
-        part[HD + 1] = 0.0f;
-      }
-    }
-    return;
-  }
+  if (split >= parts) return;
   const int per = (count + parts - 1) / parts;
   const int j0 = min(count, split * per), j1 = min(count, j0 + per);
   const int nk = j1 - j0 > warp ? (j1 - j0 - warp + kWarps - 1) / kWarps : 0;
@@ -282,7 +267,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_kernel(DecodeAtt
         O += wo[(w * G + g) * HD + d] * e;
       }
     }
-    if (direct) {  // a warp's 32 consecutive elements: one Q8_0 block of out_q8
+    if (parts == 1) {  // a warp's 32 consecutive elements: one Q8_0 block of out_q8
       store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
                    static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);
     } else {
@@ -295,7 +280,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_kernel(DecodeAtt
       }
     }
   }
-  if (direct || !p.merge_here) return;
+  if (parts == 1) return;
 
   // The last of the parts' blocks to arrive merges them (a release/acquire through the
   // counter, which it leaves at 0 for the next launch).

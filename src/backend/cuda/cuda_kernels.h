@@ -235,9 +235,6 @@ struct DecodeAttnArgs {
   const int32_t* positions = nullptr;    // device [n]
   const int32_t* store_slots = nullptr;  // device [n]
   unsigned* arrivals = nullptr;
-  // False: every block leaves its part in a.part (a block past the short context's parts an
-  // empty one) for finish_attention's merge kernel after it, instead of the last block merging.
-  bool merge_here = true;
 };
 // The shapes it takes: attention_shape_supported's, at most kVerifyTokens tokens and 64
 // splits.
@@ -250,11 +247,6 @@ void decode_attention(const DecodeAttnArgs& d, cudaStream_t s);
 // it.
 bool one_kernel_attention();
 void set_one_kernel_attention(bool on);
-// With one_kernel_attention: CHANNEL_CUDA_DECODE_MERGE=kernel|last (read once; default last)
-// makes decode_attention leave its parts to the merge kernel (DecodeAttnArgs::merge_here
-// false), so its blocks' chain is the q/k finish and the slots alone. set_merge_after overrides it.
-bool merge_after();
-void set_merge_after(bool on);
 // CHANNEL_CUDA_HOST_LOGITS=0|1 (read once; default 1): a one-token step's LM head, where it
 // runs v8, also stores the logits into the session's pinned host buffer, a window of rows at
 // a time while it runs, and marks a non-finite one in a host word (matmul_logits_to_host), so

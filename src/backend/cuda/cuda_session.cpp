@@ -263,10 +263,7 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
       DecodeAttnArgs d{a,         n == 1,     L.q_norm,
                        L.k_norm,  hp.rms_eps, rope,
                        positions, positions,  s.arrivals.as<unsigned>()};
-      d.merge_here = !merge_after();
       decode_attention(d, cs);
-      if (!d.merge_here)
-        finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_q8, cs);
     } else {
       attention(a, cs);
     }

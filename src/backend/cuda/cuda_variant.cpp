@@ -54,7 +54,6 @@ std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
-std::atomic<int> g_merge_after{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -236,12 +235,6 @@ void set_one_kernel_attention(bool on) {
   g_one_attn.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-bool merge_after() {
-  return cached_env_choice(g_merge_after, "CHANNEL_CUDA_DECODE_MERGE", "last", "kernel", false);
-}
-
-void set_merge_after(bool on) { g_merge_after.store(on ? 1 : 0, std::memory_order_relaxed); }
-
 bool host_logits() {
   return cached_env_flag(g_host_logits, "CHANNEL_CUDA_HOST_LOGITS", kDefaultHostLogits);
 }
@@ -255,8 +248,7 @@ namespace {
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention), q (one-kernel attention, merged by the merge kernel) and h (logits written "
-      "to the host by the LM head), then any +role:vN (roles "
+      "attention) and h (logits written to the host by the LM head), then any +role:vN (roles "
       "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
@@ -278,14 +270,9 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false, host = false, after = false;
+  bool fused = false, pdl = false, one = false, host = false;
   for (const char c : spec.substr(2, plus - 2)) {
-    bool* flag = c == 'f'   ? &fused
-                 : c == 'p' ? &pdl
-                 : c == 'a' ? &one
-                 : c == 'h' ? &host
-                 : c == 'q' ? &after
-                            : nullptr;
+    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
@@ -293,9 +280,7 @@ void set_decode_kernels(const std::string& spec) {
   store_roles(variants);
   set_fused_decode(fused);
   set_pdl(pdl);
-  if (one && after) bad_decode_kernels(spec);  // a and q are two forms of one choice
-  set_one_kernel_attention(one || after);
-  set_merge_after(after);
+  set_one_kernel_attention(one);
   set_host_logits(host);
 }
 
