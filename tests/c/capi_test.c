@@ -329,7 +329,8 @@ int main(int argc, char** argv) {
         same = 1;
         for (i = 0; i < 32; ++i) same = same && fabsf(e1[i] - e3[i]) < 1e-5f;
         CHECK(same);
-        CHECK_ERR(CHANNEL_ERR_BUFFER, "does not fit", channel_embedder_embed(em, tokens, n, e3, 31));
+        CHECK_ERR(CHANNEL_ERR_BUFFER, "does not fit",
+                  channel_embedder_embed(em, tokens, n, e3, 31));
         channel_embedder_free(em);
         CHECK_OK(channel_embedder_create(model, "cpu", 2, 0, &em));
         CHECK_ERR(CHANNEL_ERR_ARGUMENT, "context", channel_embedder_embed(em, tokens, n, e3, 32));

@@ -215,9 +215,9 @@ TEST(CudaModel, NonFiniteLogitsGiveTheError) {
 // session's logits are not touched, and it goes on decoding after them.
 TEST(CudaModel, HiddenStatesMatchTheCpu) {
   CHANNEL_REQUIRE_CUDA();
-  for (const auto& [arch, type] : {std::pair{Arch::gemma3, GgmlType::Q8_0},
-                                   std::pair{Arch::llama, GgmlType::F16},
-                                   std::pair{Arch::qwen3, GgmlType::F32}}) {
+  for (const auto& [arch, type] :
+       {std::pair{Arch::gemma3, GgmlType::Q8_0}, std::pair{Arch::llama, GgmlType::F16},
+        std::pair{Arch::qwen3, GgmlType::F32}}) {
     SCOPED_TRACE(ggml_type_name(static_cast<uint32_t>(type)));
     auto model = random_model(arch, type);
     auto weights = cuda::CudaWeights::upload(model, 0);
@@ -228,7 +228,7 @@ TEST(CudaModel, HiddenStatesMatchTheCpu) {
     std::vector<float> want, got, one;
     cpu.hidden_states(tokens, want);
     cuda::CudaSession gpu(weights, cuda::CudaSessionConfig{.n_ctx = 64, .n_batch = 8});
-    gpu.hidden_states(std::span(tokens).first(20), got);  // chunks of 8, 8 and 4
+    gpu.hidden_states(std::span(tokens).first(20), got);    // chunks of 8, 8 and 4
     gpu.hidden_states(std::span(tokens).subspan(20), one);  // one token: the decode path
     got.insert(got.end(), one.begin(), one.end());
     ASSERT_EQ(got.size(), want.size());

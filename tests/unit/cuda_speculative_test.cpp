@@ -20,8 +20,8 @@ TEST(CudaSpeculative, BuiltWithoutCuda) {
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_session.h"
-#include "runtime/cuda_context_session.h"
 #include "cuda_test_util.h"
+#include "runtime/cuda_context_session.h"
 #include "runtime/speculative.h"
 
 namespace channel {

@@ -88,8 +88,9 @@ int run_perplexity(const PerplexityArgs& args) {
     int64_t chunk_count = 0;
     for (int pos = first; pos < ctx - 1 && !stop_signal(); pos += kScoreBatch) {
       const int n = std::min(kScoreBatch, ctx - 1 - pos);
-      const std::span<const float> logits = session->decode_all(std::span<const int32_t>(chunk).subspan(
-          static_cast<size_t>(pos), static_cast<size_t>(n)));
+      const std::span<const float> logits =
+          session->decode_all(std::span<const int32_t>(chunk).subspan(static_cast<size_t>(pos),
+                                                                      static_cast<size_t>(n)));
       for (int i = 0; i < n; ++i) {
         chunk_nll += negative_log_likelihood(
             std::span<const float>(logits).subspan(static_cast<size_t>(i) * n_vocab, n_vocab),

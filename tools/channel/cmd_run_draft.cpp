@@ -5,9 +5,9 @@
 
 #include "backend/device.h"
 #include "cli_common.h"
-#include "runtime/context_device.h"
 #include "model/model.h"
 #include "run_draft.h"
+#include "runtime/context_device.h"
 #include "runtime/speculative.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

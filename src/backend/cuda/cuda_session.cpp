@@ -49,7 +49,7 @@ struct CudaSession::State {
   PinnedBuffer step_host, logits_host;  // logits_host: [kVerifyTokens][n_vocab] at most
   PinnedBuffer nonfinite;               // the logits' flags (nonfinite_flags), written by the step
   PinnedBuffer logits_bad;              // the LM head's non-finite mark (host_logits), one word
-  float* hidden = nullptr;  // hidden_states' rows for the chunk under way, else null
+  float* hidden = nullptr;              // hidden_states' rows for the chunk under way, else null
   // The captured steps of 1 .. kVerifyTokens tokens, the last token's logits or every token's
   // (a speculative verify): graph_index(n, all), each captured on its first use.
   std::vector<cudaGraphExec_t> graphs = std::vector<cudaGraphExec_t>(2 * (kVerifyTokens + 1));
@@ -359,8 +359,9 @@ void CudaSession::run_step(int n, bool all_logits, bool graph_step, float* logit
     s.stream.sync("the forward pass");
     for (size_t i = 0; i < static_cast<size_t>(n * hp.n_embd); ++i)
       if (!std::isfinite(s.hidden[i]))
-        throw_error("forward (cuda): non-finite values (NaN or Inf) in the hidden states: the "
-                    "model's weights or its input are damaged");
+        throw_error(
+            "forward (cuda): non-finite values (NaN or Inf) in the hidden states: the "
+            "model's weights or its input are damaged");
     return;
   }
   *s.logits_bad.as<uint32_t>() = 0;  // the LM head only ever sets it
