@@ -10,6 +10,13 @@ std::string DeviceSpec::name() const {
   return kind == Kind::cpu ? std::string("cpu") : "cuda:" + std::to_string(index);
 }
 
+void throw_no_cuda_backend(std::string_view device) {
+  throw_error(
+      "'{}': this build of channel has no CUDA backend (configure with -DCHANNEL_CUDA=ON where "
+      "nvcc is installed)",
+      device);
+}
+
 bool cuda_backend_built() {
 #if defined(CHANNEL_HAS_CUDA)
   return true;
@@ -31,10 +38,7 @@ DeviceSpec parse_device(std::string_view text) {
         spec.index < 0)
       throw_error("'{}': N in cuda:N must be a device number 0, 1, ...", text);
   }
-  if (!cuda_backend_built())
-    throw_error("'{}': this build of channel has no CUDA backend (configure with "
-                "-DCHANNEL_CUDA=ON where nvcc is installed)",
-                text);
+  if (!cuda_backend_built()) throw_no_cuda_backend(text);
   return spec;
 }
 

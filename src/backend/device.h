@@ -20,5 +20,7 @@ DeviceSpec parse_device(std::string_view text);
 
 // True when this build carries the CUDA backend (it may still find no driver or device).
 bool cuda_backend_built();
+// The one-line channel::Error for CUDA `device` (named as written) in a build without it.
+[[noreturn]] void throw_no_cuda_backend(std::string_view device);
 
 }  // namespace channel

@@ -22,10 +22,7 @@ ContextSession context_session_for(std::shared_ptr<const Model> model, const Dev
   std::string where = fmt::format("{} ({})", device.name(), gpu->device_name());
   return {std::move(gpu), std::move(where)};
 #else
-  throw_error(
-      "'{}': this build of channel has no CUDA backend (configure with "
-      "-DCHANNEL_CUDA=ON where nvcc is installed)",
-      device.name());
+  throw_no_cuda_backend(device.name());
 #endif
 }
 

@@ -13,10 +13,7 @@ RingComputeFactory ring_compute_for(const DeviceSpec& device) {
 #if defined(CHANNEL_HAS_CUDA)
   return cuda::ring_compute(device.index);
 #else
-  throw_error(
-      "'{}': this build of channel has no CUDA backend (configure with "
-      "-DCHANNEL_CUDA=ON where nvcc is installed)",
-      device.name());
+  throw_no_cuda_backend(device.name());
 #endif
 }
 
