@@ -157,13 +157,15 @@ TEST(CudaDecodeAttention, MatchesReference) {
                     std::vector<uint32_t>(static_cast<size_t>(n * n_kv), 0u))
               << what;
 
-          // As Q8_0 blocks: per token the bits of convert_act over the float output.
+          // As W_o's input: per token the bytes of convert_act over the float output.
           const int64_t row = static_cast<int64_t>(n_head) * hd;
-          const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
-          cuda::DeviceBuffer got_q8(q8_bytes, "q8");
-          d.a.out_q8 = got_q8.get();
-          cuda::decode_attention(d, nullptr);
-          test::expect_q8_rows(got_q8, out.as<float>(), n, row, what);
+          for (GgmlType wo : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+            cuda::DeviceBuffer got_act(test::act_out_bytes(n, row), "act");
+            d.a.out_act = got_act.get();
+            d.a.out_form = cuda::act_form(wo);
+            cuda::decode_attention(d, nullptr);
+            test::expect_act_rows(wo, got_act, out.as<float>(), n, row, what);
+          }
         }
       }
 }

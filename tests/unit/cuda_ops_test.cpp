@@ -704,7 +704,7 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
           const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
           cuda::DeviceBuffer got_q8(q8_bytes, "q8");
           a.out = out.as<float>();
-          a.out_q8 = got_q8.get();
+          a.out_act = got_q8.get();
           cuda::flash_attention(a, nullptr);
           test::expect_q8_rows(got_q8, out.as<float>(), n, row, what);
         }
@@ -714,12 +714,17 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
 }
 
 // Attention through a shuffled slot table, with per-query ranges (an empty one included),
-// against attend_ref over the same f16-rounded keys and values; split and unsplit.
+// against attend_ref over the same f16-rounded keys and values; split and unsplit; the plain
+// kernel and the ahead form (attention_ahead: 4 slots a warp ahead, the group fixed at compile
+// time, at least min_split slots a split, so some splits of a short range are empty); the
+// output in every form W_o's input takes.
 TEST(CudaOps, SlotAttentionMatchesReference) {
   CHANNEL_REQUIRE_CUDA();
+  const bool saved_ahead = cuda::attention_ahead();
+  const int saved_min_split = cuda::attention_min_split();
   for (bool f32 : {false, true}) {  // the f16 cache, and the f32 one of F32 models
   for (int hd : {32, 64, 128, 256}) {
-    for (int group : {1, 3, 8}) {
+    for (int group : {1, 2, 3, 8}) {
       const int n_kv = 2, n_head = n_kv * group;
       const int64_t cap = 301;
       // Fill the cache through qkv_finish (no norms, no rotation): every slot gets a key/value.
@@ -764,32 +769,43 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
         }
 
       cuda::DeviceBuffer dq = to_device(q), dt = to_device(table), df = to_device(first), dc = to_device(count);
-      for (int splits : {1, 7}) {
-        cuda::DeviceBuffer part(std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4, "part");
-        cuda::DeviceBuffer out(want.size() * 4, "out");
-        cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, f32}, dq, kc.get(), vc.get(),
-                                          dt, df, dc, splits, part, out);
-        cuda::attention(a, nullptr);
-        const std::vector<float> got = from_device<float>(out, want.size());
-        EXPECT_LE(nmse(got, want), 1e-10)
-            << "hd " << hd << " group " << group << " splits " << splits << " f32 " << f32;
-        for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
-          for (int i = 0; i < hd; ++i) EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f);
+      // The plain kernel (min_split unused), then the ahead form with 1 and 16 slots a split.
+      for (int form = 0; form < 3; ++form) {
+        cuda::set_attention_ahead(form > 0);
+        cuda::set_attention_min_split(form == 2 ? 16 : 1);
+        for (int splits : {1, 7}) {
+          cuda::DeviceBuffer part(
+              std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4, "part");
+          cuda::DeviceBuffer out(want.size() * 4, "out");
+          cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, f32}, dq, kc.get(), vc.get(),
+                                            dt, df, dc, splits, part, out);
+          cuda::attention(a, nullptr);
+          const std::vector<float> got = from_device<float>(out, want.size());
+          const std::string what = "hd " + std::to_string(hd) + " group " + std::to_string(group) +
+                                   " splits " + std::to_string(splits) + " f32 " +
+                                   std::to_string(f32) + " form " + std::to_string(form);
+          EXPECT_LE(nmse(got, want), 1e-10) << what;
+          for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
+            for (int i = 0; i < hd; ++i)
+              EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f) << what;
 
-        // The output as Q8_0 blocks, [n][row] quants then [n][row / 32] scales: per token the
-        // bits of convert_act (one token: Q8_0 blocks) over the float output.
-        const int64_t row = static_cast<int64_t>(n_head) * hd;
-        const size_t q8_bytes = static_cast<size_t>(n * row + n * (row / 32) * 4);
-        cuda::DeviceBuffer got_q8(q8_bytes, "q8");
-        a.out_q8 = got_q8.get();
-        cuda::attention(a, nullptr);
-        test::expect_q8_rows(got_q8, out.as<float>(), n, row,
-                             "hd " + std::to_string(hd) + " group " + std::to_string(group) +
-                                 " splits " + std::to_string(splits));
+          // The output as W_o's input: per token the bytes of convert_act over the float
+          // output (Q8_0 blocks: [n][row] quants then [n][row / 32] scales).
+          const int64_t row = static_cast<int64_t>(n_head) * hd;
+          for (GgmlType wo : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+            cuda::DeviceBuffer got_act(test::act_out_bytes(n, row), "act");
+            a.out_act = got_act.get();
+            a.out_form = cuda::act_form(wo);
+            cuda::attention(a, nullptr);
+            test::expect_act_rows(wo, got_act, out.as<float>(), n, row, what);
+          }
+        }
       }
     }
   }
   }
+  cuda::set_attention_ahead(saved_ahead);
+  cuda::set_attention_min_split(saved_min_split);
 }
 
 }  // namespace

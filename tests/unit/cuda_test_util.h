@@ -72,6 +72,31 @@ inline void expect_q8_rows(const cuda::DeviceBuffer& got_q8, const float* out, i
   }
 }
 
+// Attention's output written as W_o's input for weights of `type` (AttnArgs::out_act in
+// act_form(type)): per token the bytes convert_act gives over the float output `out`.
+inline void expect_act_rows(GgmlType type, const cuda::DeviceBuffer& got, const float* out, int n,
+                            int64_t row, const std::string& what) {
+  if (cuda::act_form(type) == cuda::ActForm::q8) {
+    expect_q8_rows(got, out, n, row, what);
+    return;
+  }
+  const size_t per = cuda::act_bytes(type, 1, row);
+  const std::vector<uint8_t> all = from_device<uint8_t>(got, per * static_cast<size_t>(n));
+  cuda::DeviceBuffer one(per, "act");
+  for (int t = 0; t < n; ++t) {
+    cuda::convert_act(type, out + t * row, 1, row, row, one.get(), nullptr);
+    const std::vector<uint8_t> want = from_device<uint8_t>(one, per);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), all.begin() + static_cast<int64_t>(t * per)))
+        << what << " token " << t << " (" << ggml_type_name(static_cast<uint32_t>(type))
+        << " output)";
+  }
+}
+
+// The bytes W_o's input takes for n tokens of `row` elements in any form: the most of them.
+inline size_t act_out_bytes(int n, int64_t row) {
+  return static_cast<size_t>(n * row) * 4;
+}
+
 }  // namespace channel::test
 
 #define CHANNEL_REQUIRE_CUDA()                                                           \

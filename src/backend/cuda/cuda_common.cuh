@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_timeline.h"
 
 namespace channel::cuda {
@@ -118,6 +119,20 @@ __device__ __forceinline__ void quant_store(float v, int64_t i, int8_t* q, float
   q[i] = static_cast<int8_t>(rintf(v * id));
   if (threadIdx.x % 32 == 0)
     d[i / 32] = bad ? __int_as_float(0x7fc00000) : __half2float(__float2half_rn(amax / 127.0f));
+}
+
+// Value v of element i in an activation form (convert_act's rounding); Q8_0 blocks need the
+// whole warp, 32 consecutive elements, and d after the quants.
+template <int F>  // an ActForm (cuda_kernels.h)
+__device__ __forceinline__ void act_store(float v, int64_t i, void* out, float* d) {
+  if constexpr (F == static_cast<int>(ActForm::q8))
+    quant_store(v, i, static_cast<int8_t*>(out), d);
+  else if constexpr (F == static_cast<int>(ActForm::f16))
+    static_cast<__half*>(out)[i] = __float2half_rn(v);
+  else if constexpr (F == static_cast<int>(ActForm::bf16))
+    static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(out)[i] = v;
 }
 
 // Sum over a block of blockDim.x threads (a multiple of 32, at most 1024); every thread

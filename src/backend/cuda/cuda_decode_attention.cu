@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_kernel(DecodeAtt
         O += wo[(w * G + g) * HD + d] * e;
       }
     }
-    if (parts == 1) {  // a warp's 32 consecutive elements: one Q8_0 block of out_q8
+    if (parts == 1) {  // a warp's 32 consecutive elements: one Q8_0 block of out_act
       store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * HD + d,
                    static_cast<int64_t>(a.n_head) * HD, L > 0.0f ? O / L : 0.0f);
     } else {

@@ -302,7 +302,7 @@ void flash_attention(const AttnArgs& a, cudaStream_t s) {
       launch_flash<256>(a, s);
       break;
   }
-  finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_q8, s);
+  finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_act, a.out_form, s);
 }
 
 }  // namespace channel::cuda

@@ -6,14 +6,6 @@
 
 namespace channel::cuda {
 
-namespace {
-
-bool q8_input(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
-}
-
-}  // namespace
-
 int attention_splits(int n, int n_head_kv, int sm_count) {
   if (n <= kVerifyTokens) n = 1;  // each query split as a single token's (kVerifyTokens)
   const int want = (2 * sm_count + n_head_kv * n - 1) / (n_head_kv * n);
@@ -89,8 +81,12 @@ bool enqueue_model(const CudaWeights& weights, const ForwardBufs& b, const int32
       rms_norm(x, E, L.attn_norm, n, E, hp.rms_eps, xn, E, cs);
       product(xn, E, {&L.wq, &L.wk, &L.wv}, L.qkv, b.qkv, b.qkv_w);
     }
-    // Fused: the attention's merge writes W_o's activation blocks itself.
-    if (attend(il, fuse && q8_input(L.wo.type) ? act : nullptr))
+    // Fused: the attention's merge writes W_o's input itself (Q8_0 blocks; every form with
+    // attention_writes_every_form).
+    const ActForm wo_form = act_form(L.wo.type);
+    const bool wo_from_attention =
+        fuse && (wo_form == ActForm::q8 || attention_writes_every_form());
+    if (attend(il, wo_from_attention ? act : nullptr, wo_form))
       matmul(L.wo, act, 1, proj, E, cs);
     else
       product(b.attn, b.attn_w, {&L.wo}, DevMatrix{}, proj, E);

@@ -44,9 +44,9 @@ int attention_splits(int n, int n_head_kv, int sm_count);
 // Whether decode of one token may run the fused activation stages for these weights.
 bool fused_decode_for(const WeightsLayout& w);
 
-// A layer's attention: writes bufs.attn and returns false, or, when q8 is not null, may write
-// the Q8_0 activation blocks of that output to q8 instead (AttnArgs::out_q8) and return true.
-using AttendFn = std::function<bool(int il, void* q8)>;
+// A layer's attention: writes bufs.attn and returns false, or, when act is not null, may write
+// that output to act in W_o's activation form instead (AttnArgs::out_act) and return true.
+using AttendFn = std::function<bool(int il, void* act, ActForm form)>;
 
 // Enqueues the forward of n tokens (device ids `tokens`) on cs: every layer, calling
 // attend between the Q/K/V product and W_o, then the logits of the last n_out tokens

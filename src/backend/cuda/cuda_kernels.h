@@ -47,6 +47,11 @@ struct DevMatrix {
   MatRole role = MatRole::other;
 };
 
+// The form convert_act gives one token's activations (up to kVerifyTokens) for a product on
+// weights of `type` (act_form): Q8_0 blocks (Q8_0, Q4_0), f16 (F16), bf16 (BF16), else f32
+// (F32, the file's blocks).
+enum class ActForm : int { q8 = 0, f16 = 1, bf16 = 2, f32 = 3 };
+
 // True when the backend computes with weights of this type.
 bool type_supported(GgmlType type);
 // Device bytes of the repacked matrix: quants (or elements) and scales.
@@ -188,9 +193,11 @@ struct AttnArgs {
   int splits = 1;
   float* part = nullptr;  // scratch of attention_part_floats(...) when splits > 1
   float* out = nullptr;   // [n][n_head][head_dim_v]
-  // When set: out's rows end as Q8_0 activation blocks here (convert_act's form for Q8_0/Q4_0
-  // weights) instead, written where out would be; out is then not written.
-  void* out_q8 = nullptr;
+  // When set: out's rows end here in out_form instead (convert_act's form and rounding for
+  // W_o's weights; Q8_0 blocks for Q8_0/Q4_0), so W_o needs no conversion; out is then not
+  // written.
+  void* out_act = nullptr;
+  ActForm out_form = ActForm::q8;
 };
 size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits);
 // Head sizes the kernel takes: multiples of 32 up to 256, at most 8 query heads per KV head.
@@ -212,9 +219,9 @@ void set_flash_attention(bool on);
 
 // The end of attention (and ring_attention): merges the splits' partial
 // results (part, as the kernel writes it with splits > 1) into out [n][n_head][head_dim_v], or
-// into out's Q8_0 activation blocks at out_q8 when that is set (splits 1: nothing to do).
-void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits,
-                      float* out, void* out_q8, cudaStream_t s);
+// into out_act in out_form when out_act is set (AttnArgs; splits 1: nothing to do).
+void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
+                      void* out_act, ActForm out_form, cudaStream_t s);
 
 // Attention of one token, or of each token of a speculative verify (n <= kVerifyTokens), in
 // one kernel: each query's slots split over up to a.splits blocks (fewer for a short range),
@@ -297,7 +304,8 @@ struct RingAttnArgs {
   int splits = 1;
   float* part = nullptr;  // attention_part_floats(n, n_head, head_dim, splits) when splits > 1
   float* out = nullptr;   // [n][n_head][head_dim]
-  void* out_q8 = nullptr;  // as AttnArgs::out_q8
+  void* out_act = nullptr;  // as AttnArgs::out_act
+  ActForm out_form = ActForm::q8;
 };
 void ring_attention(const RingAttnArgs& a, cudaStream_t s);
 // Where write_episode_f16 puts global layer g's rows: its K and V arenas (f16, or f32 with
@@ -362,10 +370,6 @@ void bounded_insert(const float* qkv, int64_t ld, int n, int n_head, int n_head_
 // f16-rounded GELU-tanh (ops/activation.h); else SiLU.
 void glu(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, float* out, cudaStream_t s);
 
-// The form convert_act gives one token's activations (up to kVerifyTokens) for a product on
-// weights of `type`: Q8_0 blocks (Q8_0, Q4_0), f16 (F16), bf16 (BF16), else f32 (F32, the
-// file's blocks).
-enum class ActForm : int { q8 = 0, f16 = 1, bf16 = 2, f32 = 3 };
 ActForm act_form(GgmlType type);
 
 // Decode's fused activation stages: `out` as convert_act writes it for a product on weights of
@@ -381,9 +385,27 @@ void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, Ggml
 // CHANNEL_CUDA_FUSE=0|1 (read once; a bad value is a one-line error): decode (one token, the
 // parts of q|k|v and of gate|up each taking one activation form) runs norm_quant and glu_quant
 // instead of add_normed, rms_norm, glu and convert_act, and attention writes W_o's Q8_0 input
-// itself (AttnArgs::out_q8) where W_o takes Q8_0 blocks. set_fused_decode overrides it.
+// itself (AttnArgs::out_act) where W_o takes Q8_0 blocks. set_fused_decode overrides it.
 bool fused_decode();
 void set_fused_decode(bool on);
+// CHANNEL_CUDA_WO_INPUT=q8|all (read once; default q8; spec letter w): with the fused stages,
+// attention also writes W_o's f16, bf16 or f32 input itself (convert_act's rounding), so those
+// weights lose a conversion kernel a layer as Q8_0 and Q4_0 did. Not yet timed on the H200, so
+// not the default. set_attention_writes_every_form overrides it.
+bool attention_writes_every_form();
+void set_attention_writes_every_form(bool on);
+// CHANNEL_CUDA_ATTN_AHEAD=0|1 (read once; default 0; spec letter s): slot attention of up to
+// kFlashMinTokens - 1 queries with each warp's next 4 slots loaded ahead of the one it scores
+// (1 otherwise), its group of query heads fixed at compile time (so a group of 2 holds 2 heads'
+// registers, not 8), and at least attention_min_split() slots a split, so that a short context
+// fills few splits and the merge reads few parts; f16 caches (an f32 cache keeps the plain
+// kernel). Not yet timed on the H200, so not the default. set_attention_ahead overrides it.
+bool attention_ahead();
+void set_attention_ahead(bool on);
+// CHANNEL_CUDA_ATTN_MIN_SPLIT=N (read once; 1..4096, default 16): the ahead form's least slots
+// a split. set_attention_min_split overrides it (a bad n is an error).
+int attention_min_split();
+void set_attention_min_split(int n);
 // CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
 // serialization, lets the next grid launch and then waits for the grid before it on entry
 // (pdl_wait, cuda_common.cuh), so the next kernel's launch and prologue overlap this one; the

@@ -82,15 +82,30 @@ __device__ __forceinline__ void online_softmax_add(const float (&q)[G][D], const
   }
 }
 
-// Element i of the attention output [n][n_head][head_dim_v]: to a.out, or as Q8_0 blocks to
-// a.out_q8 (a warp's 32 consecutive elements make one block).
+// Element i of the attention output [n][n_head][head_dim_v] (`row` elements a token): to
+// a.out, or in a.out_form to a.out_act (Q8_0: a warp's 32 consecutive elements make one block,
+// its scales after the n rows of quants). The form is the same for every thread.
 template <typename Args>
 __device__ __forceinline__ void store_output(const Args& a, int64_t i, int64_t row, float v) {
-  if (a.out_q8) {
-    int8_t* q = static_cast<int8_t*>(a.out_q8);
-    quant_store(v, i, q, reinterpret_cast<float*>(q + static_cast<int64_t>(a.n) * row));
-  } else {
+  if (!a.out_act) {
     a.out[i] = v;
+    return;
+  }
+  float* d =
+      reinterpret_cast<float*>(static_cast<int8_t*>(a.out_act) + static_cast<int64_t>(a.n) * row);
+  switch (a.out_form) {
+    case ActForm::q8:
+      act_store<static_cast<int>(ActForm::q8)>(v, i, a.out_act, d);
+      break;
+    case ActForm::f16:
+      act_store<static_cast<int>(ActForm::f16)>(v, i, a.out_act, d);
+      break;
+    case ActForm::bf16:
+      act_store<static_cast<int>(ActForm::bf16)>(v, i, a.out_act, d);
+      break;
+    case ActForm::f32:
+      act_store<static_cast<int>(ActForm::f32)>(v, i, a.out_act, d);
+      break;
   }
 }
 
@@ -114,7 +129,7 @@ __device__ __forceinline__ void store_result(const Args& a, int t, int h, int sp
 }
 
 // The W warps' (o, m, l) merged through shared memory for query t, KV head hk: with one split
-// the normalised output into a.out [n][n_head][D * 32] (or its Q8_0 blocks, a.out_q8),
+// the normalised output into a.out [n][n_head][D * 32] (or W_o's input, a.out_act),
 // otherwise the split's (O, max, L) into a.part [n][n_head][splits][D * 32 + 2]. Every thread
 // of the block calls it (it syncs).
 template <int D, int G, int W, typename Args>

@@ -213,24 +213,29 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
 
 constexpr int kMaxGroup = 8, kAttnWarps = 4;
 
-// Block per (KV head, split, token); each warp takes every 4th slot of the split with an
-// online softmax per query head of the group, then the warps merge through shared memory.
-template <int D, typename T>
-__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) {
+// Block per (KV head, split, token); each warp takes every kAttnWarps-th slot of the split with
+// an online softmax per query head of the group, then the warps merge through shared memory.
+// G bounds the group (kMaxGroup, or the group itself rounded up to a power of two); each warp
+// has its next kAhead slots' keys and values loading while it scores one; a split holds at
+// least min_split slots (trailing splits of a short range are empty: the merge skips them).
+// The plain form (kMaxGroup, 1, 1) and the ahead form (attention_ahead) score each split's
+// slots in the same order.
+template <int D, typename T, int G, int kAhead>
+__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a, int min_split) {
   pdl_wait();
   constexpr int HD = D * 32;
-  __shared__ float sm_o[kAttnWarps][kMaxGroup][HD];
-  __shared__ float sm_m[kAttnWarps][kMaxGroup], sm_l[kAttnWarps][kMaxGroup];
+  __shared__ float sm_o[kAttnWarps][G][HD];
+  __shared__ float sm_m[kAttnWarps][G], sm_l[kAttnWarps][G];
   const int hk = blockIdx.x, split = blockIdx.y, t = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = a.n_head / a.n_head_kv;
   const int first = a.first[t], count = a.count[t];
-  const int per = (count + a.splits - 1) / a.splits;
+  const int per = max((count + a.splits - 1) / a.splits, min_split);
   const int j0 = split * per, j1 = min(count, j0 + per);
 
-  float q[kMaxGroup][D], o[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
+  float q[G][D], o[G][D], m[G], l[G];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
+  for (int g = 0; g < G; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
@@ -242,31 +247,54 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) 
   }
   const T* kb = static_cast<const T*>(a.k_cache) + hk * a.cap * HD;
   const T* vb = static_cast<const T*>(a.v_cache) + hk * a.cap * HD;
-  // Each slot's key and value are loaded one iteration ahead, so a load is in flight while
-  // the previous slot is scored.
-  float kv[D], vv[D], kn[D], vn[D];
-  int j = j0 + warp;
-  if (j < j1) {
-    const int64_t slot = a.table[first + j];
-    load_kv<D>(kb + slot * HD + lane * D, kn);
-    load_kv<D>(vb + slot * HD + lane * D, vn);
-  }
-  for (; j < j1; j += kAttnWarps) {
+  // This warp's slots j0 + warp, + kAttnWarps, ...: slot i of every kAhead in kn[i] / vn[i],
+  // loaded kAhead slots before it is scored, so that many loads are in flight.
+  constexpr int kStride = kAhead * kAttnWarps;
+  float kn[kAhead][D], vn[kAhead][D];
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
-      kv[d] = kn[d];
-      vv[d] = vn[d];
+  for (int i = 0; i < kAhead; ++i) {
+    const int j = j0 + warp + i * kAttnWarps;
+    if (j < j1) {
+      const int64_t slot = a.table[first + j];
+      load_kv<D>(kb + slot * HD + lane * D, kn[i]);
+      load_kv<D>(vb + slot * HD + lane * D, vn[i]);
     }
-    if (j + kAttnWarps < j1) {
-      const int64_t next = a.table[first + j + kAttnWarps];
-      load_kv<D>(kb + next * HD + lane * D, kn);
-      load_kv<D>(vb + next * HD + lane * D, vn);
+  }
+  for (int j = j0 + warp; j < j1; j += kStride) {
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i) {
+      const int ji = j + i * kAttnWarps;
+      if (ji >= j1) break;
+      float kv[D], vv[D];
+#pragma unroll
+      for (int d = 0; d < D; ++d) {
+        kv[d] = kn[i][d];
+        vv[d] = vn[i][d];
+      }
+      if (ji + kStride < j1) {
+        const int64_t next = a.table[first + ji + kStride];
+        load_kv<D>(kb + next * HD + lane * D, kn[i]);
+        load_kv<D>(vb + next * HD + lane * D, vn[i]);
+      }
+      online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
     }
-    online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
   }
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
+// The ahead form for the cache type T: G the group rounded up to a power of two.
+template <int D>
+void launch_attention_ahead(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
+  const int group = a.n_head / a.n_head_kv, min_split = attention_min_split();
+  if (group <= 1)
+    launch_k(attention_kernel<D, __half, 1, 4>, grid, threads, 0, s, a, min_split);
+  else if (group <= 2)
+    launch_k(attention_kernel<D, __half, 2, 4>, grid, threads, 0, s, a, min_split);
+  else if (group <= 4)
+    launch_k(attention_kernel<D, __half, 4, 4>, grid, threads, 0, s, a, min_split);
+  else
+    launch_k(attention_kernel<D, __half, kMaxGroup, 4>, grid, threads, 0, s, a, min_split);
+}
 
 // Block per (query head, token): merges the splits' (O, max, L). The splits' weights
 // exp(max_s - max) and their L go through shared memory once, computed by one thread per split;
@@ -313,7 +341,7 @@ __global__ void attention_merge_kernel(AttnArgs a) {
       for (int s = 0; s < a.splits; ++s)
         if (weight[s] != 0.0f) O += part[s * (hd + 2) + d] * weight[s];
     }
-    // A warp holds 32 consecutive elements of a head: one activation block for out_q8.
+    // A warp holds 32 consecutive elements of a head: one Q8_0 block of out_act.
     store_output(a, (static_cast<int64_t>(t) * a.n_head + h) * hd + d,
                  static_cast<int64_t>(a.n_head) * hd, L > 0.0f ? O / L : 0.0f);
   }
@@ -344,20 +372,6 @@ __global__ void glu_kernel(const float* gu, int64_t ld, int64_t n_ff, bool gelu,
 }
 
 // ---- decode's fused activation stages (norm_quant, glu_quant) -----------------------------------
-
-// Value v of element i in an activation form (convert_act's rounding); Q8_0 blocks need the
-// whole warp, 32 consecutive elements, and d after the quants.
-template <int F>
-__device__ __forceinline__ void act_store(float v, int64_t i, void* out, float* d) {
-  if constexpr (F == static_cast<int>(ActForm::q8))
-    quant_store(v, i, static_cast<int8_t*>(out), d);
-  else if constexpr (F == static_cast<int>(ActForm::f16))
-    static_cast<__half*>(out)[i] = __float2half_rn(v);
-  else if constexpr (F == static_cast<int>(ActForm::bf16))
-    static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
-  else
-    static_cast<float*>(out)[i] = v;
-}
 
 // A block per row of n with kRowThreads threads, as add_normed_kernel and rms_norm_kernel,
 // whose expressions it repeats: thread k owns elements k, k + kRowThreads, ...
@@ -514,39 +528,56 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kAttnWarps * 32;
-  switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
-    case 64:
-      launch_k(attention_kernel<1, __half>, grid, threads, 0, s, a);
-      break;
-    case 65:
-      launch_k(attention_kernel<1, float>, grid, threads, 0, s, a);
-      break;
-    case 128:
-      launch_k(attention_kernel<2, __half>, grid, threads, 0, s, a);
-      break;
-    case 129:
-      launch_k(attention_kernel<2, float>, grid, threads, 0, s, a);
-      break;
-    case 256:
-      launch_k(attention_kernel<4, __half>, grid, threads, 0, s, a);
-      break;
-    case 257:
-      launch_k(attention_kernel<4, float>, grid, threads, 0, s, a);
-      break;
-    case 513:
-      launch_k(attention_kernel<8, float>, grid, threads, 0, s, a);
-      break;
-    default:
-      launch_k(attention_kernel<8, __half>, grid, threads, 0, s, a);
-      break;
+  if (attention_ahead() && !a.kv_f32) {
+    switch (a.head_dim) {
+      case 32:
+        launch_attention_ahead<1>(a, grid, threads, s);
+        break;
+      case 64:
+        launch_attention_ahead<2>(a, grid, threads, s);
+        break;
+      case 128:
+        launch_attention_ahead<4>(a, grid, threads, s);
+        break;
+      default:
+        launch_attention_ahead<8>(a, grid, threads, s);
+        break;
+    }
+  } else {
+    switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
+      case 64:
+        launch_k(attention_kernel<1, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      case 65:
+        launch_k(attention_kernel<1, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      case 128:
+        launch_k(attention_kernel<2, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      case 129:
+        launch_k(attention_kernel<2, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      case 256:
+        launch_k(attention_kernel<4, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      case 257:
+        launch_k(attention_kernel<4, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      case 513:
+        launch_k(attention_kernel<8, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+      default:
+        launch_k(attention_kernel<8, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+        break;
+    }
   }
   check_launch("attention");
-  finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_q8, s);
+  finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_act, a.out_form, s);
 }
 
-void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits,
-                      float* out, void* out_q8, cudaStream_t s) {
-  if (splits <= 1) return;  // the attention kernel wrote out (or out_q8)
+void finish_attention(const float* part, int n, int n_head, int head_dim_v, int splits, float* out,
+                      void* out_act, ActForm out_form, cudaStream_t s) {
+  if (splits <= 1) return;  // the attention kernel wrote out (or out_act)
   AttnArgs a;
   a.part = const_cast<float*>(part);
   a.n = n;
@@ -554,7 +585,8 @@ void finish_attention(const float* part, int n, int n_head, int head_dim_v, int 
   a.head_dim_v = head_dim_v;
   a.splits = splits;
   a.out = out;
-  a.out_q8 = out_q8;
+  a.out_act = out_act;
+  a.out_form = out_form;
   if (splits > kMaxSplits) fail(cudaErrorInvalidValue, "attention split over more than 64 blocks");
   launch_k(attention_merge_kernel, dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n)),
            merge_threads(head_dim_v), 0, s, a);

@@ -448,15 +448,15 @@ bool CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
                          nonfinite_.as<uint32_t>(),
                          logits_h_.as<float>(),
                          logits_bad_.as<uint32_t>()};
-  auto attend = [&](int il, void* q8) {
+  auto attend = [&](int il, void* wo_in, ActForm wo_form) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (bounded_.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
       const auto* seen = reinterpret_cast<const int64_t*>(header_.as<char>() + seen_offset_);
       bounded_.enqueue(il, L, qkv, qkv_w_, n, seen, attn_.as<float>(), cs);
       return false;
     }
-    // The Q8_0 blocks need one segment over every query (they are offered in decode: n is 1).
-    if (std::clamp(segment_end_[0], 1, n) < n) q8 = nullptr;
+    // W_o's input needs one segment over every query (it is offered in decode: n is 1).
+    if (std::clamp(segment_end_[0], 1, n) < n) wo_in = nullptr;
     const bool sliding = h.is_sliding(il);
     const LayerKv& K = layers_[static_cast<size_t>(il)];
     for (int a = 0; a < n;) {  // segment [a, e): store its K/V, then attend its queries
@@ -484,7 +484,8 @@ bool CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
       A.splits = attention_splits(e - a, h.n_head_kv, w_->device().sm_count);
       A.part = part_.as<float>();
       A.out = attn_.as<float>() + a * attn_w_;
-      A.out_q8 = q8;
+      A.out_act = wo_in;
+      A.out_form = wo_form;
       ring_attention(A, cs);
       a = e;
     }
@@ -494,7 +495,7 @@ bool CudaRing::enqueue(const RingChunk& c, int n, int n_out) {
                                     qkv_w_ * sizeof(float), q_dim_ * sizeof(float), n,
                                     cudaMemcpyDeviceToHost, cs),
                   "the queries");
-    return q8 != nullptr;
+    return wo_in != nullptr;
   };
   return enqueue_model(*w_, bufs, step + kTokens * B, n, n_out, cs, attend);
 }

@@ -377,7 +377,7 @@ void ring_attention(const RingAttnArgs& a, cudaStream_t s) {
       break;
   }
   check_launch("ring_attention");
-  finish_attention(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, a.out_q8, s);
+  finish_attention(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, a.out_act, a.out_form, s);
 }
 
 }  // namespace channel::cuda

@@ -219,7 +219,7 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
   bufs.logits_bad = s.logits_bad.as<uint32_t>();
 
   // The contiguous context: slot == position, each query sees the slots its range names.
-  auto attend = [&](int il, void* q8) {
+  auto attend = [&](int il, void* wo_in, ActForm wo_form) {
     const DevLayer& L = W.layers[static_cast<size_t>(il)];
     if (s.bounded.index(il) >= 0) {  // swa_sink_v1: sinks + the ring of the last W, then inserts
       const auto* seen = reinterpret_cast<const int64_t*>(s.step.as<char>() + s.seen_offset);
@@ -252,7 +252,8 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
     a.splits = splits;
     a.part = s.part.as<float>();
     a.out = s.attn.as<float>();
-    a.out_q8 = q8;
+    a.out_act = wo_in;
+    a.out_form = wo_form;
     // One token: its q|k|v finish and attention in one kernel. A verify's tokens take the same
     // attention after qkv_finish (same bits, so each verified token's logits are decode's).
     const bool one_kernel = one_kernel_attention() && decode_attention_supported(a);
@@ -267,7 +268,7 @@ bool CudaSession::enqueue_forward(int n, bool all_logits, float* pinned_logits) 
     } else {
       attention(a, cs);
     }
-    return q8 != nullptr;
+    return wo_in != nullptr;
   };
   if (s.hidden) {  // hidden_states: no LM head; every token's final-norm row instead
     enqueue_model(*weights_, bufs, step + kTokens * B, n, 0, cs, attend);

@@ -52,8 +52,9 @@ class CudaWeights {
 // (cuda_kernels.h): the one-token product's variant (0..8), the fused activation stages,
 // programmatic dependent launch, the one-kernel attention and the LM head writing the logits
 // to the host. A session captures them with its decode graph, so they apply to sessions made
-// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention) and "h"
-// (host logits), then any "+role:vN" (per-product variants, set_role_variants in
+// after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention), "h"
+// (host logits), "w" (W_o's input from attention in every form) and "s" (ahead slot
+// attention), then any "+role:vN" (per-product variants, set_role_variants in
 // cuda_kernels.h), e.g. "v6fpa" or "v8fph+output:v6"; a letter left out is off (the defaults
 // are "v8fph" for Q8_0). A bad spec is a one-line error.
 void set_decode_kernels(const std::string& spec);

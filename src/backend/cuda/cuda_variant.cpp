@@ -1,10 +1,6 @@
-// The backend's run-time kernel choices (cuda_kernels.h): the one-token product's variant,
-// CHANNEL_CUDA_MATVEC (v0..v8) and per product CHANNEL_CUDA_MATVEC_ROLES, the fused
-// activation stages, CHANNEL_CUDA_FUSE (0|1), programmatic dependent launch,
-// CHANNEL_CUDA_PDL (0|1), and the many-token products through
-// cuBLAS or the own tiles, CHANNEL_CUDA_GEMM (cublas|tiles), and prompt-chunk attention on
-// tensor cores or the slot kernel, CHANNEL_CUDA_ATTN (flash|slots); each read once from the
-// environment unless set first.
+// The backend's run-time kernel choices, each read once from its environment variable unless
+// set first (cuda_kernels.h names them and their defaults), and set_decode_kernels, the spec
+// that sets every decode choice at once (channel bench --cuda-decode).
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -54,6 +50,9 @@ std::atomic<int> g_flash{-1};
 std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
+std::atomic<int> g_every_form{-1};
+std::atomic<int> g_ahead{-1};
+std::atomic<int> g_min_split{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -243,12 +242,56 @@ void set_host_logits(bool on) {
   g_host_logits.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
+bool attention_writes_every_form() {
+  return cached_env_choice(g_every_form, "CHANNEL_CUDA_WO_INPUT", "q8", "all", false);
+}
+
+void set_attention_writes_every_form(bool on) {
+  g_every_form.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
+bool attention_ahead() {
+  return cached_env_flag(g_ahead, "CHANNEL_CUDA_ATTN_AHEAD", false);
+}
+
+void set_attention_ahead(bool on) {
+  g_ahead.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
+namespace {
+constexpr int kMaxMinSplit = 4096;
+}  // namespace
+
+int attention_min_split() {
+  int v = g_min_split.load(std::memory_order_relaxed);
+  if (v > 0) return v;
+  v = 16;
+  const char* env = std::getenv("CHANNEL_CUDA_ATTN_MIN_SPLIT");
+  if (env && *env) {
+    const std::string e(env);
+    char* end = nullptr;
+    const long n = std::strtol(e.c_str(), &end, 10);
+    if (end != e.c_str() + e.size() || n < 1 || n > kMaxMinSplit)
+      throw_error("CHANNEL_CUDA_ATTN_MIN_SPLIT: expected 1..{}, got '{}'", kMaxMinSplit, e);
+    v = static_cast<int>(n);
+  }
+  g_min_split.store(v, std::memory_order_relaxed);
+  return v;
+}
+
+void set_attention_min_split(int n) {
+  if (n < 1 || n > kMaxMinSplit)
+    throw_error("attention min split: expected 1..{}, got {}", kMaxMinSplit, n);
+  g_min_split.store(n, std::memory_order_relaxed);
+}
+
 namespace {
 
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention) and h (logits written to the host by the LM head), then any +role:vN (roles "
+      "attention), h (logits written to the host by the LM head), w (W_o's input written by "
+      "attention in every form) and s (slot attention loading ahead), then any +role:vN (roles "
       "qkv, wo, gate_up, down, output), got '{}'",
       kMatvecVariants - 1, spec);
 }
@@ -270,9 +313,15 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false, host = false;
+  bool fused = false, pdl = false, one = false, host = false, every_form = false, ahead = false;
   for (const char c : spec.substr(2, plus - 2)) {
-    bool* flag = c == 'f' ? &fused : c == 'p' ? &pdl : c == 'a' ? &one : c == 'h' ? &host : nullptr;
+    bool* flag = c == 'f'   ? &fused
+                 : c == 'p' ? &pdl
+                 : c == 'a' ? &one
+                 : c == 'h' ? &host
+                 : c == 'w' ? &every_form
+                 : c == 's' ? &ahead
+                            : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
   }
@@ -282,6 +331,8 @@ void set_decode_kernels(const std::string& spec) {
   set_pdl(pdl);
   set_one_kernel_attention(one);
   set_host_logits(host);
+  set_attention_writes_every_form(every_form);
+  set_attention_ahead(ahead);
 }
 
 }  // namespace channel::cuda
