@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a, 
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-// The ahead form for the cache type T: G the group rounded up to a power of two.
+// The ahead form over the f16 cache: G the group rounded up to a power of two.
 template <int D>
 void launch_attention_ahead(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
   const int group = a.n_head / a.n_head_kv, min_split = attention_min_split();
@@ -292,8 +292,9 @@ void launch_attention_ahead(const AttnArgs& a, dim3 grid, int threads, cudaStrea
     launch_k(attention_kernel<D, __half, 2, 4>, grid, threads, 0, s, a, min_split);
   else if (group <= 4)
     launch_k(attention_kernel<D, __half, 4, 4>, grid, threads, 0, s, a, min_split);
-  else
-    launch_k(attention_kernel<D, __half, kMaxGroup, 4>, grid, threads, 0, s, a, min_split);
+  else  // 8 heads of 256 with 4 slots ahead would spill registers (255 used): 2 ahead
+    launch_k(attention_kernel<D, __half, kMaxGroup, D >= 8 ? 2 : 4>, grid, threads, 0, s, a,
+             min_split);
 }
 
 // Block per (query head, token): merges the splits' (O, max, L). The splits' weights
