@@ -282,9 +282,18 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a, 
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-// The ahead form over the f16 cache: G the group rounded up to a power of two.
+// The slot kernel for a head of D * 32: the plain form (f16 or f32 cache), or the ahead form
+// (attention_ahead, f16 cache) with G the group rounded up to a power of two.
 template <int D>
-void launch_attention_ahead(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
+void launch_attention(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
+  if (a.kv_f32) {
+    launch_k(attention_kernel<D, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+    return;
+  }
+  if (!attention_ahead()) {
+    launch_k(attention_kernel<D, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
+    return;
+  }
   const int group = a.n_head / a.n_head_kv, min_split = attention_min_split();
   if (group <= 1)
     launch_k(attention_kernel<D, __half, 1, 4>, grid, threads, 0, s, a, min_split);
@@ -529,48 +538,19 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kAttnWarps * 32;
-  if (attention_ahead() && !a.kv_f32) {
-    switch (a.head_dim) {
-      case 32:
-        launch_attention_ahead<1>(a, grid, threads, s);
-        break;
-      case 64:
-        launch_attention_ahead<2>(a, grid, threads, s);
-        break;
-      case 128:
-        launch_attention_ahead<4>(a, grid, threads, s);
-        break;
-      default:
-        launch_attention_ahead<8>(a, grid, threads, s);
-        break;
-    }
-  } else {
-    switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
-      case 64:
-        launch_k(attention_kernel<1, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      case 65:
-        launch_k(attention_kernel<1, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      case 128:
-        launch_k(attention_kernel<2, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      case 129:
-        launch_k(attention_kernel<2, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      case 256:
-        launch_k(attention_kernel<4, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      case 257:
-        launch_k(attention_kernel<4, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      case 513:
-        launch_k(attention_kernel<8, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-      default:
-        launch_k(attention_kernel<8, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-        break;
-    }
+  switch (a.head_dim) {  // attention_shape_supported's sizes
+    case 32:
+      launch_attention<1>(a, grid, threads, s);
+      break;
+    case 64:
+      launch_attention<2>(a, grid, threads, s);
+      break;
+    case 128:
+      launch_attention<4>(a, grid, threads, s);
+      break;
+    default:
+      launch_attention<8>(a, grid, threads, s);
+      break;
   }
   check_launch("attention");
   finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_act, a.out_form, s);
