@@ -65,13 +65,10 @@ void ChatSession::attach_memory() {
   memory_ = std::make_unique<MemoryAttachment>(stream_->ring_session(), *store_, mc);
   stream_->sampler().set_logit_bias(
       [m = memory_.get()](size_t n, std::vector<LogitEdit>& e) { m->recalled_bonus(n, e); });
-  if (!config_.auto_recall || config_.recall_k == 0 || stream_->ring_session().ring().config().n_recall == 0)
+  if (!config_.auto_recall || config_.recall.k == 0 ||
+      stream_->ring_session().ring().config().n_recall == 0)
     return;
-  AutoRecallConfig rc;
-  rc.method = config_.recall_method;
-  rc.k = config_.recall_k;
-  rc.velocity_factor = config_.recall_velocity;
-  recall_ = std::make_unique<AutoRecall>(*memory_, rc);
+  recall_ = std::make_unique<AutoRecall>(*memory_, config_.recall);
   recall_->set_listener([this](const RecallEvent& e) {
     if (e.hits.empty()) return;
     last_recalls_.clear();

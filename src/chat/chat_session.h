@@ -34,12 +34,11 @@ struct ChatConfig {
   // message are recalled into tier 3 before it is fed, what leaves the window is stored.
   std::string memory_path;
   uint32_t memory_capacity = 4096;
-  uint32_t recall_k = 2;
   // Automatic recall (memory/auto_recall.h) at every turn boundary (each user message and
-  // tool result) and, with a velocity factor, when the hidden state moves sharply.
+  // tool result) and, with recall.velocity_factor, when the hidden state moves sharply; off
+  // when auto_recall is false or recall.k is 0.
   bool auto_recall = true;
-  RecallMethod recall_method = RecallMethod::automatic;
-  float recall_velocity = 0.0f;
+  AutoRecallConfig recall;
   // Recall copy's logit bonus (memory/recall_copy.h); 0: off.
   float recall_copy = kDefaultRecallCopyBias;
 };

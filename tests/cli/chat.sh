@@ -71,6 +71,15 @@ printf 'What is the access code of Vera Okafor?\n/memory\n' |
 grep -Eq '^last recall \(turn\): #[0-9]+ \(score [0-9.]+\) for "What is the access code of Vera Okafor\?"' "$TMP/out" ||
   fail "no automatic recall at the turn boundary: $(cat "$TMP/out")"
 grep -q "Vera Okafor is 4" "$TMP/out" || fail "the fact's episode was not recalled: $(cat "$TMP/out")"
+# The recall flags of run and stream reach chat (and serve) too: the whole top-k placed, with
+# each hit's temporal neighbours.
+printf 'What is the access code of Vera Okafor?\n/memory\n' |
+  "$CHANNEL" chat --temp 0 -n 8 -t 1 --slots 640 --memory "$TMP/r.mem" --recall-k 3 \
+    --recall-min-ratio 0 --recall-neighbours 1 --recall-lexical 32 >"$TMP/out" 2>"$TMP/err" ||
+  fail "memory 3: $(cat "$TMP/err")"
+grep -q "Vera Okafor is 4" "$TMP/out" || fail "recall flags: the fact's episode was not recalled: $(cat "$TMP/out")"
+expect_error "chat: bad --recall-method" "recall-method" "$CHANNEL" chat --recall-method nearest
+expect_error "chat: bad --recall-min-ratio" "recall-min-ratio" "$CHANNEL" chat --recall-min-ratio 2
 
 # Memory: /memory lists the store.
 printf 'What is a dog?\n/memory\n' | "${chat[@]}" --memory "$TMP/m.mem" >"$TMP/out" 2>"$TMP/err" ||

@@ -3,7 +3,6 @@
 
 #include "backend/device.h"
 #include "cli_common.h"
-#include "memory/recall_method.h"
 #include "model/model.h"
 #include "runtime/ring_device.h"
 #include "util/error.h"
@@ -29,25 +28,10 @@ void add_chat_options(CLI::App& sub, ChatFlags& f) {
   sub.add_option("--memory", f.memory,
                  "Attach the episodic store FILE (created if missing): episodes closest to each "
                  "user message are recalled, what leaves the window is stored");
-  sub.add_option("--recall-k", f.recall_k, "With --memory: episodes recalled per user message")
-      ->check(integer_in(0, 1 << 20))
-      ->capture_default_str();
   sub.add_option("--memory-capacity", f.memory_capacity, "With --memory: episodes a new store holds")
       ->check(integer_in(1, 1 << 24))
       ->capture_default_str();
-  sub.add_flag("--no-auto-recall", f.no_auto_recall,
-               "With --memory: no automatic recall at turn boundaries (episodes are still stored)");
-  sub.add_option("--recall-method", f.recall_method, "With --memory: auto, centroid, keys, proj, hybrid")
-      ->capture_default_str();
-  sub.add_option("--recall-velocity", f.recall_velocity,
-                 "With --memory: also recall when the hidden state moves by more than this "
-                 "factor of its running mean (0: off)")
-      ->capture_default_str();
-  sub.add_option("--recall-copy", f.recall_copy,
-                 "With --memory: logit bonus of the token that continues, in a recalled episode, "
-                 "the run the newest tokens repeat (a name copied whole); 0: off")
-      ->check(CLI::Range(0.0, 20.0))
-      ->capture_default_str();
+  add_recall_options(sub, f.recall_flags, "at each user message or tool result");
   sub.add_option("-n,--max-tokens", f.max_tokens, "Most tokens per reply")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
@@ -56,8 +40,6 @@ void add_chat_options(CLI::App& sub, ChatFlags& f) {
 
 void validate_chat_flags(const ChatFlags& f) {
   validate(f.sampling.config);
-  if (!parse_recall_method(f.recall_method))
-    throw_error("--recall-method: unknown method '{}' (auto, centroid, keys, proj, hybrid)", f.recall_method);
   if (!f.chat_template.empty()) chat_template_by_name(f.chat_template, "");
   if (!f.system_file.empty()) read_system_prompt_file(f.system_file);
 }
@@ -81,11 +63,9 @@ ChatConfig make_chat_config(const ChatFlags& f, const Model& model) {
   if (!f.system_file.empty()) c.system = read_system_prompt_file(f.system_file);
   c.memory_path = f.memory;
   c.memory_capacity = static_cast<uint32_t>(f.memory_capacity);
-  c.recall_k = static_cast<uint32_t>(f.recall_k);
-  c.auto_recall = !f.no_auto_recall;
-  c.recall_method = *parse_recall_method(f.recall_method);
-  c.recall_velocity = f.recall_velocity;
-  c.recall_copy = static_cast<float>(f.recall_copy);
+  c.auto_recall = f.recall_flags.automatic();
+  c.recall = auto_recall_config(f.recall_flags);
+  c.recall_copy = static_cast<float>(f.recall_flags.copy);
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "chat/chat_session.h"
+#include "recall_flags.h"
 #include "sampling_flags.h"
 
 namespace channel {
@@ -26,12 +27,8 @@ struct ChatFlags {
   int64_t slots = 4096;
   int64_t recall = 128;
   std::string memory;  // --memory FILE
-  int64_t recall_k = 2;
   int64_t memory_capacity = 4096;
-  bool no_auto_recall = false;
-  std::string recall_method = "auto";
-  float recall_velocity = 0.0f;
-  double recall_copy = kDefaultRecallCopyBias;
+  RecallFlags recall_flags;
   int max_tokens = 512;  // per reply
   SamplingFlags sampling;
 };

@@ -29,6 +29,7 @@
 #include "memory/memory_attachment.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
+#include "recall_flags.h"
 #include "run_draft.h"
 #include "runtime/context_device.h"
 #include "runtime/generate.h"
@@ -58,18 +59,10 @@ struct RunArgs {
   int64_t slots = SlotGeometry::kDefaultSlots;
   int64_t recall = SlotGeometry::kDefaultRecall;
   std::string memory;  // --memory FILE: an episodic store attached to the session
-  int64_t recall_k = 2;
   int64_t memory_capacity = kDefaultStoreCapacity;
   bool recall_only = false;  // --recall-only: recall from the store, store nothing
   std::string system;        // --system FILE: prefilled into the anchors of a new ring session
-  bool no_auto_recall = false;
-  std::string recall_method = "auto";
-  int64_t recall_neighbours = 0;
-  double recall_lexical = channel::kDefaultLexicalWeight;
-  double recall_min_ratio = channel::kDefaultMinScoreRatio;
-  double recall_copy = channel::kDefaultRecallCopyBias;
-  float recall_velocity = 0.0f;
-  int64_t recall_cooldown = 256;
+  RecallFlags recall_flags;
   std::vector<uint64_t> replay;  // --replay ID: fed before the prompt
   std::string draft;         // --draft ngram|MODEL: speculative greedy decoding (run_draft.h)
   int draft_max = 8;
@@ -138,7 +131,7 @@ int run_session(const RunArgs& args) {
   // A resumed session keeps the probe reserve it was saved with; a new one with automatic
   // recall keeps a slot free for the prompt's last token to run as a probe.
   config.ring.probe_reserve = resume ? saved_probe_reserve(args.session)
-                              : (!args.memory.empty() && !args.no_auto_recall)
+                              : (!args.memory.empty() && !args.recall_flags.no_auto)
                                   ? kAutoRecallProbeReserve
                                   : 0;
   // Everything is checked before any file is created: the geometry (the session allocates
@@ -180,9 +173,9 @@ int run_session(const RunArgs& args) {
     }
     for (uint64_t id : args.replay)  // before anything is printed or fed
       if (!store->find(id)) throw_error("--replay: {}: no episode {}", args.memory, id);
-    if (!args.no_auto_recall)  // a method the store or the model cannot serve stops here
+    if (!args.recall_flags.no_auto)  // a method the store or the model cannot serve stops here
       (void)resolve_recall_method(
-          *parse_recall_method(args.recall_method), store->layout(),
+          *parse_recall_method(args.recall_flags.method), store->layout(),
           load_retrieval_head(loaded.model->gguf(), size_t(loaded.model->hparams().n_embd))
               .has_value(),
           args.memory);
@@ -202,7 +195,7 @@ int run_session(const RunArgs& args) {
     mc.summarize = [&tokenizer](std::span<const int32_t> t) { return tokenizer.decode(t); };
     mc.query_threads = args.threads;
     mc.consolidate = !args.recall_only;
-    mc.copy.bias = static_cast<float>(args.recall_copy);
+    mc.copy.bias = static_cast<float>(args.recall_flags.copy);
     mem = std::make_unique<MemoryAttachment>(s->ring_session(), *store, mc);
     s->sampler().set_logit_bias(
         [m = mem.get()](size_t n, std::vector<LogitEdit>& e) { m->recalled_bonus(n, e); });
@@ -224,17 +217,8 @@ int run_session(const RunArgs& args) {
                  args.memory.c_str(), static_cast<unsigned long long>(id), e.tokens.size());
   }
   std::unique_ptr<AutoRecall> recall;
-  if (mem && !args.no_auto_recall && args.recall_k > 0 &&
-      s->ring_session().ring().config().n_recall > 0) {
-    AutoRecallConfig rc;
-    rc.method = *parse_recall_method(args.recall_method);
-    rc.k = static_cast<size_t>(args.recall_k);
-    rc.neighbours = static_cast<uint32_t>(args.recall_neighbours);
-    rc.lexical = static_cast<float>(args.recall_lexical);
-    rc.min_score_ratio = static_cast<float>(args.recall_min_ratio);
-    rc.velocity_factor = args.recall_velocity;
-    rc.cooldown_tokens = static_cast<uint64_t>(args.recall_cooldown);
-    recall = std::make_unique<AutoRecall>(*mem, rc);
+  if (mem && args.recall_flags.automatic() && s->ring_session().ring().config().n_recall > 0) {
+    recall = std::make_unique<AutoRecall>(*mem, auto_recall_config(args.recall_flags));
     recall->set_listener([&](const RecallEvent& e) {
       std::string hits;
       for (const RecallHit& h : e.hits) hits += fmt::format(" {} ({:.3f})", h.episode_id, h.score);
@@ -473,48 +457,7 @@ const CommandRegistrar registrar{
                      "episodes closest to the prompt are recalled, what leaves the window is "
                      "stored (runs on the KV slot geometry)")
           ->check(non_empty("an episodic store path"));
-      sub.add_option("--recall-k", args->recall_k,
-                     "With --memory: episodes recalled by the prompt (automatic recall's top-k)")
-          ->check(integer_in(0, 1 << 20))
-          ->capture_default_str();
-      sub.add_flag("--no-auto-recall", args->no_auto_recall,
-                   "With --memory: never recall by itself (store only)");
-      sub.add_option("--recall-method", args->recall_method,
-                     "With --memory: how episodes are scored (auto: proj with a retrieval head, "
-                     "else keys, else centroid)")
-          ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
-          ->capture_default_str();
-      sub.add_option("--recall-lexical", args->recall_lexical,
-                     "With --memory: weight of the lexical half of recall (names and rare words "
-                     "the cue shares with an episode), in standard deviations of the method's "
-                     "scores; 0: the model's vectors alone")
-          ->check(CLI::Range(0.0, 1000.0))
-          ->capture_default_str();
-      sub.add_option("--recall-copy", args->recall_copy,
-                     "With --memory: logit bonus of the token that continues, in a recalled "
-                     "episode, the run the newest tokens repeat (a name copied whole); 0: off")
-          ->check(CLI::Range(0.0, 20.0))
-          ->capture_default_str();
-      sub.add_option("--recall-min-ratio", args->recall_min_ratio,
-                     "With --memory: a hit after the best goes into tier 3 only when it scores at "
-                     "least this share of the best (a weak match beside a strong one is a "
-                     "distractor); 0: the whole top-k")
-          ->check(CLI::Range(0.0, 1.0))
-          ->capture_default_str();
-      sub.add_option("--recall-neighbours", args->recall_neighbours,
-                     "With --memory: temporal neighbours (parent, child) recalled beside each hit "
-                     "when tier 3 has room")
-          ->check(integer_in(0, 64))
-          ->capture_default_str();
-      sub.add_option("--recall-velocity", args->recall_velocity,
-                     "With --memory: also recall while generating when ||dx|| exceeds this times "
-                     "its running mean (condition C, in the background; 0: off)")
-          ->check(CLI::Range(0.0f, 1e6f))
-          ->capture_default_str();
-      sub.add_option("--recall-cooldown", args->recall_cooldown,
-                     "With --recall-velocity: tokens between two such recalls")
-          ->check(integer_in(1, int64_t{1} << 30))
-          ->capture_default_str();
+      add_recall_options(sub, args->recall_flags, "by the prompt");
       sub.add_option("--replay", args->replay,
                      "With --memory: feed episode ID's tokens into the conversation before the "
                      "prompt (explicit recollection; repeatable)");

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "channel.h"
 #include "backend/device.h"
+#include "channel.h"
 #include "cli_common.h"
 #include "cli_errors.h"
 #include "cli_files.h"
@@ -24,6 +24,7 @@
 #include "command.h"
 #include "kv/slot_geometry.h"
 #include "memory/auto_recall.h"
+#include "recall_flags.h"
 #include "sampling_flags.h"
 #include "util/error.h"
 
@@ -43,15 +44,7 @@ struct StreamArgs {
   int64_t memory_capacity = kDefaultStoreCapacity;
   bool show_text = false;
   // Automatic recall (with --memory)
-  bool no_auto_recall = false;
-  std::string recall_method = "auto";
-  int64_t recall_k = 2;
-  int64_t recall_neighbours = 0;
-  double recall_lexical = channel::kDefaultLexicalWeight;
-  double recall_min_ratio = channel::kDefaultMinScoreRatio;
-  double recall_copy = channel::kDefaultRecallCopyBias;
-  float recall_velocity = 0.0f;
-  int64_t recall_cooldown = 256;
+  RecallFlags recall_flags;
   bool turns = false;  // -f: blank lines end turns
   int threads = 1;
   std::string device = "cpu";  // --device: where the session's forward and K/V live
@@ -312,7 +305,7 @@ int run_stream(const StreamArgs& args) {
   // As `channel run`: a resumed session keeps its probe reserve, a new one with automatic
   // recall keeps one slot free, so that a later `run --session` can probe its prompt.
   params.probe_reserve = resume ? saved_probe_reserve(args.session_file)
-                         : (!args.memory_file.empty() && !args.no_auto_recall)
+                         : (!args.memory_file.empty() && !args.recall_flags.no_auto)
                              ? kAutoRecallProbeReserve
                              : 0;
   if (resume) {
@@ -336,22 +329,23 @@ int run_stream(const StreamArgs& args) {
   if (!args.memory_file.empty()) {
     check(channel_session_attach_memory(h.session, args.memory_file.c_str(),
                                         static_cast<uint32_t>(args.memory_capacity)));
-    check(channel_session_set_recall_copy(h.session, static_cast<float>(args.recall_copy)));
-    if (!args.no_auto_recall && args.recall_k > 0 && args.recall > 0) {
+    check(channel_session_set_recall_copy(h.session, static_cast<float>(args.recall_flags.copy)));
+    if (args.recall_flags.automatic() && args.recall > 0) {
       channel_auto_recall_params ap = channel_auto_recall_default_params();
-      ap.method = recall_method_of(args.recall_method);
-      ap.k = static_cast<uint32_t>(args.recall_k);
-      ap.neighbours = static_cast<uint32_t>(args.recall_neighbours);
-      ap.lexical = static_cast<float>(args.recall_lexical);
-      ap.min_score_ratio = static_cast<float>(args.recall_min_ratio);
-      ap.velocity_factor = args.recall_velocity;
-      ap.cooldown_tokens = static_cast<uint32_t>(args.recall_cooldown);
+      const RecallFlags& f = args.recall_flags;
+      ap.method = recall_method_of(f.method);
+      ap.k = static_cast<uint32_t>(f.k);
+      ap.neighbours = static_cast<uint32_t>(f.neighbours);
+      ap.lexical = static_cast<float>(f.lexical);
+      ap.min_score_ratio = static_cast<float>(f.min_ratio);
+      ap.velocity_factor = f.velocity;
+      ap.cooldown_tokens = static_cast<uint32_t>(f.cooldown);
       ap.callback = print_recall_event;
       check(channel_session_set_auto_recall(h.session, &ap));
     }
   }
-  const bool auto_recall = !args.memory_file.empty() && !args.no_auto_recall && args.recall_k > 0 &&
-                           args.recall > 0;
+  const bool auto_recall =
+      !args.memory_file.empty() && args.recall_flags.automatic() && args.recall > 0;
   std::fprintf(stderr, "channel: loaded %s: %s, %d layers, vocab %d in %.2f s; %s\n",
                args.model.empty() ? "(built-in model)" : args.model.c_str(), info.arch,
                info.n_layer, info.n_vocab,
@@ -479,48 +473,7 @@ const CommandRegistrar registrar{
                      "With --memory: episodes a new store holds")
           ->check(integer_in(1, 1 << 24))
           ->capture_default_str();
-      sub.add_flag("--no-auto-recall", args->no_auto_recall,
-                   "With --memory: store only; never recall by itself");
-      sub.add_option("--recall-method", args->recall_method,
-                     "With --memory: how episodes are scored (auto: proj with a retrieval head, "
-                     "else keys, else centroid)")
-          ->check(CLI::IsMember({"auto", "centroid", "keys", "proj", "hybrid"}))
-          ->capture_default_str();
-      sub.add_option("--recall-k", args->recall_k,
-                     "With --memory: episodes recalled at each turn boundary (0: none)")
-          ->check(integer_in(0, 1 << 20))
-          ->capture_default_str();
-      sub.add_option("--recall-lexical", args->recall_lexical,
-                     "With --memory: weight of the lexical half of recall (names and rare words "
-                     "the cue shares with an episode), in standard deviations of the method's "
-                     "scores; 0: the model's vectors alone")
-          ->check(CLI::Range(0.0, 1000.0))
-          ->capture_default_str();
-      sub.add_option("--recall-copy", args->recall_copy,
-                     "With --memory: logit bonus of the token that continues, in a recalled "
-                     "episode, the run the newest tokens repeat (a name copied whole); 0: off")
-          ->check(CLI::Range(0.0, 20.0))
-          ->capture_default_str();
-      sub.add_option("--recall-min-ratio", args->recall_min_ratio,
-                     "With --memory: a hit after the best goes into tier 3 only when it scores at "
-                     "least this share of the best (a weak match beside a strong one is a "
-                     "distractor); 0: the whole top-k")
-          ->check(CLI::Range(0.0, 1.0))
-          ->capture_default_str();
-      sub.add_option("--recall-neighbours", args->recall_neighbours,
-                     "With --memory: temporal neighbours (parent, child) recalled beside each hit "
-                     "when tier 3 has room")
-          ->check(integer_in(0, 64))
-          ->capture_default_str();
-      sub.add_option("--recall-velocity", args->recall_velocity,
-                     "With --memory: also recall when ||dx|| exceeds this times its running mean "
-                     "(condition C; 0: off)")
-          ->check(CLI::Range(0.0f, 1e6f))
-          ->capture_default_str();
-      sub.add_option("--recall-cooldown", args->recall_cooldown,
-                     "With --recall-velocity: tokens between two such recalls")
-          ->check(integer_in(1, int64_t{1} << 30))
-          ->capture_default_str();
+      add_recall_options(sub, args->recall_flags, "at each turn boundary");
       add_sampling_options(sub, args->sampling);
       add_threads_option(sub, args->threads);
       add_device_option(sub, args->device);
