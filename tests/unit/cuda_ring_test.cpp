@@ -499,6 +499,39 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
     });
 
+// The opt-in decode forms on the ring: the ahead slot kernel (at least 16 slots a split) and W_o's
+// input written by attention in every form, against the CPU ring as the defaults are.
+TEST(CudaRingDecode, AheadAttentionAndEveryFormMatchTheCpuRing) {
+  CHANNEL_REQUIRE_CUDA();
+  const bool saved_ahead = cuda::attention_ahead(),
+             saved_form = cuda::attention_writes_every_form();
+  const int saved_min_split = cuda::attention_min_split();
+  cuda::set_attention_ahead(true);
+  cuda::set_attention_min_split(16);
+  cuda::set_attention_writes_every_form(true);
+  for (const RingCase c :
+       {RingCase{Arch::gemma3, GgmlType::Q8_0}, RingCase{Arch::qwen3, GgmlType::F16},
+        RingCase{Arch::llama, GgmlType::F32}}) {
+    auto model = ring_model(c.arch, c.type);
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    const RingSessionConfig config = small_ring();
+    RingSessionConfig on_gpu = config;
+    on_gpu.compute = cuda::ring_compute(weights);
+    RingSession cpu(model, config);
+    RingSession gpu(model, on_gpu);
+    const Bounds b = bounds_for(c.type);
+    const DriveResult r = drive(cpu, gpu, 1000, b.rows);
+    EXPECT_LE(r.worst, b.logits) << ggml_type_name(static_cast<uint32_t>(c.type)) << " worst at "
+                                 << r.worst_at;
+    EXPECT_GE(r.evictions, 100u);
+    std::printf("[ cuda ring ] ahead + every form, %s: worst NMSE %.3g\n",
+                ggml_type_name(static_cast<uint32_t>(c.type)).c_str(), r.worst);
+  }
+  cuda::set_attention_ahead(saved_ahead);
+  cuda::set_attention_min_split(saved_min_split);
+  cuda::set_attention_writes_every_form(saved_form);
+}
+
 // A NaN reaching the logits ends the ring's step with the error, on the graph and without,
 // where the LM head writes the logits to the host itself (Q8_0: v8) and where they are copied
 // (F16); a prompt's step too.

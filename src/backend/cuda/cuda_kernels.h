@@ -394,12 +394,14 @@ void set_fused_decode(bool on);
 // not the default. set_attention_writes_every_form overrides it.
 bool attention_writes_every_form();
 void set_attention_writes_every_form(bool on);
-// CHANNEL_CUDA_ATTN_AHEAD=0|1 (read once; default 0; spec letter s): slot attention of up to
-// kFlashMinTokens - 1 queries with each warp's next 4 slots loaded ahead of the one it scores
-// (1 otherwise), its group of query heads fixed at compile time (so a group of 2 holds 2 heads'
-// registers, not 8), and at least attention_min_split() slots a split, so that a short context
-// fills few splits and the merge reads few parts; f16 caches (an f32 cache keeps the plain
-// kernel). Not yet timed on the H200, so not the default. set_attention_ahead overrides it.
+// CHANNEL_CUDA_ATTN_AHEAD=0|1 (read once; default 0; spec letter s): the slot kernels (attention
+// of up to kFlashMinTokens - 1 queries, and ring_attention) with each warp's next 4 slots
+// loaded ahead of the one it scores (attention: 1 otherwise; the ring: none, and 16-byte loads
+// instead of one element a load), their group of query heads fixed at compile time (so a group
+// of 2 holds 2 heads' registers, not 8), and at least attention_min_split() slots a split, so
+// that a short context fills few splits and the merge reads few parts; f16 caches (an f32 cache
+// keeps the plain kernel). Not yet timed on the H200, so not the default. set_attention_ahead
+// overrides it.
 bool attention_ahead();
 void set_attention_ahead(bool on);
 // CHANNEL_CUDA_ATTN_MIN_SPLIT=N (read once; 1..4096, default 16): the ahead form's least slots

@@ -103,16 +103,20 @@ __device__ __forceinline__ void load_row(const __half* p, float* out) {
 }
 
 // Block per (KV head, split, token). The query's keys (its runs, concatenated) are split
-// evenly over the splits; in each run the block rotates its query heads into shared memory,
-// then each warp takes every kWarps-th slot of the run with an online softmax per query head,
-// and the warps merge through shared memory at the end.
-template <int D, typename T>
-__global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArgs a) {
+// evenly over the splits, at least min_split a split; in each run the block rotates its query
+// heads into shared memory, then each warp takes every kWarps-th slot of the run with an online
+// softmax per query head, and the warps merge through shared memory at the end. G bounds the
+// group (kMaxGroup, or the group rounded up to a power of two). kAhead 0 (the plain form): a
+// warp loads a slot, then scores it; otherwise (attention_ahead) its next kAhead slots of the
+// run load while it scores one, 16 bytes a load. Both score a split's slots in the same order.
+template <int D, typename T, int G, int kAhead>
+__global__ void __launch_bounds__(kWarps * 32)
+    ring_attention_kernel(RingAttnArgs a, int min_split) {
   pdl_wait();
   constexpr int HD = D * 32;
-  __shared__ float sm_o[kWarps][kMaxGroup][HD];
-  __shared__ float sm_m[kWarps][kMaxGroup], sm_l[kWarps][kMaxGroup];
-  __shared__ float sm_q[kMaxGroup][HD];
+  __shared__ float sm_o[kWarps][G][HD];
+  __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
+  __shared__ float sm_q[G][HD];
   __shared__ float2 sm_cs[HD / 2];
   const int hk = blockIdx.x, split = blockIdx.y, t = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -121,12 +125,12 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
   const int n_runs = a.run_count[t];
   int total = 0;
   for (int r = 0; r < n_runs; ++r) total += runs[r].count;
-  const int per = (total + a.splits - 1) / a.splits;
+  const int per = max((total + a.splits - 1) / a.splits, min_split);
   const int j0 = split * per, j1 = min(total, j0 + per);
 
-  float q[kMaxGroup][D], o[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
+  float q[G][D], o[G][D], m[G], l[G];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
+  for (int g = 0; g < G; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
@@ -152,18 +156,76 @@ __global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArg
     }
     __syncthreads();
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
+    for (int g = 0; g < G; ++g)
 #pragma unroll
       for (int d = 0; d < D; ++d) q[g][d] = g < group ? sm_q[g][lane * D + d] : 0.0f;
-    for (int j = s0 + warp; j < s1; j += kWarps) {
-      const int64_t slot = a.table[run.first + (j - rb)];
-      float kv[D], vv[D];
-      load_row<D>(kb + slot * HD + lane * D, kv);
-      load_row<D>(vb + slot * HD + lane * D, vv);
-      online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
+    const int32_t* ids = a.table + run.first;  // ids[j - rb]: the slot of key j
+    if constexpr (kAhead == 0) {
+      for (int j = s0 + warp; j < s1; j += kWarps) {
+        const int64_t slot = ids[j - rb];
+        float kv[D], vv[D];
+        load_row<D>(kb + slot * HD + lane * D, kv);
+        load_row<D>(vb + slot * HD + lane * D, vv);
+        online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
+      }
+    } else {
+      constexpr int kStride = kAhead * kWarps;
+      float kn[kAhead][D], vn[kAhead][D];
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) {
+        const int j = s0 + warp + i * kWarps;
+        if (j < s1) {
+          const int64_t slot = ids[j - rb];
+          load_kv<D>(kb + slot * HD + lane * D, kn[i]);
+          load_kv<D>(vb + slot * HD + lane * D, vn[i]);
+        }
+      }
+      for (int j = s0 + warp; j < s1; j += kStride) {
+#pragma unroll
+        for (int i = 0; i < kAhead; ++i) {
+          const int ji = j + i * kWarps;
+          if (ji >= s1) break;
+          float kv[D], vv[D];
+#pragma unroll
+          for (int d = 0; d < D; ++d) {
+            kv[d] = kn[i][d];
+            vv[d] = vn[i][d];
+          }
+          if (ji + kStride < s1) {
+            const int64_t next = ids[ji + kStride - rb];
+            load_kv<D>(kb + next * HD + lane * D, kn[i]);
+            load_kv<D>(vb + next * HD + lane * D, vn[i]);
+          }
+          online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
+        }
+      }
     }
   }
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
+}
+
+// The ring's slot kernel for a head of D * 32: the plain form (f16 or f32 arena), or the ahead
+// form (attention_ahead, f16 arena) with G the group rounded up to a power of two.
+template <int D>
+void launch_ring_attention(const RingAttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
+  if (a.kv_f32) {
+    launch_k(ring_attention_kernel<D, float, kMaxGroup, 0>, grid, threads, 0, s, a, 1);
+    return;
+  }
+  if (!attention_ahead()) {
+    launch_k(ring_attention_kernel<D, __half, kMaxGroup, 0>, grid, threads, 0, s, a, 1);
+    return;
+  }
+  const int group = a.n_head / a.n_head_kv, min_split = attention_min_split();
+  if (group <= 1)
+    launch_k(ring_attention_kernel<D, __half, 1, 4>, grid, threads, 0, s, a, min_split);
+  else if (group <= 2)
+    launch_k(ring_attention_kernel<D, __half, 2, 4>, grid, threads, 0, s, a, min_split);
+  else if (group <= 4)
+    launch_k(ring_attention_kernel<D, __half, 4, 4>, grid, threads, 0, s, a, min_split);
+  else  // as attention's: 2 ahead for 8 heads of 256
+    launch_k(ring_attention_kernel < D, __half, kMaxGroup, D >= 8 ? 2 : 4 >, grid, threads, 0, s, a,
+             min_split);
 }
 
 // An f16 value into an arena of T (widened for an f32 arena).
@@ -350,30 +412,18 @@ void ring_attention(const RingAttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kWarps * 32;
-  switch (a.head_dim * 2 + (a.kv_f32 ? 1 : 0)) {
-    case 64:
-      launch_k(ring_attention_kernel<1, __half>, grid, threads, 0, s, a);
+  switch (a.head_dim) {  // attention_shape_supported's sizes
+    case 32:
+      launch_ring_attention<1>(a, grid, threads, s);
       break;
-    case 65:
-      launch_k(ring_attention_kernel<1, float>, grid, threads, 0, s, a);
+    case 64:
+      launch_ring_attention<2>(a, grid, threads, s);
       break;
     case 128:
-      launch_k(ring_attention_kernel<2, __half>, grid, threads, 0, s, a);
-      break;
-    case 129:
-      launch_k(ring_attention_kernel<2, float>, grid, threads, 0, s, a);
-      break;
-    case 256:
-      launch_k(ring_attention_kernel<4, __half>, grid, threads, 0, s, a);
-      break;
-    case 257:
-      launch_k(ring_attention_kernel<4, float>, grid, threads, 0, s, a);
-      break;
-    case 513:
-      launch_k(ring_attention_kernel<8, float>, grid, threads, 0, s, a);
+      launch_ring_attention<4>(a, grid, threads, s);
       break;
     default:
-      launch_k(ring_attention_kernel<8, __half>, grid, threads, 0, s, a);
+      launch_ring_attention<8>(a, grid, threads, s);
       break;
   }
   check_launch("ring_attention");
