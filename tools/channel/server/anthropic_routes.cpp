@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
+#include "server/event_stream.h"
 #include "server/prepared_chat.h"
 #include "server/reply_stream.h"
 #include "server/server_context.h"
@@ -77,14 +78,8 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
                       p->meta.prompt_tokens, static_cast<uint64_t>(reply.n_tokens)));
     return;
   }
-  ++ctx.metrics.streams;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, p, lease, id, model](
-                                                            size_t, httplib::DataSink& sink) {
-    bool alive = true;
-    const auto send = [&](const std::string& s) {
-      return alive = alive && sink.write(s.data(), s.size());
-    };
+  start_event_stream(ctx, res, [&ctx, p, lease, id, model](EventSink& out) {
+    const auto send = [&](const std::string& s) { return out.send(s); };
     send(event({{"type", "message_start"},
                 {"message",
                  message(id, model, json::array(), nullptr, nullptr, p->meta.prompt_tokens, 0)}}));
@@ -130,27 +125,20 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
     };
     ReplyOptions o = p->options;
     o.on_text = [&](std::string_view text) {
-      if (!alive) return false;
+      if (!out.alive()) return false;
       pieces(stream.push(text));
-      return alive;
+      return out.alive();
     };
-    ChatReply reply;
-    try {
-      reply = p->chat->reply(o);
-    } catch (const std::exception& e) {
-      lease->release();
-      send(event({{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.what()}}}}));
-      sink.done();
-      return true;
-    }
-    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
-    lease->release();
+    const std::optional<ChatReply> streamed = generate_streamed(
+        ctx, *lease, out, [&] { return p->chat->reply(o); },
+        [](const std::string& message) {
+          return event(
+              {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}});
+        });
+    if (!streamed) return;
+    const ChatReply& reply = *streamed;
     pieces(stream.finish());
-    if (!alive) {
-      ++ctx.metrics.disconnects;
-      sink.done();
-      return false;
-    }
+    if (!out.alive()) return;
     if (open) {
       if (const std::string rest = stream.rest_of(reply.parsed.content); !rest.empty())
         text_delta(rest);  // text after the calls
@@ -187,8 +175,6 @@ void messages(ServerContext& ctx, const httplib::Request& http_req, httplib::Res
          {"delta", {{"stop_reason", stop_reason(reply)}, {"stop_sequence", stop_sequence(reply)}}},
          {"usage", {{"output_tokens", reply.n_tokens}}}}));
     send(event({{"type", "message_stop"}}));
-    sink.done();
-    return true;
   });
 }
 

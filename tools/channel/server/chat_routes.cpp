@@ -10,6 +10,7 @@
 #include "runtime/session_base.h"
 #include "server/api_error.h"
 #include "server/chat_streamer.h"
+#include "server/event_stream.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prepared_chat.h"
@@ -20,6 +21,11 @@ namespace channel::server {
 namespace {
 
 using nlohmann::json;
+
+// An error while streaming, as OpenAI's streams send it: an error object as the last event.
+std::string sse_error(const std::string& message) {
+  return sse(ApiError(500, message).to_json());
+}
 
 void chat_completions(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   const ChatRequest req = parse_chat_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
@@ -35,50 +41,28 @@ void chat_completions(ServerContext& ctx, const httplib::Request& http_req, http
     send_json(res, chat_completion(p->meta, reply, lp->whole(reply.text.size())));
     return;
   }
-  ++ctx.metrics.streams;
   const bool include_usage = req.params.include_usage;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, p, lease, include_usage, lp](
-                                                            size_t, httplib::DataSink& sink) {
-    const std::string first = sse(chat_chunk(p->meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
-    bool alive = sink.write(first.data(), first.size());
+  start_event_stream(ctx, res, [&ctx, p, lease, include_usage, lp](EventSink& out) {
+    out.send(sse(chat_chunk(p->meta, {{"role", "assistant"}, {"content", ""}}, nullptr)));
     ReplyOptions o = p->options;
     ChatStreamer streamer(p->meta, *lp, p->chat->tool_marker());
     o.on_text = [&](std::string_view text) {
       lp->emitted(text.size());
-      if (!alive) return false;
+      if (!out.alive()) return false;
       const std::string chunks = streamer.push(text);
-      if (!chunks.empty()) alive = sink.write(chunks.data(), chunks.size());
-      return alive;
+      return chunks.empty() || out.send(chunks);
     };
-    ChatReply reply;
-    try {
-      reply = p->chat->reply(o);
-    } catch (const std::exception& e) {
-      lease->release();
-      const std::string err = sse(ApiError(500, e.what()).to_json());
-      sink.write(err.data(), err.size());
-      sink.done();
-      return true;
-    }
-    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
-    lease->release();
-    if (!alive) {
-      ++ctx.metrics.disconnects;
-      sink.done();
-      return false;
-    }
-    std::string out = streamer.end(reply);
+    const std::optional<ChatReply> reply = generate_streamed(
+        ctx, *lease, out, [&] { return p->chat->reply(o); }, sse_error);
+    if (!reply || !out.alive()) return;
+    std::string end = streamer.end(*reply);
     if (include_usage) {
       json u = chat_chunk(p->meta, json::object(), nullptr);
       u["choices"] = json::array();
-      u["usage"] = usage_json(p->meta.prompt_tokens, static_cast<uint64_t>(reply.n_tokens));
-      out += sse(u);
+      u["usage"] = usage_json(p->meta.prompt_tokens, static_cast<uint64_t>(reply->n_tokens));
+      end += sse(u);
     }
-    out += kSseDone;
-    sink.write(out.data(), out.size());
-    sink.done();
-    return true;
+    out.send(end + kSseDone);
   });
 }
 
@@ -169,40 +153,28 @@ void completions(ServerContext& ctx, const httplib::Request& http_req, httplib::
                         g.n_tokens, logprobs));
     return;
   }
-  ++ctx.metrics.streams;
   const bool echo = req.echo;
   const bool include_usage = req.params.include_usage;
-  res.set_chunked_content_provider(
-      "text/event-stream", [&ctx, run, lease, o, meta, body, echo, prompt, prompt_logprobs, lp,
-                            include_usage](size_t, httplib::DataSink& sink) mutable {
-        bool alive = true;
-        if (echo) {
-          const std::string c = sse(body(prompt, nullptr, false, 0, prompt_logprobs));
-          alive = sink.write(c.data(), c.size());
-        }
+  start_event_stream(
+      ctx, res,
+      [&ctx, run, lease, o, body, echo, prompt, prompt_logprobs, lp,
+       include_usage](EventSink& out) mutable {
+        if (echo) out.send(sse(body(prompt, nullptr, false, 0, prompt_logprobs)));
         o.on_text = [&](std::string_view text) {
           lp->emitted(text.size());
-          const std::string c = sse(body(std::string(text), nullptr, false, 0, lp->next()));
-          return alive = alive && sink.write(c.data(), c.size());
+          return out.send(sse(body(std::string(text), nullptr, false, 0, lp->next())));
         };
-        const GenerationResult g = run(o);
-        ctx.metrics.completion_tokens += static_cast<uint64_t>(g.n_tokens);
-        lease->release();
-        if (!alive) {
-          ++ctx.metrics.disconnects;
-          sink.done();
-          return false;
-        }
-        std::string end = sse(body("", openai_finish(g.finish), false, 0, lp->rest(g.text.size())));
+        const std::optional<GenerationResult> g = generate_streamed(
+            ctx, *lease, out, [&] { return run(o); }, sse_error);
+        if (!g || !out.alive()) return;
+        std::string end =
+            sse(body("", openai_finish(g->finish), false, 0, lp->rest(g->text.size())));
         if (include_usage) {  // stream_options.include_usage: a last chunk of no choices
-          json u = body("", nullptr, true, static_cast<uint64_t>(g.n_tokens), nullptr);
+          json u = body("", nullptr, true, static_cast<uint64_t>(g->n_tokens), nullptr);
           u["choices"] = json::array();
           end += sse(u);
         }
-        end += kSseDone;
-        sink.write(end.data(), end.size());
-        sink.done();
-        return true;
+        out.send(end + kSseDone);
       });
 }
 

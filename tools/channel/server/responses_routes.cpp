@@ -11,6 +11,7 @@
 #include "chat/chat_formatter.h"
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/event_stream.h"
 #include "server/prepared_chat.h"
 #include "server/reply_stream.h"
 #include "server/response_store.h"
@@ -181,15 +182,9 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     send_json(res, object);
     return;
   }
-  ++ctx.metrics.streams;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, r, lease, lp](
-                                                            size_t, httplib::DataSink& sink) {
+  start_event_stream(ctx, res, [&ctx, r, lease, lp](EventSink& out) {
     uint64_t seq = 0;
-    bool alive = true;
-    const auto send = [&](const std::string& s) {
-      return alive = alive && sink.write(s.data(), s.size());
-    };
+    const auto send = [&](const std::string& s) { return out.send(s); };
     send(event({{"type", "response.created"},
                 {"response", r->object("in_progress", json::array(), nullptr)}},
                seq));
@@ -247,29 +242,23 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     };
     ReplyOptions o = r->chat->options;
     o.on_text = [&](std::string_view text) {
-      if (!alive) return false;
+      if (!out.alive()) return false;
       pieces(stream.push(text));
-      return alive;
+      return out.alive();
     };
-    ChatReply reply;
-    try {
-      reply = r->chat->chat->reply(o);
-    } catch (const std::exception& e) {
-      lease->release();
-      send(event(
-          {{"type", "error"}, {"code", "server_error"}, {"message", e.what()}, {"param", nullptr}},
-          seq));
-      sink.done();
-      return true;
-    }
-    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
-    lease->release();
+    const std::optional<ChatReply> streamed = generate_streamed(
+        ctx, *lease, out, [&] { return r->chat->chat->reply(o); },
+        [&](const std::string& message) {
+          return event({{"type", "error"},
+                        {"code", "server_error"},
+                        {"message", message},
+                        {"param", nullptr}},
+                       seq);
+        });
+    if (!streamed) return;
+    const ChatReply& reply = *streamed;
     pieces(stream.finish());
-    if (!alive) {
-      ++ctx.metrics.disconnects;
-      sink.done();
-      return false;
-    }
+    if (!out.alive()) return;
     const Finished f = finish(*r, reply, lp->whole(reply.text.size()));
     for (size_t i = 0; i < f.output.size(); ++i) {
       const json& item = f.output[i];
@@ -319,8 +308,6 @@ void create_response(ServerContext& ctx, const httplib::Request& http_req, httpl
     send(event({{"type", f.status == "completed" ? "response.completed" : "response.incomplete"},
                 {"response", object}},
                seq));
-    sink.done();
-    return true;
   });
 }
 

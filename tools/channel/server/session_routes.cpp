@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/chat_streamer.h"
+#include "server/event_stream.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/server_context.h"
@@ -84,7 +85,6 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
       return sink ? sink(t) : true;
     };
     ChatReply reply = s->chat->reply(opts);
-    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     json entry = transcript_entry("assistant", reply.parsed.content);
     if (!reply.parsed.tool_calls.empty()) entry["tool_calls"] = tool_calls_json(reply.parsed.tool_calls);
     s->transcript.push_back(entry);
@@ -97,36 +97,29 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
   };
   if (!req.params.stream) {
     const ChatReply reply = generate(o, nullptr);
+    ctx.metrics.completion_tokens += static_cast<uint64_t>(reply.n_tokens);
     json j = chat_completion(meta, reply, lp->whole(reply.text.size()));
     j["session"] = s->state();
     send_json(res, j);
     return;
   }
-  ++ctx.metrics.streams;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&ctx, s, lock, lease, o, meta, generate,
-                                                         lp](size_t, httplib::DataSink& sink) {
-    const std::string first = sse(chat_chunk(meta, {{"role", "assistant"}, {"content", ""}}, nullptr));
-    bool alive = sink.write(first.data(), first.size());
+  start_event_stream(ctx, res, [&ctx, s, lock, lease, o, meta, generate, lp](EventSink& out) {
+    out.send(sse(chat_chunk(meta, {{"role", "assistant"}, {"content", ""}}, nullptr)));
     ChatStreamer streamer(meta, *lp, s->chat->tool_marker());
-    ChatReply reply = generate(o, [&](std::string_view t) {
-      lp->emitted(t.size());
-      if (!alive) return false;
-      const std::string chunks = streamer.push(t);
-      if (!chunks.empty()) alive = sink.write(chunks.data(), chunks.size());
-      return alive;
-    });
-    lease->release();
+    const std::optional<ChatReply> reply = generate_streamed(
+        ctx, *lease, out,
+        [&] {
+          return generate(o, [&](std::string_view t) {
+            lp->emitted(t.size());
+            if (!out.alive()) return false;
+            const std::string chunks = streamer.push(t);
+            return chunks.empty() || out.send(chunks);
+          });
+        },
+        [](const std::string& message) { return sse(ApiError(500, message).to_json()); });
     lock->unlock();
-    if (!alive) {
-      ++ctx.metrics.disconnects;
-      sink.done();
-      return false;
-    }
-    const std::string out = streamer.end(reply) + kSseDone;
-    sink.write(out.data(), out.size());
-    sink.done();
-    return true;
+    if (!reply || !out.alive()) return;
+    out.send(streamer.end(*reply) + kSseDone);
   });
 }
 
