@@ -56,37 +56,48 @@ class CudaSpeculative : public ::testing::TestWithParam<Case> {};
 
 // decode_all of 2 .. kVerifyTokens tokens (a captured graph of its own) against the same
 // tokens decoded one at a time after the same prompt, and against its kernels launched
-// without the graph: every row equal.
+// without the graph: every row equal. With the default kernels, the ahead slot kernel, and
+// that with W_o's input written by attention (one token only: a batch converts it after).
 TEST_P(CudaSpeculative, VerifyBatchIsOneTokenDecodeBitForBit) {
   CHANNEL_REQUIRE_CUDA();
   const auto model = random_model(GetParam());
   auto weights = cuda::CudaWeights::upload(model, 0);
   const int n_vocab = model->hparams().n_vocab;
   const std::vector<int32_t> prompt = repetitive_prompt();
-  for (int n : {2, 9, cuda::kVerifyTokens}) {
-    cuda::CudaSession batch(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64});
-    cuda::CudaSession single(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64});
-    batch.decode(prompt);
-    single.decode(prompt);
-    std::vector<int32_t> tokens(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 37 + 11) % n_vocab;
-    const std::vector<float> all = batch.decode_all(tokens);
-    ASSERT_EQ(all.size(), static_cast<size_t>(n) * n_vocab);
-    {  // the batch's captured graph against the same kernels launched directly
-      cuda::CudaSession plain(weights,
-                              cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64, .graphs = false});
-      plain.decode(prompt);
-      EXPECT_EQ(plain.decode_all(tokens), all) << "batch of " << n << ": graph and direct launches";
-    }
-    for (int i = 0; i < n; ++i) {
-      const std::span<const float> one =
-          single.decode(std::span(&tokens[static_cast<size_t>(i)], 1));
-      const std::vector<float> row(all.begin() + static_cast<ptrdiff_t>(i) * n_vocab,
-                                   all.begin() + static_cast<ptrdiff_t>(i + 1) * n_vocab);
-      EXPECT_EQ(row, std::vector<float>(one.begin(), one.end()))
-          << "batch of " << n << ", token " << i;
+  const bool saved_ahead = cuda::attention_ahead(),
+             saved_form = cuda::attention_writes_every_form();
+  for (int mode = 0; mode < 3; ++mode) {
+    cuda::set_attention_ahead(mode >= 1);
+    cuda::set_attention_writes_every_form(mode == 2);
+    SCOPED_TRACE("kernels mode " + std::to_string(mode));
+    for (int n : {2, 9, cuda::kVerifyTokens}) {
+      cuda::CudaSession batch(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64});
+      cuda::CudaSession single(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64});
+      batch.decode(prompt);
+      single.decode(prompt);
+      std::vector<int32_t> tokens(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 37 + 11) % n_vocab;
+      const std::vector<float> all = batch.decode_all(tokens);
+      ASSERT_EQ(all.size(), static_cast<size_t>(n) * n_vocab);
+      {  // the batch's captured graph against the same kernels launched directly
+        cuda::CudaSession plain(
+            weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64, .graphs = false});
+        plain.decode(prompt);
+        EXPECT_EQ(plain.decode_all(tokens), all)
+            << "batch of " << n << ": graph and direct launches";
+      }
+      for (int i = 0; i < n; ++i) {
+        const std::span<const float> one =
+            single.decode(std::span(&tokens[static_cast<size_t>(i)], 1));
+        const std::vector<float> row(all.begin() + static_cast<ptrdiff_t>(i) * n_vocab,
+                                     all.begin() + static_cast<ptrdiff_t>(i + 1) * n_vocab);
+        EXPECT_EQ(row, std::vector<float>(one.begin(), one.end()))
+            << "batch of " << n << ", token " << i;
+      }
     }
   }
+  cuda::set_attention_ahead(saved_ahead);
+  cuda::set_attention_writes_every_form(saved_form);
 }
 
 // Greedy text with n-gram drafts, and with the target drafting for itself and another model
