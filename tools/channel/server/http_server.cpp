@@ -151,7 +151,7 @@ int run_server(ServerConfig config) {
     res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
   });
   // A model in OpenAI's shape and Anthropic's at once (each client reads its own fields).
-  const auto model_json = [&ctx](const std::string& id) {
+  const auto model_json = [](const std::string& id) {
     return json{{"id", id},
                 {"object", "model"},
                 {"created", 0},
