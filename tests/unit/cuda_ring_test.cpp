@@ -466,23 +466,31 @@ TEST(CudaRingHost, BoundedModelMatchesTheCpuRing) {
   EXPECT_GE(r.evictions, 100u);
 }
 
-TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
-  CHANNEL_REQUIRE_CUDA();
-  auto model = ring_model(GetParam().arch, GetParam().type);
+// The CPU ring against the device ring of the same random model, over `steps` random
+// operations; `clock`: the device ring's clock at the end.
+DriveResult drive_against_cpu(const RingCase& c, int steps, uint64_t* clock = nullptr) {
+  auto model = ring_model(c.arch, c.type);
   auto weights = cuda::CudaWeights::upload(model, 0);
   const RingSessionConfig config = small_ring();
   RingSessionConfig on_gpu = config;
   on_gpu.compute = cuda::ring_compute(weights);
   RingSession cpu(model, config);
   RingSession gpu(model, on_gpu);
-  ASSERT_TRUE(gpu.on_device());
-  const Bounds b = bounds_for(GetParam().type);
-  const DriveResult r = drive(cpu, gpu, 3000, b.rows);
-  EXPECT_LE(r.worst, b.logits) << "worst at " << r.worst_at;
+  EXPECT_TRUE(gpu.on_device());
+  const DriveResult r = drive(cpu, gpu, steps, bounds_for(c.type).rows);
+  if (clock) *clock = gpu.ring().clock();
+  return r;
+}
+
+TEST_P(CudaRing, MatchesTheCpuRingOverManyEvictions) {
+  CHANNEL_REQUIRE_CUDA();
+  uint64_t clock = 0;
+  const DriveResult r = drive_against_cpu(GetParam(), 3000, &clock);
+  EXPECT_LE(r.worst, bounds_for(GetParam().type).logits) << "worst at " << r.worst_at;
   EXPECT_GE(r.evictions, 300u);
   std::printf("[ cuda ring ] %d steps, clock %llu, %llu evictions, worst NMSE %.3g (%s)\n", r.steps,
-              static_cast<unsigned long long>(gpu.ring().clock()),
-              static_cast<unsigned long long>(r.evictions), r.worst, r.worst_at.c_str());
+              static_cast<unsigned long long>(clock), static_cast<unsigned long long>(r.evictions),
+              r.worst, r.worst_at.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -512,17 +520,9 @@ TEST(CudaRingDecode, AheadAttentionAndEveryFormMatchTheCpuRing) {
   for (const RingCase c :
        {RingCase{Arch::gemma3, GgmlType::Q8_0}, RingCase{Arch::qwen3, GgmlType::F16},
         RingCase{Arch::llama, GgmlType::F32}}) {
-    auto model = ring_model(c.arch, c.type);
-    auto weights = cuda::CudaWeights::upload(model, 0);
-    const RingSessionConfig config = small_ring();
-    RingSessionConfig on_gpu = config;
-    on_gpu.compute = cuda::ring_compute(weights);
-    RingSession cpu(model, config);
-    RingSession gpu(model, on_gpu);
-    const Bounds b = bounds_for(c.type);
-    const DriveResult r = drive(cpu, gpu, 1000, b.rows);
-    EXPECT_LE(r.worst, b.logits) << ggml_type_name(static_cast<uint32_t>(c.type)) << " worst at "
-                                 << r.worst_at;
+    const DriveResult r = drive_against_cpu(c, 1000);
+    EXPECT_LE(r.worst, bounds_for(c.type).logits)
+        << ggml_type_name(static_cast<uint32_t>(c.type)) << " worst at " << r.worst_at;
     EXPECT_GE(r.evictions, 100u);
     std::printf("[ cuda ring ] ahead + every form, %s: worst NMSE %.3g\n",
                 ggml_type_name(static_cast<uint32_t>(c.type)).c_str(), r.worst);

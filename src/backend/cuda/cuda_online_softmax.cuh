@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_common.cuh"
 
@@ -80,6 +81,62 @@ __device__ __forceinline__ void online_softmax_add(const float (&q)[G][D], const
     for (int d = 0; d < D; ++d) o[g][d] = fmaf(o[g][d], c, p * vv[d]);
     m[g] = mn;
   }
+}
+
+// This warp's slots j = first, first + W, ... below end (W: the block's warps), slot_of(j)
+// their cache rows, each scored in turn into (o, m, l) while the next kAhead slots' keys and
+// values load (vector loads, load_kv).
+template <int D, int G, int W, int kAhead, typename T, typename SlotOf>
+__device__ __forceinline__ void score_slots_ahead(SlotOf slot_of, int first, int end, const T* kb,
+                                                  const T* vb, int lane, const float (&q)[G][D],
+                                                  int group, float scale, float (&o)[G][D],
+                                                  float (&m)[G], float (&l)[G]) {
+  constexpr int HD = D * 32, kStride = kAhead * W;
+  float kn[kAhead][D], vn[kAhead][D];
+#pragma unroll
+  for (int i = 0; i < kAhead; ++i) {
+    const int j = first + i * W;
+    if (j < end) {
+      const int64_t slot = slot_of(j);
+      load_kv<D>(kb + slot * HD + lane * D, kn[i]);
+      load_kv<D>(vb + slot * HD + lane * D, vn[i]);
+    }
+  }
+  for (int j = first; j < end; j += kStride) {
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i) {
+      const int ji = j + i * W;
+      if (ji >= end) break;
+      float kv[D], vv[D];
+#pragma unroll
+      for (int d = 0; d < D; ++d) {
+        kv[d] = kn[i][d];
+        vv[d] = vn[i][d];
+      }
+      if (ji + kStride < end) {
+        const int64_t next = slot_of(ji + kStride);
+        load_kv<D>(kb + next * HD + lane * D, kn[i]);
+        load_kv<D>(vb + next * HD + lane * D, vn[i]);
+      }
+      online_softmax_add(q, kv, vv, group, scale, o, m, l);
+    }
+  }
+}
+
+// The ahead form's compile-time shape (attention_ahead) for a head of D * 32 elements and
+// `group` query heads a KV head: fn(G, kAhead) as integral constants, G the group rounded up to
+// a power of two, 4 slots a warp ahead (2 for 8 heads of 256: at 4, 255 registers and spills).
+template <int D, typename Fn>
+void with_ahead_shape(int group, Fn&& fn) {
+  using std::integral_constant;
+  if (group <= 1)
+    fn(integral_constant<int, 1>{}, integral_constant<int, 4>{});
+  else if (group <= 2)
+    fn(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+  else if (group <= 4)
+    fn(integral_constant<int, 4>{}, integral_constant<int, 4>{});
+  else
+    fn(integral_constant<int, 8>{}, integral_constant<int, (D >= 8 ? 2 : 4)>{});
 }
 
 // Element i of the attention output [n][n_head][head_dim_v] (`row` elements a token): to

@@ -247,43 +247,13 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a, 
   }
   const T* kb = static_cast<const T*>(a.k_cache) + hk * a.cap * HD;
   const T* vb = static_cast<const T*>(a.v_cache) + hk * a.cap * HD;
-  // This warp's slots j0 + warp, + kAttnWarps, ...: slot i of every kAhead in kn[i] / vn[i],
-  // loaded kAhead slots before it is scored, so that many loads are in flight.
-  constexpr int kStride = kAhead * kAttnWarps;
-  float kn[kAhead][D], vn[kAhead][D];
-#pragma unroll
-  for (int i = 0; i < kAhead; ++i) {
-    const int j = j0 + warp + i * kAttnWarps;
-    if (j < j1) {
-      const int64_t slot = a.table[first + j];
-      load_kv<D>(kb + slot * HD + lane * D, kn[i]);
-      load_kv<D>(vb + slot * HD + lane * D, vn[i]);
-    }
-  }
-  for (int j = j0 + warp; j < j1; j += kStride) {
-#pragma unroll
-    for (int i = 0; i < kAhead; ++i) {
-      const int ji = j + i * kAttnWarps;
-      if (ji >= j1) break;
-      float kv[D], vv[D];
-#pragma unroll
-      for (int d = 0; d < D; ++d) {
-        kv[d] = kn[i][d];
-        vv[d] = vn[i][d];
-      }
-      if (ji + kStride < j1) {
-        const int64_t next = a.table[first + ji + kStride];
-        load_kv<D>(kb + next * HD + lane * D, kn[i]);
-        load_kv<D>(vb + next * HD + lane * D, vn[i]);
-      }
-      online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
-    }
-  }
+  score_slots_ahead<D, G, kAttnWarps, kAhead>([&](int j) { return a.table[first + j]; }, j0 + warp,
+                                              j1, kb, vb, lane, q, group, a.scale, o, m, l);
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
 // The slot kernel for a head of D * 32: the plain form (f16 or f32 cache), or the ahead form
-// (attention_ahead, f16 cache) with G the group rounded up to a power of two.
+// (attention_ahead, f16 cache; with_ahead_shape).
 template <int D>
 void launch_attention(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
   if (a.kv_f32) {
@@ -294,16 +264,11 @@ void launch_attention(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s)
     launch_k(attention_kernel<D, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
     return;
   }
-  const int group = a.n_head / a.n_head_kv, min_split = attention_min_split();
-  if (group <= 1)
-    launch_k(attention_kernel<D, __half, 1, 4>, grid, threads, 0, s, a, min_split);
-  else if (group <= 2)
-    launch_k(attention_kernel<D, __half, 2, 4>, grid, threads, 0, s, a, min_split);
-  else if (group <= 4)
-    launch_k(attention_kernel<D, __half, 4, 4>, grid, threads, 0, s, a, min_split);
-  else  // 8 heads of 256 with 4 slots ahead would spill registers (255 used): 2 ahead
-    launch_k(attention_kernel<D, __half, kMaxGroup, D >= 8 ? 2 : 4>, grid, threads, 0, s, a,
-             min_split);
+  const int min_split = attention_min_split();
+  with_ahead_shape<D>(a.n_head / a.n_head_kv, [&](auto g, auto ahead) {
+    launch_k(attention_kernel<D, __half, decltype(g)::value, decltype(ahead)::value>, grid, threads,
+             0, s, a, min_split);
+  });
 }
 
 // Block per (query head, token): merges the splits' (O, max, L). The splits' weights

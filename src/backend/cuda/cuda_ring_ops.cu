@@ -169,43 +169,15 @@ __global__ void __launch_bounds__(kWarps * 32)
         online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
       }
     } else {
-      constexpr int kStride = kAhead * kWarps;
-      float kn[kAhead][D], vn[kAhead][D];
-#pragma unroll
-      for (int i = 0; i < kAhead; ++i) {
-        const int j = s0 + warp + i * kWarps;
-        if (j < s1) {
-          const int64_t slot = ids[j - rb];
-          load_kv<D>(kb + slot * HD + lane * D, kn[i]);
-          load_kv<D>(vb + slot * HD + lane * D, vn[i]);
-        }
-      }
-      for (int j = s0 + warp; j < s1; j += kStride) {
-#pragma unroll
-        for (int i = 0; i < kAhead; ++i) {
-          const int ji = j + i * kWarps;
-          if (ji >= s1) break;
-          float kv[D], vv[D];
-#pragma unroll
-          for (int d = 0; d < D; ++d) {
-            kv[d] = kn[i][d];
-            vv[d] = vn[i][d];
-          }
-          if (ji + kStride < s1) {
-            const int64_t next = ids[ji + kStride - rb];
-            load_kv<D>(kb + next * HD + lane * D, kn[i]);
-            load_kv<D>(vb + next * HD + lane * D, vn[i]);
-          }
-          online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
-        }
-      }
+      score_slots_ahead<D, G, kWarps, kAhead>([&](int j) { return ids[j - rb]; }, s0 + warp, s1, kb,
+                                              vb, lane, q, group, a.scale, o, m, l);
     }
   }
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
 // The ring's slot kernel for a head of D * 32: the plain form (f16 or f32 arena), or the ahead
-// form (attention_ahead, f16 arena) with G the group rounded up to a power of two.
+// form (attention_ahead, f16 arena; with_ahead_shape).
 template <int D>
 void launch_ring_attention(const RingAttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
   if (a.kv_f32) {
@@ -216,16 +188,11 @@ void launch_ring_attention(const RingAttnArgs& a, dim3 grid, int threads, cudaSt
     launch_k(ring_attention_kernel<D, __half, kMaxGroup, 0>, grid, threads, 0, s, a, 1);
     return;
   }
-  const int group = a.n_head / a.n_head_kv, min_split = attention_min_split();
-  if (group <= 1)
-    launch_k(ring_attention_kernel<D, __half, 1, 4>, grid, threads, 0, s, a, min_split);
-  else if (group <= 2)
-    launch_k(ring_attention_kernel<D, __half, 2, 4>, grid, threads, 0, s, a, min_split);
-  else if (group <= 4)
-    launch_k(ring_attention_kernel<D, __half, 4, 4>, grid, threads, 0, s, a, min_split);
-  else  // as attention's: 2 ahead for 8 heads of 256
-    launch_k(ring_attention_kernel < D, __half, kMaxGroup, D >= 8 ? 2 : 4 >, grid, threads, 0, s, a,
-             min_split);
+  const int min_split = attention_min_split();
+  with_ahead_shape<D>(a.n_head / a.n_head_kv, [&](auto g, auto ahead) {
+    launch_k(ring_attention_kernel<D, __half, decltype(g)::value, decltype(ahead)::value>, grid,
+             threads, 0, s, a, min_split);
+  });
 }
 
 // An f16 value into an arena of T (widened for an f32 arena).
