@@ -22,11 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-// An error while streaming, as OpenAI's streams send it: an error object as the last event.
-std::string sse_error(const std::string& message) {
-  return sse(ApiError(500, message).to_json());
-}
-
 void chat_completions(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   const ChatRequest req = parse_chat_request(parse_body(http_req), ctx.config.chat.sampling, ctx.config.default_max_tokens);
   auto lease = std::make_shared<GenerationSlots::Lease>(ctx.slots);

@@ -7,6 +7,8 @@
 #include <random>
 #include <utility>
 
+#include "server/api_error.h"
+
 namespace channel::server {
 
 using nlohmann::json;
@@ -190,6 +192,10 @@ json StreamedLogprobs::rest(size_t text_end) {
 
 std::string sse(const json& data) {
   return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+std::string sse_error(const std::string& message) {
+  return sse(ApiError(500, message).to_json());
 }
 
 }  // namespace channel::server

@@ -79,6 +79,8 @@ class StreamedLogprobs {
 };
 
 std::string sse(const nlohmann::json& data);
+// An error while an OpenAI-style stream generates: its error object (a 500's) as an event.
+std::string sse_error(const std::string& message);
 
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 

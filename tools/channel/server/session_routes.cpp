@@ -116,7 +116,7 @@ void session_messages(ServerContext& ctx, const httplib::Request& http_req, http
             return chunks.empty() || out.send(chunks);
           });
         },
-        [](const std::string& message) { return sse(ApiError(500, message).to_json()); });
+        sse_error);
     lock->unlock();
     if (!reply || !out.alive()) return;
     out.send(streamer.end(*reply) + kSseDone);
