@@ -88,6 +88,38 @@ assert g['tokens']==c['tokens'] and abs(g['ppl']/c['ppl']-1)<1e-3, (g,c)" "$gpu"
 else
   echo "test-cuda: perplexity --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
 fi
+# mem add / mem query on the device (the llama model: gemma3's 4 layers are all sliding, nothing
+# to store): episodes written through the device ring, and a query by the centroid and by the
+# cue's state (keys), each ranking the episodes as the CPU does.
+"$ch" mem create -m "$tmp/llama.gguf" "$tmp/dev.mem" >/dev/null 2>&1 &&
+  cp "$tmp/dev.mem" "$tmp/cpu.mem"
+facts=("the red door opens at noon" "bread is baked on tuesdays by the old miller"
+       "the river floods every spring near the mill")
+mem_ok=1
+for f in "${facts[@]}"; do
+  "$ch" mem add -m "$tmp/llama.gguf" --device cuda --text "$f" "$tmp/dev.mem" >/dev/null 2>"$tmp/err" ||
+    { echo "test-cuda: mem add --device cuda failed: $(tail -1 "$tmp/err")"; rc=1; mem_ok=0; break; }
+  "$ch" mem add -m "$tmp/llama.gguf" --text "$f" "$tmp/cpu.mem" >/dev/null 2>&1
+done
+if ((mem_ok)); then
+  for m in centroid keys; do
+    for st in dev cpu; do  # the device's store queried on the device, the CPU's on the CPU
+      dev=(); [[ $st == dev ]] && dev=(--device cuda)
+      "$ch" mem query -m "$tmp/llama.gguf" "${dev[@]}" --json -k 3 --recall-method $m \
+        --text "when does the red door open" "$tmp/$st.mem" >"$tmp/q_$st" 2>"$tmp/err" ||
+        { echo "test-cuda: mem query ($st, $m) failed: $(tail -1 "$tmp/err")"; rc=1; }
+    done
+    python3 - "$tmp/q_dev" "$tmp/q_cpu" "$m" <<'PY' || { echo "test-cuda: mem query $m on cuda ranks unlike the cpu"; rc=1; }
+import json, sys
+g = [json.loads(l) for l in open(sys.argv[1])]
+c = [json.loads(l) for l in open(sys.argv[2])]
+ids = lambda r: [x["id"] for x in r]
+print(f"mem query {sys.argv[3]} cuda: {[(x['id'], round(x.get('score', x.get('cosine', 0)), 4)) for x in g]}"
+      f" cpu: {[(x['id'], round(x.get('score', x.get('cosine', 0)), 4)) for x in c]}")
+assert ids(g) == ids(c), (ids(g), ids(c))
+PY
+  done
+fi
 # serve --device cuda: /v1/embeddings and a scored prompt (echo + logprobs) run on the device's
 # contiguous contexts (ServerConfig::device_context); against a CPU server's answers.
 if "$ch" serve --help >/dev/null 2>&1; then

@@ -42,4 +42,13 @@ done
 expect_cuda_refused "run --device cuda on the ring" "$CHANNEL" run -m "$model" --device cuda -p hello -n 2
 printf 'hello world\n' >"$TMP/text.txt"
 expect_cuda_refused "stream --device cuda" "$CHANNEL" stream -m "$model" --device cuda -f "$TMP/text.txt"
+
+# mem add and mem query run the model too; the store is checked before any upload.
+expect_ok "mem create" "$CHANNEL" mem create -m "$model" "$TMP/m.mem"
+expect_cuda_refused "mem add --device cuda" "$CHANNEL" mem add -m "$model" --device cuda --text "hello world" "$TMP/m.mem"
+expect_ok "mem add --device cpu" "$CHANNEL" mem add -m "$model" --device cpu --text "hello world" "$TMP/m.mem"
+expect_cuda_refused "mem query --device cuda" "$CHANNEL" mem query -m "$model" --device cuda --text "hello" "$TMP/m.mem"
+expect_ok "mem query --device cpu" "$CHANNEL" mem query -m "$model" --device cpu --text "hello" "$TMP/m.mem"
+grep -q "hello world" "$TMP/out" || fail "mem query --device cpu: $(cat "$TMP/out")"
+expect_exit "mem add --device gpu" 2 "$CHANNEL" mem add -m "$model" --device gpu --text hi "$TMP/m.mem"
 finish

@@ -1,7 +1,8 @@
 // `channel mem`: inspect an .episodic.mem store (ls, show, stats, verify: no model needed),
 // act on its episodes (rm, pin, unpin, repair), and with a model create one, add a text as
-// an episode, and query it by a text cue. The read-only commands (ls, show, stats, verify,
-// query) take no lock: they work while another process writes the store.
+// an episode, and query it by a text cue (add and query run the model where --device says).
+// The read-only commands (ls, show, stats, verify, query) take no lock: they work while
+// another process writes the store.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,31 +12,41 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/thread_pool.h"
+#include "backend/device.h"
 #include "cli_common.h"
 #include "cli_errors.h"
 #include "cli_files.h"
 #include "command.h"
 #include "embedded_model.h"
+#include "gguf/model_signature.h"
 #include "memory/auto_recall.h"
 #include "memory/consolidation.h"
 #include "memory/episodic_repair.h"
 #include "memory/episodic_store.h"
 #include "memory/episodic_view.h"
 #include "memory/memory_attachment.h"
-#include "gguf/model_signature.h"
 #include "memory/retrieval_features.h"
 #include "memory/retrieval_head.h"
-#include "runtime/stream_session.h"
 #include "memory/text_cue.h"
 #include "model/model.h"
+#include "model/ring_compute.h"
+#include "runtime/stream_session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+
+#if defined(CHANNEL_HAS_CUDA)
+#include "backend/cuda/cuda_ring.h"
+#include "backend/cuda/cuda_session.h"
+#include "runtime/cuda_context_session.h"
+#endif
 
 namespace channel::cli {
 namespace {
@@ -45,6 +56,7 @@ struct MemArgs {
   uint64_t id = 0;
   std::string model;
   int threads = 1;
+  std::string device = "cpu";  // add, query: where the model runs
   std::string text;
   size_t k = 5;
   uint32_t capacity = kDefaultStoreCapacity;
@@ -105,16 +117,62 @@ int run_create(const MemArgs& a) {
   return 0;
 }
 
+// Where `mem add` and `mem query` run the model (--device): the ring's forward, and the
+// final-norm rows of a text (every token, BOS included) for a centroid cue. Empty: the CPU.
+// On CUDA both come from one upload of the model.
+struct MemCompute {
+  RingComputeFactory ring;
+  std::function<std::vector<float>(const std::vector<int32_t>&)> hidden;
+};
+
+MemCompute mem_compute(const std::shared_ptr<const Model>& model, const std::string& name,
+                       int threads) {
+  const DeviceSpec device = parse_device(name);
+  MemCompute c;
+  if (!device.is_cuda()) return c;
+#if defined(CHANNEL_HAS_CUDA)
+  std::shared_ptr<const cuda::CudaWeights> weights = cuda::CudaWeights::upload(model, device.index);
+  std::fprintf(stderr, "channel: running on %s (%s)\n", device.name().c_str(),
+               weights->device_name().c_str());
+  c.ring = cuda::ring_compute(weights);
+  c.hidden = [weights, threads](const std::vector<int32_t>& tokens) {
+    CudaContextSession context(weights, static_cast<int>(tokens.size()), threads);
+    std::vector<float> rows;
+    context.hidden_states(tokens, rows);
+    return rows;
+  };
+#else
+  throw_no_cuda_backend(name);
+#endif
+  return c;
+}
+
+// The unit centroid of a text's hidden states, as encode_text gives them (a leading BOS run
+// but left out), computed where `compute` says.
+std::vector<float> text_centroid(const Model& model, const std::string& text,
+                                 const MemCompute& compute, int threads) {
+  const size_t dim = static_cast<size_t>(model.hparams().n_embd);
+  if (!compute.hidden) return centroid_of(encode_text(model, text, threads).hidden, dim);
+  const Tokenizer& tok = model.tokenizer();
+  const std::vector<int32_t> all = tok.encode(text, tok.add_bos_default(), true);
+  const size_t skip = !all.empty() && all[0] == tok.bos_id() ? 1 : 0;
+  if (all.size() <= skip) throw Error("mem: the text has no tokens");
+  const std::vector<float> rows = compute.hidden(all);
+  return centroid_of(std::span<const float>(rows).subspan(skip * dim), dim);
+}
+
 // A fresh session of `model` whose anchors are BOS (when the model adds one): where `mem add`
 // and `mem query` run a text, as a prompt is run.
 std::unique_ptr<StreamSession> text_session(const std::shared_ptr<const Model>& model,
-                                            size_t n_tokens, int threads) {
+                                            size_t n_tokens, int threads,
+                                            const RingComputeFactory& compute) {
   const Tokenizer& tok = model->tokenizer();
   RingSessionConfig rc;
   rc.ring.n_slots =
       static_cast<uint32_t>(std::max<size_t>(SlotGeometry::kDefaultSlots, n_tokens * 2 + 256));
   rc.ring.n_recall = 0;
   rc.n_threads = threads;
+  rc.compute = compute;
   auto ss = std::make_unique<StreamSession>(model, rc, SamplerConfig{});
   if (tok.add_bos_default() && tok.bos_id() >= 0) {
     const int32_t bos = tok.bos_id();
@@ -138,7 +196,8 @@ int run_add(const MemArgs& a) {
     throw_error("mem: the text is {} tokens; the store takes at most {} per episode", ids.size(),
                 s.layout().max_tokens);
   }
-  const auto ss = text_session(model, ids.size(), a.threads);
+  const MemCompute compute = mem_compute(model, a.device, a.threads);
+  const auto ss = text_session(model, ids.size(), a.threads, compute.ring);
   MemoryConfig mc;
   mc.staging.capacity = s.layout().max_tokens;
   mc.summarize = [&tok](std::span<const int32_t> t) { return tok.decode(t); };
@@ -162,11 +221,12 @@ int run_add(const MemArgs& a) {
 // state of its last token is the cue, as automatic recall takes it.
 std::vector<RecallHit> query_by_state(const std::shared_ptr<const Model>& model, EpisodicStore& s,
                                       const MemArgs& a, RecallMethod m,
-                                      const std::vector<float>& centroid) {
+                                      const std::vector<float>& centroid,
+                                      const MemCompute& compute) {
   const Tokenizer& tok = model->tokenizer();
   const std::vector<int32_t> ids = tok.encode(a.text, false, true);
   if (ids.empty()) throw Error("mem query: the cue has no tokens");
-  const auto ss = text_session(model, ids.size(), a.threads);
+  const auto ss = text_session(model, ids.size(), a.threads, compute.ring);
   MemoryConfig mc;
   mc.consolidate = false;
   mc.query_threads = a.threads;
@@ -181,8 +241,8 @@ int run_query(const MemArgs& a) {
   const auto model = load_model(a.model);
   EpisodicStore s = open_for_model(a.file, *model, true);
   const auto method = parse_recall_method(a.method);
-  const EncodedText e = encode_text(*model, a.text, a.threads);
-  const std::vector<float> q = centroid_of(e.hidden, static_cast<size_t>(model->hparams().n_embd));
+  const MemCompute compute = mem_compute(model, a.device, a.threads);
+  const std::vector<float> q = text_centroid(*model, a.text, compute, a.threads);
   ThreadPool pool(a.threads);
   std::vector<RecallHit> hits;
   RecallMethod used = RecallMethod::centroid;
@@ -197,7 +257,7 @@ int run_query(const MemArgs& a) {
            : s.layout().has_keys()            ? RecallMethod::keys
                                               : RecallMethod::centroid;
     hits = used == RecallMethod::centroid ? s.query(q, a.k, &pool)
-                                          : query_by_state(model, s, a, used, q);
+                                          : query_by_state(model, s, a, used, q, compute);
   }
   const char* score_name = used == RecallMethod::centroid ? "cosine" : "score";
   if (!a.json) std::printf("%4s %8s %8s  %s\n", "rank", "id", score_name, "summary");
@@ -490,6 +550,7 @@ const CommandRegistrar registrar{
       for (CLI::App* c : {create, add, query}) add_model_option(*c, args->model);
       for (CLI::App* c : {add, query}) {
         add_threads_option(*c, args->threads);
+        add_device_option(*c, args->device);
         c->add_option("--text", args->text, "The text")->required();
       }
       for (CLI::App* c : {ls, query})
