@@ -108,7 +108,7 @@ cuda::AttnArgs args_for(const FilledCache& c, int n, const float* q, int64_t ldq
 TEST(CudaDecodeAttention, MatchesReference) {
   CHANNEL_REQUIRE_CUDA();
   for (bool f32 : {false, true})
-    for (int hd : {32, 64, 128, 256})
+    for (int hd : {32, 64, 96, 128, 160, 192, 224, 256})
       for (int group : {1, 2, 3, 8}) {
         const int n_kv = 2, n_head = n_kv * group;
         const int64_t cap = hd == 64 ? 9000 : 301;  // 9,000: past 33 splits x 4 warps x 32

@@ -101,6 +101,31 @@ TEST(CudaDevice, UnsupportedModelsAndMissingDevicesGiveOneLine) {
   } else {
     std::printf("[ cuda ] without a device: %s\n", e2.c_str());
   }
+
+  // Head sizes: every multiple of 32 up to 256; another is refused by name before any device
+  // work (a machine without a GPU gives the same line).
+  for (int hd : {32, 64, 96, 128, 160, 192, 224, 256})
+    EXPECT_TRUE(cuda::attention_shape_supported(hd, hd, 4)) << hd;
+  for (int hd : {16, 48, 80, 100, 288})
+    EXPECT_FALSE(cuda::attention_shape_supported(hd, hd, 1)) << hd;
+  EXPECT_FALSE(cuda::attention_shape_supported(128, 64, 1));
+  EXPECT_FALSE(cuda::attention_shape_supported(128, 128, 9));
+  RandomModelSpec odd;
+  odd.arch = Arch::llama;
+  odd.hidden = 96;
+  odd.heads = 2;
+  odd.kv_heads = 1;
+  odd.head_dim = 48;
+  odd.ffn = 128;
+  odd.layers = 1;
+  odd.vocab = 300;
+  GgufWriter ow;
+  write_random_model(odd, ow, pool);
+  const std::vector<uint8_t> odd_bytes = ow.to_bytes();
+  auto odd_model = Model::load_from_memory(odd_bytes, "odd.gguf");
+  const std::string e3 = one_line_error([&] { cuda::CudaWeights::upload(odd_model, 0); });
+  EXPECT_NE(e3.find("cuda: head_dim 48"), std::string::npos) << e3;
+  EXPECT_EQ(e3.find('\n'), std::string::npos);
 }
 
 struct ModelCase {
@@ -110,10 +135,9 @@ struct ModelCase {
 
 class CudaModel : public ::testing::TestWithParam<ModelCase> {};
 
-TEST_P(CudaModel, MatchesCpuPrefillDecodeAndDecodeAll) {
-  CHANNEL_REQUIRE_CUDA();
-  const ModelCase c = GetParam();
-  auto model = random_model(c.arch, c.type);
+// The model on the device against the CPU: a prompt in chunks and in one chunk (flash
+// attention), one-token steps on the graph and without it, truncation, decode_all, errors.
+void expect_matches_cpu(const std::shared_ptr<const Model>& model) {
   auto weights = cuda::CudaWeights::upload(model, 0);
   const int n_vocab = model->hparams().n_vocab;
   std::vector<int32_t> prompt(45);
@@ -155,6 +179,42 @@ TEST_P(CudaModel, MatchesCpuPrefillDecodeAndDecodeAll) {
   EXPECT_LE(nmse(all_g, all_c), bound) << "decode_all";
   EXPECT_THROW(gpu.decode(std::vector<int32_t>(40, 1)), Error);  // past n_ctx
   EXPECT_THROW(gpu.decode(std::vector<int32_t>{n_vocab}), Error);
+}
+
+TEST_P(CudaModel, MatchesCpuPrefillDecodeAndDecodeAll) {
+  CHANNEL_REQUIRE_CUDA();
+  expect_matches_cpu(random_model(GetParam().arch, GetParam().type));
+}
+
+// Head sizes between the powers of two (a lane's 3, 5, 6 and 7 elements in the slot kernels;
+// flash attention's tiles of 96 .. 224), on each architecture, one KV head for four queries.
+TEST(CudaModel, OtherHeadSizesMatchTheCpu) {
+  CHANNEL_REQUIRE_CUDA();
+  const struct {
+    Arch arch;
+    GgmlType type;
+    int head_dim;
+  } cases[] = {{Arch::llama, GgmlType::Q8_0, 96},
+               {Arch::gemma3, GgmlType::F16, 160},
+               {Arch::qwen3, GgmlType::Q4_0, 192},
+               {Arch::gemma3, GgmlType::Q8_0, 224}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("head_dim " + std::to_string(c.head_dim));
+    RandomModelSpec s;
+    s.arch = c.arch;
+    s.type = c.type;
+    s.hidden = 128;
+    s.layers = 3;
+    s.heads = 4;
+    s.kv_heads = 1;
+    s.head_dim = c.head_dim;
+    s.ffn = 256;
+    s.window = 16;
+    s.window_pattern = 3;
+    s.vocab = 500;
+    s.seed = 7;
+    expect_matches_cpu(test::load_random_model(s));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -634,7 +634,7 @@ cuda::AttnArgs slot_attn_args(const SlotAttnShape& s, const cuda::DeviceBuffer& 
 // Its queries and probabilities are f16: a bound of f16 roundings, not the slot kernel's 1e-10.
 TEST(CudaOps, FlashAttentionMatchesReference) {
   CHANNEL_REQUIRE_CUDA();
-  for (int hd : {64, 128, 256}) {
+  for (int hd : {64, 96, 128, 160, 192, 224, 256}) {
     for (int group : {1, 2, 4}) {
       for (int n : {33, 150}) {
         const int n_kv = 2, n_head = n_kv * group, depth = 70, window = 90;
@@ -723,86 +723,92 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
   const bool saved_ahead = cuda::attention_ahead();
   const int saved_min_split = cuda::attention_min_split();
   for (bool f32 : {false, true}) {  // the f16 cache, and the f32 one of F32 models
-  for (int hd : {32, 64, 128, 256}) {
-    for (int group : {1, 2, 3, 8}) {
-      const int n_kv = 2, n_head = n_kv * group;
-      const int64_t cap = 301;
-      // Fill the cache through qkv_finish (no norms, no rotation): every slot gets a key/value.
-      const int64_t ld = (n_head + 2 * n_kv) * hd;
-      const std::vector<float> qkv = randn(static_cast<size_t>(cap * ld), 31 + hd + group, 0.7f);
-      std::vector<int32_t> ids(static_cast<size_t>(cap));
-      std::iota(ids.begin(), ids.end(), 0);
-      cuda::DeviceBuffer dqkv = to_device(qkv), dids = to_device(ids);
-      const size_t elem = f32 ? 4 : 2;
-      cuda::DeviceBuffer kc(static_cast<size_t>(n_kv * cap * hd) * elem, "k"), vc(static_cast<size_t>(n_kv * cap * hd) * elem, "v");
-      const cuda::QkvLayout l{n_head, n_kv, hd, hd, ld, f32};
-      cuda::qkv_finish(l, dqkv.as<float>(), static_cast<int>(cap), nullptr, nullptr, 1e-6f,
-                       cuda::make_rope(cuda::RopeMode::normal, 0, 1e4f, 1.0f, nullptr), dids.as<int32_t>(),
-                       dids.as<int32_t>(), kc.get(), vc.get(), cap, nullptr);
-      std::vector<int32_t> table = ids;
-      std::shuffle(table.begin(), table.end(), std::mt19937(5));
-      const std::vector<int32_t> first = {0, 10, 100, 300, 0};
-      const std::vector<int32_t> count = {1, 57, 201, 0, 301};
-      const int n = static_cast<int>(first.size());
-      const std::vector<float> q = randn(static_cast<size_t>(n * n_head * hd), 41, 0.5f);
-      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int hd : {32, 64, 96, 128, 160, 192, 224, 256}) {
+      for (int group : {1, 2, 3, 8}) {
+        const int n_kv = 2, n_head = n_kv * group;
+        const int64_t cap = 301;
+        // Fill the cache through qkv_finish (no norms, no rotation): every slot gets a key/value.
+        const int64_t ld = (n_head + 2 * n_kv) * hd;
+        const std::vector<float> qkv = randn(static_cast<size_t>(cap * ld), 31 + hd + group, 0.7f);
+        std::vector<int32_t> ids(static_cast<size_t>(cap));
+        std::iota(ids.begin(), ids.end(), 0);
+        cuda::DeviceBuffer dqkv = to_device(qkv), dids = to_device(ids);
+        const size_t elem = f32 ? 4 : 2;
+        cuda::DeviceBuffer kc(static_cast<size_t>(n_kv * cap * hd) * elem, "k"),
+            vc(static_cast<size_t>(n_kv * cap * hd) * elem, "v");
+        const cuda::QkvLayout l{n_head, n_kv, hd, hd, ld, f32};
+        cuda::qkv_finish(l, dqkv.as<float>(), static_cast<int>(cap), nullptr, nullptr, 1e-6f,
+                         cuda::make_rope(cuda::RopeMode::normal, 0, 1e4f, 1.0f, nullptr),
+                         dids.as<int32_t>(), dids.as<int32_t>(), kc.get(), vc.get(), cap, nullptr);
+        std::vector<int32_t> table = ids;
+        std::shuffle(table.begin(), table.end(), std::mt19937(5));
+        const std::vector<int32_t> first = {0, 10, 100, 300, 0};
+        const std::vector<int32_t> count = {1, 57, 201, 0, 301};
+        const int n = static_cast<int>(first.size());
+        const std::vector<float> q = randn(static_cast<size_t>(n * n_head * hd), 41, 0.5f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-      // Reference: keys and values as the cache holds them (f16, or f32).
-      auto held = [&](float x) { return f32 ? x : fp16_to_fp32(fp32_to_fp16(x)); };
-      std::vector<float> k(static_cast<size_t>(n_kv * cap * hd)), v(k.size());
-      for (int64_t s = 0; s < cap; ++s)
-        for (int hk = 0; hk < n_kv; ++hk)
-          for (int i = 0; i < hd; ++i) {
-            const size_t at = (static_cast<size_t>(hk) * cap + s) * hd + i;
-            k[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + hk) * hd + i)]);
-            v[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + n_kv + hk) * hd + i)]);
+        // Reference: keys and values as the cache holds them (f16, or f32).
+        auto held = [&](float x) { return f32 ? x : fp16_to_fp32(fp32_to_fp16(x)); };
+        std::vector<float> k(static_cast<size_t>(n_kv * cap * hd)), v(k.size());
+        for (int64_t s = 0; s < cap; ++s)
+          for (int hk = 0; hk < n_kv; ++hk)
+            for (int i = 0; i < hd; ++i) {
+              const size_t at = (static_cast<size_t>(hk) * cap + s) * hd + i;
+              k[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + hk) * hd + i)]);
+              v[at] = held(qkv[static_cast<size_t>(s * ld + (n_head + n_kv + hk) * hd + i)]);
+            }
+        std::vector<float> want(static_cast<size_t>(n * n_head * hd)),
+            scores(static_cast<size_t>(cap));
+        for (int t = 0; t < n; ++t)
+          for (int h = 0; h < n_head; ++h) {
+            const int hk = h / group;
+            const AttentionHead head{k.data() + hk * cap * hd, v.data() + hk * cap * hd, hd, hd};
+            const std::span<const int32_t> visible(
+                table.data() + first[static_cast<size_t>(t)],
+                static_cast<size_t>(count[static_cast<size_t>(t)]));
+            attend_ref(q.data() + (t * n_head + h) * hd, head, visible, scale, scores.data(),
+                       want.data() + (t * n_head + h) * hd);
           }
-      std::vector<float> want(static_cast<size_t>(n * n_head * hd)), scores(static_cast<size_t>(cap));
-      for (int t = 0; t < n; ++t)
-        for (int h = 0; h < n_head; ++h) {
-          const int hk = h / group;
-          const AttentionHead head{k.data() + hk * cap * hd, v.data() + hk * cap * hd, hd, hd};
-          const std::span<const int32_t> visible(table.data() + first[static_cast<size_t>(t)],
-                                                 static_cast<size_t>(count[static_cast<size_t>(t)]));
-          attend_ref(q.data() + (t * n_head + h) * hd, head, visible, scale, scores.data(),
-                     want.data() + (t * n_head + h) * hd);
-        }
 
-      cuda::DeviceBuffer dq = to_device(q), dt = to_device(table), df = to_device(first), dc = to_device(count);
-      // The plain kernel (min_split unused), then the ahead form with 1 and 16 slots a split.
-      for (int form = 0; form < 3; ++form) {
-        cuda::set_attention_ahead(form > 0);
-        cuda::set_attention_min_split(form == 2 ? 16 : 1);
-        for (int splits : {1, 7}) {
-          cuda::DeviceBuffer part(
-              std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4, "part");
-          cuda::DeviceBuffer out(want.size() * 4, "out");
-          cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, f32}, dq, kc.get(), vc.get(),
-                                            dt, df, dc, splits, part, out);
-          cuda::attention(a, nullptr);
-          const std::vector<float> got = from_device<float>(out, want.size());
-          const std::string what = "hd " + std::to_string(hd) + " group " + std::to_string(group) +
-                                   " splits " + std::to_string(splits) + " f32 " +
-                                   std::to_string(f32) + " form " + std::to_string(form);
-          EXPECT_LE(nmse(got, want), 1e-10) << what;
-          for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
-            for (int i = 0; i < hd; ++i)
-              EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f) << what;
-
-          // The output as W_o's input: per token the bytes of convert_act over the float
-          // output (Q8_0 blocks: [n][row] quants then [n][row / 32] scales).
-          const int64_t row = static_cast<int64_t>(n_head) * hd;
-          for (GgmlType wo : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
-            cuda::DeviceBuffer got_act(test::act_out_bytes(n, row), "act");
-            a.out_act = got_act.get();
-            a.out_form = cuda::act_form(wo);
+        cuda::DeviceBuffer dq = to_device(q), dt = to_device(table), df = to_device(first),
+                           dc = to_device(count);
+        // The plain kernel (min_split unused), then the ahead form with 1 and 16 slots a split.
+        for (int form = 0; form < 3; ++form) {
+          cuda::set_attention_ahead(form > 0);
+          cuda::set_attention_min_split(form == 2 ? 16 : 1);
+          for (int splits : {1, 7}) {
+            cuda::DeviceBuffer part(
+                std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4,
+                "part");
+            cuda::DeviceBuffer out(want.size() * 4, "out");
+            cuda::AttnArgs a = slot_attn_args({n, n_head, n_kv, hd, cap, f32}, dq, kc.get(),
+                                              vc.get(), dt, df, dc, splits, part, out);
             cuda::attention(a, nullptr);
-            test::expect_act_rows(wo, got_act, out.as<float>(), n, row, what);
+            const std::vector<float> got = from_device<float>(out, want.size());
+            const std::string what = "hd " + std::to_string(hd) + " group " +
+                                     std::to_string(group) + " splits " + std::to_string(splits) +
+                                     " f32 " + std::to_string(f32) + " form " +
+                                     std::to_string(form);
+            EXPECT_LE(nmse(got, want), 1e-10) << what;
+            for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
+              for (int i = 0; i < hd; ++i)
+                EXPECT_EQ(got[static_cast<size_t>((3 * n_head + h) * hd + i)], 0.0f) << what;
+
+            // The output as W_o's input: per token the bytes of convert_act over the float
+            // output (Q8_0 blocks: [n][row] quants then [n][row / 32] scales).
+            const int64_t row = static_cast<int64_t>(n_head) * hd;
+            for (GgmlType wo : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+              cuda::DeviceBuffer got_act(test::act_out_bytes(n, row), "act");
+              a.out_act = got_act.get();
+              a.out_form = cuda::act_form(wo);
+              cuda::attention(a, nullptr);
+              test::expect_act_rows(wo, got_act, out.as<float>(), n, row, what);
+            }
           }
         }
       }
     }
-  }
   }
   cuda::set_attention_ahead(saved_ahead);
   cuda::set_attention_min_split(saved_min_split);

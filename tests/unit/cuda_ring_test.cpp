@@ -45,7 +45,7 @@ std::shared_ptr<const Model> make_model(const RandomModelSpec& s) {
   return test::load_random_model(s);
 }
 
-std::shared_ptr<const Model> ring_model(Arch arch, GgmlType type) {
+std::shared_ptr<const Model> ring_model(Arch arch, GgmlType type, int head_dim = 64) {
   RandomModelSpec s;
   s.arch = arch;
   s.type = type;
@@ -53,7 +53,7 @@ std::shared_ptr<const Model> ring_model(Arch arch, GgmlType type) {
   s.layers = 4;
   s.heads = 4;
   s.kv_heads = 2;
-  s.head_dim = 64;
+  s.head_dim = head_dim;
   s.ffn = 320;
   s.window = 16;
   s.window_pattern = 3;
@@ -96,6 +96,7 @@ Bounds bounds_for(GgmlType type) {
 struct RingCase {
   Arch arch;
   GgmlType type;
+  int head_dim = 64;
 };
 
 // The device's contract (model/ring_compute.h, cuda_kernels.h ring_qkv_finish and
@@ -469,7 +470,7 @@ TEST(CudaRingHost, BoundedModelMatchesTheCpuRing) {
 // The CPU ring against the device ring of the same random model, over `steps` random
 // operations; `clock`: the device ring's clock at the end.
 DriveResult drive_against_cpu(const RingCase& c, int steps, uint64_t* clock = nullptr) {
-  auto model = ring_model(c.arch, c.type);
+  auto model = ring_model(c.arch, c.type, c.head_dim);
   auto weights = cuda::CudaWeights::upload(model, 0);
   const RingSessionConfig config = small_ring();
   RingSessionConfig on_gpu = config;
@@ -530,6 +531,26 @@ TEST(CudaRingDecode, AheadAttentionAndEveryFormMatchTheCpuRing) {
   cuda::set_attention_ahead(saved_ahead);
   cuda::set_attention_min_split(saved_min_split);
   cuda::set_attention_writes_every_form(saved_form);
+}
+
+// Head sizes between the powers of two (every multiple of 32 up to 256 is taken: 96, 160 and
+// 224 are a lane's 3, 5 and 7 elements, loaded without vector widths), and on the bounded
+// model's own kernel, against the CPU ring; with the ahead form too.
+TEST(CudaRingDecode, OtherHeadSizesMatchTheCpuRing) {
+  CHANNEL_REQUIRE_CUDA();
+  const bool saved_ahead = cuda::attention_ahead();
+  for (const bool ahead : {false, true}) {
+    cuda::set_attention_ahead(ahead);
+    for (const RingCase c :
+         {RingCase{Arch::gemma3, GgmlType::Q8_0, 96}, RingCase{Arch::llama, GgmlType::F16, 160},
+          RingCase{Arch::qwen3, GgmlType::F32, 224}, RingCase{Arch::bounded, GgmlType::Q8_0, 96}}) {
+      const DriveResult r = drive_against_cpu(c, 400);
+      EXPECT_LE(r.worst, bounds_for(c.type).logits)
+          << "head_dim " << c.head_dim << " ahead " << ahead << " worst at " << r.worst_at;
+      EXPECT_GE(r.evictions, 30u);
+    }
+  }
+  cuda::set_attention_ahead(saved_ahead);
 }
 
 // A NaN reaching the logits ends the ring's step with the error, on the graph and without,

@@ -360,20 +360,7 @@ void launch_group(const DecodeAttnArgs& d, cudaStream_t s) {
 
 template <typename T>
 void launch_head(const DecodeAttnArgs& d, cudaStream_t s) {
-  switch (d.a.head_dim) {
-    case 32:
-      launch_group<1, T>(d, s);
-      break;
-    case 64:
-      launch_group<2, T>(d, s);
-      break;
-    case 128:
-      launch_group<4, T>(d, s);
-      break;
-    default:
-      launch_group<8, T>(d, s);
-      break;
-  }
+  with_lane_elements(d.a.head_dim, [&](auto e) { launch_group<decltype(e)::value, T>(d, s); });
 }
 
 }  // namespace

@@ -284,24 +284,13 @@ bool flash_attention_supported(const AttnArgs& a) {
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
     return false;
-  return major >= 8 && !a.kv_f32 && a.head_dim == a.head_dim_v &&
-         (a.head_dim == 64 || a.head_dim == 128 || a.head_dim == 256) && a.n_head_kv > 0 &&
-         a.n_head % a.n_head_kv == 0;
+  return major >= 8 && !a.kv_f32 && a.head_dim == a.head_dim_v && a.head_dim % 32 == 0 &&
+         a.head_dim >= 64 && a.head_dim <= 256 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0;
 }
 
 void flash_attention(const AttnArgs& a, cudaStream_t s) {
   if (!flash_attention_supported(a)) fail(cudaErrorInvalidValue, "flash attention: shape");
-  switch (a.head_dim) {
-    case 64:
-      launch_flash<64>(a, s);
-      break;
-    case 128:
-      launch_flash<128>(a, s);
-      break;
-    default:
-      launch_flash<256>(a, s);
-      break;
-  }
+  with_lane_elements(a.head_dim, [&](auto d) { launch_flash<32 * decltype(d)::value>(a, s); });
   finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_act, a.out_form, s);
 }
 

@@ -208,9 +208,9 @@ void attention(const AttnArgs& a, cudaStream_t s);
 
 // Prompt-chunk attention on tensor cores (cuda_flash_attention.cu): 64 queries of a head a
 // block against 64-key tiles, queries and probabilities rounded to f16, f32 accumulators.
-// Takes the f16 cache with head_dim == head_dim_v in {64, 128, 256}; a.splits parts of each
-// block's key range merged as attention's. CHANNEL_CUDA_ATTN=flash|slots (read once; default
-// flash) or set_flash_attention choose whether attention() uses it.
+// Takes the f16 cache with head_dim == head_dim_v a multiple of 32 from 64 to 256; a.splits parts
+// of each block's key range merged as attention's. CHANNEL_CUDA_ATTN=flash|slots (read once;
+// default flash) or set_flash_attention choose whether attention() uses it.
 constexpr int kFlashMinTokens = 32;
 bool flash_attention_supported(const AttnArgs& a);
 void flash_attention(const AttnArgs& a, cudaStream_t s);

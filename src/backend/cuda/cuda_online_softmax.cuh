@@ -33,30 +33,74 @@ __device__ __forceinline__ void load_kv(const float* p, float* out) {
 
 template <int D>
 __device__ __forceinline__ void load_kv(const __half* p, float* out) {
-  if constexpr (D == 8) {
-    const int4 v = *reinterpret_cast<const int4*>(p);
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
+  // The widest load the lane's offset allows: lane * D halves from a row of D * 32.
+  if constexpr (D % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(h[i]);
-      out[2 * i] = f.x;
-      out[2 * i + 1] = f.y;
-    }
-  } else if constexpr (D == 4) {
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
+    for (int j = 0; j < D / 8; ++j) {
+      const int4 v = reinterpret_cast<const int4*>(p)[j];
+      const __half2* h = reinterpret_cast<const __half2*>(&v);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float2 f = __half22float2(h[i]);
-      out[2 * i] = f.x;
-      out[2 * i + 1] = f.y;
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __half22float2(h[i]);
+        out[8 * j + 2 * i] = f.x;
+        out[8 * j + 2 * i + 1] = f.y;
+      }
     }
-  } else if constexpr (D == 2) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
-    out[0] = f.x;
-    out[1] = f.y;
+  } else if constexpr (D % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < D / 4; ++j) {
+      const uint2 v = reinterpret_cast<const uint2*>(p)[j];
+      const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float2 f = __half22float2(h[i]);
+        out[4 * j + 2 * i] = f.x;
+        out[4 * j + 2 * i + 1] = f.y;
+      }
+    }
+  } else if constexpr (D % 2 == 0) {
+#pragma unroll
+    for (int j = 0; j < D / 2; ++j) {
+      const float2 f = __half22float2(reinterpret_cast<const __half2*>(p)[j]);
+      out[2 * j] = f.x;
+      out[2 * j + 1] = f.y;
+    }
   } else {
-    out[0] = __half2float(*p);
+#pragma unroll
+    for (int i = 0; i < D; ++i) out[i] = __half2float(p[i]);
+  }
+}
+
+// fn(integral_constant<int, D>) for a head of head_dim = 32 * D elements, D = 1 .. 8 (a lane
+// holds D of them): the head sizes the slot kernels take (attention_shape_supported).
+template <typename Fn>
+void with_lane_elements(int head_dim, Fn&& fn) {
+  using std::integral_constant;
+  switch (head_dim) {
+    case 32:
+      fn(integral_constant<int, 1>{});
+      break;
+    case 64:
+      fn(integral_constant<int, 2>{});
+      break;
+    case 96:
+      fn(integral_constant<int, 3>{});
+      break;
+    case 128:
+      fn(integral_constant<int, 4>{});
+      break;
+    case 160:
+      fn(integral_constant<int, 5>{});
+      break;
+    case 192:
+      fn(integral_constant<int, 6>{});
+      break;
+    case 224:
+      fn(integral_constant<int, 7>{});
+      break;
+    default:
+      fn(integral_constant<int, 8>{});
+      break;
   }
 }
 

@@ -491,8 +491,8 @@ size_t attention_part_floats(int n, int n_head, int head_dim_v, int splits) {
 }
 
 bool attention_shape_supported(int head_dim, int head_dim_v, int group) {
-  return head_dim == head_dim_v && (head_dim == 32 || head_dim == 64 || head_dim == 128 ||
-                                    head_dim == 256) && group >= 1 && group <= kMaxGroup;
+  return head_dim == head_dim_v && head_dim % 32 == 0 && head_dim >= 32 && head_dim <= 256 &&
+         group >= 1 && group <= kMaxGroup;
 }
 
 void attention(const AttnArgs& a, cudaStream_t s) {
@@ -503,20 +503,9 @@ void attention(const AttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kAttnWarps * 32;
-  switch (a.head_dim) {  // attention_shape_supported's sizes
-    case 32:
-      launch_attention<1>(a, grid, threads, s);
-      break;
-    case 64:
-      launch_attention<2>(a, grid, threads, s);
-      break;
-    case 128:
-      launch_attention<4>(a, grid, threads, s);
-      break;
-    default:
-      launch_attention<8>(a, grid, threads, s);
-      break;
-  }
+  with_lane_elements(a.head_dim, [&](auto d) {  // attention_shape_supported's sizes
+    launch_attention<decltype(d)::value>(a, grid, threads, s);
+  });
   check_launch("attention");
   finish_attention(a.part, a.n, a.n_head, a.head_dim_v, a.splits, a.out, a.out_act, a.out_form, s);
 }

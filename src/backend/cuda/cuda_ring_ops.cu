@@ -379,20 +379,9 @@ void ring_attention(const RingAttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(a.splits),
                   static_cast<unsigned>(a.n));
   const int threads = kWarps * 32;
-  switch (a.head_dim) {  // attention_shape_supported's sizes
-    case 32:
-      launch_ring_attention<1>(a, grid, threads, s);
-      break;
-    case 64:
-      launch_ring_attention<2>(a, grid, threads, s);
-      break;
-    case 128:
-      launch_ring_attention<4>(a, grid, threads, s);
-      break;
-    default:
-      launch_ring_attention<8>(a, grid, threads, s);
-      break;
-  }
+  with_lane_elements(a.head_dim, [&](auto d) {  // attention_shape_supported's sizes
+    launch_ring_attention<decltype(d)::value>(a, grid, threads, s);
+  });
   check_launch("ring_attention");
   finish_attention(a.part, a.n, a.n_head, a.head_dim, a.splits, a.out, a.out_act, a.out_form, s);
 }

@@ -150,9 +150,10 @@ size_t largest_raw(const Model& model) {
 void check_model_supported(const ModelHparams& hp) {
   const int group = hp.n_head / hp.n_head_kv;
   if (!attention_shape_supported(hp.head_dim, hp.head_dim_v, group))
-    throw_error("cuda: head_dim {} / {} with {} query heads per KV head is not supported by the "
-                "CUDA attention (head_dim 32, 64, 128 or 256, at most 8 heads per KV head)",
-                hp.head_dim, hp.head_dim_v, group);
+    throw_error(
+        "cuda: head_dim {} / {} with {} query heads per KV head is not supported by the "
+        "CUDA attention (head_dim a multiple of 32 up to 256, at most 8 heads per KV head)",
+        hp.head_dim, hp.head_dim_v, group);
   if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
     throw_error("cuda: rope dimension count {} does not fit head_dim {}", hp.n_rot, hp.head_dim);
   if (hp.n_embd > row_kernels_max_row())
