@@ -45,7 +45,7 @@ model() {  # model 12b q8_0: the file, written first where it is missing
   local f=/tmp/models/$1-$2.gguf
   if [[ ! -f $f ]]; then
     "$ch" mkmodel $(shape "$1") --type "$2" -t "$(nproc)" -o "$f.part" >>"$log" 2>&1 && mv "$f.part" "$f"
-    say "mkmodel $1 $2 rc $? at $((SECONDS - t0)) s"
+    say "mkmodel $1 $2 rc $? at $((SECONDS - t0)) s" >&2  # stdout is the file's name
   fi
   echo "$f"
 }
