@@ -129,6 +129,7 @@ RingSession::RingSession(std::shared_ptr<const Model> model, const RingSessionCo
   saved_logits_.resize(hp.n_vocab);
   tentative_distances_.resize(config.ring.probe_reserve);
   tentative_tokens_.resize(config.ring.probe_reserve);
+  tentative_starts_.resize(config.ring.probe_reserve);
   tentative_clocks_.resize(config.ring.probe_reserve);
   tentative_slots_.resize(config.ring.probe_reserve);
   saved_ring_ = SlotRing(config.ring);
@@ -523,6 +524,22 @@ std::span<const float> RingSession::feed(SpanType type, std::span<const int32_t>
   return logits_;
 }
 
+std::span<const float> RingSession::feed_all(SpanType type, std::span<const int32_t> tokens,
+                                             std::span<const uint8_t> starts) {
+  if (starts.size() != tokens.size())
+    throw_error("session: feed of {} tokens with {} span-start marks", tokens.size(),
+                starts.size());
+  if (static_cast<unsigned>(type) >= kSpanTypeCount)
+    throw_error("session: span type {} out of range", static_cast<unsigned>(type));
+  feed_all_starts_ = starts.data();
+  feed_all_type_ = type;
+  struct Forget {  // the starts are this call's only, also when it throws
+    const uint8_t*& starts;
+    ~Forget() { starts = nullptr; }
+  } forget{feed_all_starts_};
+  return decode_all(tokens);
+}
+
 void RingSession::open_pending_span() {
   if (pending_span_) {
     ring_.begin_span(*pending_span_);
@@ -537,13 +554,16 @@ void RingSession::run(std::span<const int32_t> tokens, float* all) {
     return;
   }
   const bool tentative = tokens.size() <= max_truncate();
+  const uint8_t* starts = feed_all_starts_;  // feed_all's, or none
   if (tentative) {  // what truncate_last goes back to; the hook waits for it
     saved_ring_.copy_state_from(ring_);
     saved_max_distance_ = max_distance_;
     std::copy(logits_.begin(), logits_.end(), saved_logits_.begin());
+    for (size_t i = 0; i < tokens.size(); ++i) tentative_starts_[i] = starts ? starts[i] : 0;
+    tentative_type_ = feed_all_type_;
     hook_live_ = false;
   }
-  run_chunks(tokens, all);
+  run_chunks(tokens, all, starts, feed_all_type_);
   hook_live_ = true;
   tentative_ = tentative ? static_cast<uint32_t>(tokens.size()) : 0;
 }
@@ -568,6 +588,7 @@ void RingSession::settle(int k) {
   ring_.copy_state_from(saved_ring_);
   max_distance_ = saved_max_distance_;
   for (uint32_t i = 0; i < keep; ++i) {
+    if (tentative_starts_[i]) ring_.begin_span(tentative_type_);  // as run_chunk began it
     ring_.append_token();
     max_distance_ = std::max(max_distance_, tentative_distances_[i]);
   }

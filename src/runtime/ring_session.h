@@ -77,6 +77,11 @@ class RingSession final : public SessionBase {
   // boundaries. Returns the last token's logits. starts.size() must equal tokens.size().
   std::span<const float> feed(SpanType type, std::span<const int32_t> tokens,
                               std::span<const uint8_t> starts);
+  // decode_all with feed()'s span starts: every token's logits [n][n_vocab], tentative as
+  // decode_all is (a speculative verify of generated text cut at sentence ends); truncate_last
+  // begins the kept tokens' spans again as this call did.
+  std::span<const float> feed_all(SpanType type, std::span<const int32_t> tokens,
+                                  std::span<const uint8_t> starts);
   // decode (SessionBase) appends to the current span (e.g. one generated token); an error
   // when none was begun.
   // decode_all (SessionBase): a call of at most max_truncate() tokens is tentative:
@@ -279,7 +284,12 @@ class RingSession final : public SessionBase {
   std::vector<uint64_t> tentative_clocks_;
   std::vector<uint32_t> tentative_slots_;
   std::vector<float> tentative_hidden_;
+  std::vector<uint8_t> tentative_starts_;  // [probe_reserve] feed_all's span starts, else 0
+  SpanType tentative_type_ = SpanType::user;
   std::vector<float> saved_logits_;  // [n_vocab]
+  // feed_all's starts and type for the run() inside its decode_all; null otherwise.
+  const uint8_t* feed_all_starts_ = nullptr;
+  SpanType feed_all_type_ = SpanType::user;
 };
 
 }  // namespace channel

@@ -33,17 +33,63 @@ std::span<const float> StreamSession::decode(std::span<const int32_t> tokens) {
   return logits;
 }
 
-std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_t> tokens) {
-  ring_->check_tokens(tokens);  // the whole input, before the first call
+SentenceSplitter StreamSession::span_starts(SpanType type, std::span<const int32_t> tokens) {
   const Tokenizer& tok = tokenizer();
-  SentenceSplitter splitter = splitter_;  // committed once the tokens are in
-  bool continues = open_ == type;
+  SentenceSplitter splitter = splitter_;
+  const bool continues = open_ == type;
   if (!continues) splitter.reset();
   starts_.assign(tokens.size(), 0);
   for (size_t i = 0; i < tokens.size(); ++i) {
     const bool starts = splitter.feed(tok.token_to_piece(tokens[i], /*render_special=*/false));
     starts_[i] = (i == 0 && !continues) || starts;
   }
+  return splitter;
+}
+
+std::span<const float> StreamSession::feed_tentative(SpanType type,
+                                                     std::span<const int32_t> tokens) {
+  ring_->check_tokens(tokens);
+  if (tokens.size() > ring_->max_truncate())
+    throw_error("generate: a verify of {} tokens is longer than the ring's probe reserve ({})",
+                tokens.size(), ring_->max_truncate());
+  (void)span_starts(type, tokens);  // the splitter and open_ change only with keep_tentative
+  const std::span<const float> all = ring_->feed_all(type, tokens, starts_);
+  tentative_.assign(tokens.begin(), tokens.end());
+  tentative_starts_.assign(starts_.begin(), starts_.end());
+  tentative_type_ = type;
+  return all;
+}
+
+size_t StreamSession::keep_tentative(size_t keep,
+                                     const std::function<bool(const GeneratedToken&)>& on_token) {
+  if (keep > tentative_.size())
+    throw_error("generate: cannot keep {} tokens of a verify of {}", keep, tentative_.size());
+  TextStreamDecoder text = text_;  // committed with the tokens kept
+  for (size_t i = 0; i < keep; ++i) {
+    GeneratedToken g;
+    g.token = tentative_[i];
+    g.new_span = tentative_starts_[i] != 0;
+    g.text = text.push(g.token);
+    if (on_token && !on_token(g)) {
+      keep = i + 1;
+      break;
+    }
+  }
+  ring_->truncate_last(static_cast<int>(tentative_.size() - keep));
+  if (keep > 0) {
+    const std::span<const int32_t> kept(tentative_.data(), keep);
+    splitter_ = span_starts(tentative_type_, kept);  // the splitter after the kept tokens
+    open_ = tentative_type_;
+    accept_all(kept);
+    for (const int32_t t : kept) (void)text_.push(t);
+  }
+  tentative_.clear();
+  return keep;
+}
+
+std::span<const float> StreamSession::feed(SpanType type, std::span<const int32_t> tokens) {
+  ring_->check_tokens(tokens);                            // the whole input, before the first call
+  SentenceSplitter splitter = span_starts(type, tokens);  // committed once the tokens are in
   // One call for all the spans: the forward chunks run across sentence ends.
   const std::span<const float> logits = ring_->feed(type, tokens, starts_);
   accept_all(tokens);

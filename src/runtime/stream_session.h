@@ -74,6 +74,20 @@ class StreamSession {
   GeneratedToken next(EogPolicy eog, const std::function<bool(int32_t)>& allowed,
                       SpanType type = SpanType::response_sentence);
 
+  // A speculative verify (runtime/stream_speculative.h): feeds `tokens`, the next generated
+  // token and its drafts, as next() would feed them one by one into spans of `type`, but
+  // tentatively, and returns every token's logits [n][n_vocab]. At most
+  // ring_session().max_truncate() tokens. keep_tentative must follow before any other call.
+  std::span<const float> feed_tentative(SpanType type, std::span<const int32_t> tokens);
+  // Keeps the first `keep` tokens of the feed_tentative just made and rolls the others back:
+  // the session is then as if next() had generated the kept tokens (spans, sampler history,
+  // text). on_token (if set) first sees each of them in order as next() would have returned
+  // it (the ring still holding the whole feed); when it returns false, the tokens after that
+  // one are rolled back too. Returns how many were kept. Throws channel::Error, state
+  // unchanged, for a keep larger than that feed.
+  size_t keep_tentative(size_t keep,
+                        const std::function<bool(const GeneratedToken&)>& on_token = {});
+
   // Replaces the sampler (its RNG restarts from the new seed and the history empties); the
   // logit bias (Sampler::set_logit_bias) stays.
   void set_sampler(const SamplerConfig& sampling) {
@@ -112,6 +126,13 @@ class StreamSession {
   std::vector<uint8_t> starts_;  // [tokens of one feed] 1 where a span begins (scratch)
   std::vector<float> masked_;    // [n_vocab] logits of a constrained step (scratch)
   int logprobs_top_ = -1;        // set_logprobs
+  // The feed_tentative waiting for keep_tentative: its tokens, span starts and type.
+  std::vector<int32_t> tentative_;
+  std::vector<uint8_t> tentative_starts_;
+  SpanType tentative_type_ = SpanType::response_sentence;
+  // The span starts of `tokens` fed as text of `type` now (feed()'s rule), into starts_;
+  // returns the splitter as it would be after them.
+  SentenceSplitter span_starts(SpanType type, std::span<const int32_t> tokens);
   GeneratedToken take(int32_t token, EogPolicy eog, SpanType type);
 };
 
