@@ -182,6 +182,16 @@ for draft in ngram "$tmp/gemma3.gguf"; do
     echo "test-cuda: run --draft --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
   fi
 done
+# The same on the device's slot ring (no --ctx): verifies are tentative ring feeds there.
+plain_ring=$("$ch" run -m "$tmp/gemma3.gguf" -p "a b c a b c a b" -n 48 --temp 0 --no-echo \
+  --device cuda 2>/dev/null) || true
+if out=$("$ch" run -m "$tmp/gemma3.gguf" -p "a b c a b c a b" -n 48 --no-echo --draft ngram \
+    --device cuda 2>"$tmp/err"); then
+  echo "run --draft ngram --device cuda on the ring: $(grep -E '^channel: draft' "$tmp/err")"
+  [[ -n "$out" && "$out" == "$plain_ring" ]] || { echo "test-cuda: ring run --draft text differs from greedy"; rc=1; }
+else
+  echo "test-cuda: ring run --draft --device cuda failed: $(tail -1 "$tmp/err")"; rc=1
+fi
 # run and stream on the slot ring on the device (RingSessionConfig::compute): 600 streamed
 # tokens through 256 slots evict spans on the GPU; the sessions' K/V stay in device memory.
 if out=$("$ch" run -m "$tmp/gemma3.gguf" --slots 256 --recall-slots 8 -p "hello there" -n 40 \

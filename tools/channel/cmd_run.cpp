@@ -38,6 +38,7 @@
 #include "runtime/session.h"
 #include "runtime/session_file.h"
 #include "runtime/stream_session.h"
+#include "runtime/stream_speculative.h"
 #include "sampling_flags.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -128,21 +129,45 @@ int run_session(const RunArgs& args) {
   config.n_threads = args.threads;
   config.compute = ring_compute_for(parse_device(args.device));
   const bool resume = !args.session.empty() && std::filesystem::exists(args.session);
+  const bool drafting = !args.draft.empty();
   // A resumed session keeps the probe reserve it was saved with; a new one with automatic
-  // recall keeps a slot free for the prompt's last token to run as a probe.
-  config.ring.probe_reserve = resume ? saved_probe_reserve(args.session)
+  // recall keeps a slot free for the prompt's last token to run as a probe, and one that
+  // drafts keeps room for a verify (the current token and its drafts).
+  config.ring.probe_reserve = resume     ? saved_probe_reserve(args.session)
+                              : drafting ? static_cast<uint32_t>(args.draft_max + 1)
                               : (!args.memory.empty() && !args.recall_flags.no_auto)
                                   ? kAutoRecallProbeReserve
                                   : 0;
+  int draft_max = args.draft_max;
+  if (drafting && resume && config.ring.probe_reserve < static_cast<uint32_t>(draft_max) + 1) {
+    if (config.ring.probe_reserve < 2)
+      throw_error(
+          "--draft: {} was saved without room for a verify (probe reserve {}); a new "
+          "session made with --draft has it",
+          args.session, config.ring.probe_reserve);
+    draft_max = static_cast<int>(config.ring.probe_reserve) - 1;
+    std::fprintf(stderr, "channel: --draft-max %d: %s verifies at most %d tokens, so %d drafts\n",
+                 args.draft_max, args.session.c_str(), config.ring.probe_reserve, draft_max);
+  }
+  // Drafting is greedy: the sampler picks the argmax, as every verify does.
+  SamplerConfig sampling = args.sampling.config;
+  if (drafting) sampling.temperature = 0.0f;
   // Everything is checked before any file is created: the geometry (the session allocates
   // it), the prompt, and only then the store (opened, or created last).
   std::unique_ptr<StreamSession> s;
   if (resume) {
     s = load_session_file(args.session, loaded.model, config);
-    if (!args.sampling.given.empty())
-      s->sampler() = s->sampler().reconfigured(args.sampling.over(s->sampler().config()));
+    if (!args.sampling.given.empty() || drafting) {
+      SamplerConfig c = args.sampling.over(s->sampler().config());
+      if (drafting) {  // greedy, without the penalties the file may hold
+        c.temperature = 0.0f;
+        c.repeat_penalty = 1.0f;
+        c.presence_penalty = c.frequency_penalty = 0.0f;
+      }
+      s->sampler() = s->sampler().reconfigured(c);
+    }
   } else {
-    s = std::make_unique<StreamSession>(loaded.model, config, args.sampling.config);
+    s = std::make_unique<StreamSession>(loaded.model, config, sampling);
     // Cold boot: BOS (when the model wants one) and the system prompt are the anchors.
     std::vector<int32_t> anchors;
     if (tokenizer.add_bos_default() && tokenizer.bos_id() >= 0) anchors.push_back(tokenizer.bos_id());
@@ -180,7 +205,13 @@ int run_session(const RunArgs& args) {
               .has_value(),
           args.memory);
   }
+  LoadedModel draft_model;
+  std::unique_ptr<Drafter> drafter;
+  if (drafting)
+    drafter = make_drafter(args.draft, *loaded.model, parse_device(args.device), 0, args.threads,
+                           &draft_model);
   print_loaded(loaded);
+  if (draft_model.model) print_loaded(draft_model);
   if (s->ring_session().on_device())
     std::fprintf(stderr, "channel: running on %s (%s)\n", parse_device(args.device).name().c_str(),
                  s->ring_session().device_name().c_str());
@@ -258,6 +289,7 @@ int run_session(const RunArgs& args) {
   bool output_ok = args.no_echo || write_out(args.prompt);
   int n = 0;
   std::string stop = prompt_fed ? "token limit" : signal_stop_name();
+  SpeculativeStats draft_stats;
   const auto t1 = std::chrono::steady_clock::now();
   if (prompt_fed) {
     StreamGenerateCallbacks on;
@@ -274,7 +306,10 @@ int run_session(const RunArgs& args) {
       if (!output_ok) stop = "output closed";
       return output_ok;
     };
-    const StreamGenerateResult r = generate_stream(*s, args.n_predict, EogPolicy::stop, on);
+    const StreamGenerateResult r =
+        drafting ? generate_stream_speculative(*s, args.n_predict, drafter.get(), draft_max, prompt,
+                                               on, &draft_stats)
+                 : generate_stream(*s, args.n_predict, EogPolicy::stop, on);
     n = static_cast<int>(r.n_generated);
     if (r.stop == StopReason::end_of_generation) stop = "end of generation";
   }
@@ -312,6 +347,7 @@ int run_session(const RunArgs& args) {
                gen_seconds > 0 ? n / gen_seconds : 0.0, stop.c_str(),
                static_cast<unsigned long long>(s->clock()), args.session.empty() ? "" : ", saved ",
                args.session.c_str());
+  if (drafting) print_draft_stats(args.draft, draft_max, draft_stats);
   return stopped_exit_code();
 }
 
@@ -324,8 +360,8 @@ void check_run_args(const RunArgs& args) {
     throw UsageError(e.what());
   }
   if (!args.draft.empty()) {
-    if (!args.session.empty() || !args.memory.empty())
-      throw_usage("--draft: does not apply with --session or --memory");
+    if (!args.memory.empty())  // recall edits the logits a draft is checked against
+      throw_usage("--draft: does not apply with --memory");
     if (args.sampling.was_given("--temp") && args.sampling.config.temperature > 0)
       throw_usage("--draft: needs greedy decoding (--temp 0), got --temp {}",
                   args.sampling.config.temperature);
@@ -360,15 +396,15 @@ int run_run(RunArgs args) {
   check_run_args(args);
   std::signal(SIGPIPE, SIG_IGN);
   if (!args.prompt_file.empty()) args.prompt = read_input_text("-f", args.prompt_file);
+  const DeviceSpec device = parse_device(args.device);
+  // The slot ring is the engine (with --draft too): --ctx N asks for a contiguous context.
+  if (args.n_ctx == 0) return run_session(args);
+  if (!args.session.empty() || !args.memory.empty() || !args.system.empty())
+    throw_usage("--ctx: runs on a contiguous context; --session, --memory and --system need the ring");
   if (!args.draft.empty()) {
     return run_with_draft({args.model, args.draft, args.draft_max, args.prompt, args.n_predict,
                            args.n_ctx, kDefaultMaxCtx, args.threads, args.no_echo, args.device});
   }
-  const DeviceSpec device = parse_device(args.device);
-  // The slot ring is the engine: --ctx N asks for a contiguous context instead.
-  if (args.n_ctx == 0) return run_session(args);
-  if (!args.session.empty() || !args.memory.empty() || !args.system.empty())
-    throw_usage("--ctx: runs on a contiguous context; --session, --memory and --system need the ring");
 
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -473,7 +509,8 @@ const CommandRegistrar registrar{
       sub.add_option("--draft", args->draft,
                      "Speculative decoding, greedy only (--temp 0, the default with --draft): "
                      "draft with prompt lookup ('ngram') or a smaller GGUF model with the same "
-                     "vocabulary; the output equals plain greedy decoding")
+                     "vocabulary; the output equals plain greedy decoding (on the ring, "
+                     "--session too; not with --memory)")
           ->check(non_empty("ngram, or the path of a GGUF draft model"));
       sub.add_option("--draft-max", args->draft_max, "With --draft: draft tokens per verify")
           ->check(integer_in(1, 32))

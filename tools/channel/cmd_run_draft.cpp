@@ -24,6 +24,34 @@ bool write_text(std::string_view text) {
 
 }  // namespace
 
+std::unique_ptr<Drafter> make_drafter(const std::string& draft, const Model& target,
+                                      const DeviceSpec& device, int n_ctx, int threads,
+                                      LoadedModel* draft_model) {
+  if (draft == "ngram") return std::make_unique<NgramDrafter>(3, 1);
+  *draft_model = load_model(draft);
+  if (n_ctx <= 0) {  // its training context, at most 4,096 (it restarts when outgrown)
+    const int train = draft_model->model->hparams().n_ctx_train;
+    n_ctx = train > 0 ? std::min(train, 4096) : 4096;
+  }
+  try {  // the draft model's own contiguous context, on the target's device
+    return std::make_unique<ModelDrafter>(
+        context_session_for(draft_model->model, device, n_ctx, threads).session, target);
+  } catch (const Error& e) {
+    throw_error("--draft {}: {}", draft, e.what());
+  }
+}
+
+void print_draft_stats(const std::string& draft, int draft_max, const SpeculativeStats& stats) {
+  std::fprintf(stderr,
+               "channel: draft %s, draft-max %d | %d verify steps, %d drafted, %d accepted "
+               "(%.1f%%) | %.2f tokens per verify\n",
+               draft.c_str(), draft_max, stats.verify_steps, stats.drafted, stats.accepted,
+               100.0 * stats.acceptance(),
+               stats.verify_steps > 0
+                   ? static_cast<double>(stats.accepted + stats.verify_steps) / stats.verify_steps
+                   : 0.0);
+}
+
 int run_with_draft(const DraftRunArgs& args) {
   const LoadedModel loaded = load_model(args.model);
   const std::shared_ptr<const Model>& model = loaded.model;
@@ -45,18 +73,9 @@ int run_with_draft(const DraftRunArgs& args) {
     return context_session_for(m, device, n_ctx, args.threads).session;
   };
   const std::unique_ptr<SessionBase> session = make_session(model);
-  std::unique_ptr<Drafter> drafter;
   LoadedModel draft_model;
-  if (args.draft == "ngram") {
-    drafter = std::make_unique<NgramDrafter>(3, 1);
-  } else {
-    draft_model = load_model(args.draft);
-    try {
-      drafter = std::make_unique<ModelDrafter>(make_session(draft_model.model), *model);
-    } catch (const Error& e) {
-      throw_error("--draft {}: {}", args.draft, e.what());
-    }
-  }
+  const std::unique_ptr<Drafter> drafter =
+      make_drafter(args.draft, *model, device, n_ctx, args.threads, &draft_model);
   print_loaded(loaded);
   if (draft_model.model) print_loaded(draft_model);
   if (device.is_cuda())
@@ -80,14 +99,7 @@ int run_with_draft(const DraftRunArgs& args) {
                stats.prompt_seconds > 0 ? prompt.size() / stats.prompt_seconds : 0.0,
                stats.generated, stats.tok_per_s(),
                std::string(stop_reason_name(stats.stop)).c_str());
-  std::fprintf(stderr,
-               "channel: draft %s, draft-max %d | %d verify steps, %d drafted, %d accepted "
-               "(%.1f%%) | %.2f tokens per verify\n",
-               args.draft.c_str(), args.draft_max, stats.verify_steps, stats.drafted,
-               stats.accepted, 100.0 * stats.acceptance(),
-               stats.verify_steps > 0
-                   ? static_cast<double>(stats.accepted + stats.verify_steps) / stats.verify_steps
-                   : 0.0);
+  print_draft_stats(args.draft, args.draft_max, stats);
   return 0;
 }
 
