@@ -1,13 +1,16 @@
 // Speculative greedy decoding with the trained models on a repetitive workload (Python code
 // that repeats itself with small changes): models/channel-default.gguf as the target, drafts
 // from prompt lookup (n-gram) or from models/channel-bounded.gguf (same vocabulary), for
-// draft-max 4, 8 and 16, on a plain Session and on a RingSession (1024 slots, probe reserve 17).
+// draft-max 4, 8 and 16, on a plain Session, on a RingSession (1024 slots, probe reserve 17),
+// and on that ring's StreamSession (generate_stream against generate_stream_speculative: the
+// stream cuts the generated text into sentence spans, as `channel run --draft` on the ring).
 // Reported per variant: generated tok/s, `speedup` = plain greedy generation time / this
 // variant's, measured back to back in each iteration (median over iterations), for the same
 // prompt and token count (the outputs are checked equal), `acceptance` = accepted / drafted, and
 // `per_verify` = tokens advanced per target forward. Only generation is timed (the prompt's prefill
 // is the same for all).
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -17,9 +20,12 @@
 #include <benchmark/benchmark.h>
 
 #include "model/model.h"
+#include "runtime/generate_stream.h"
 #include "runtime/ring_session.h"
 #include "runtime/session.h"
 #include "runtime/speculative.h"
+#include "runtime/stream_session.h"
+#include "runtime/stream_speculative.h"
 #include "tokenizer/tokenizer.h"
 
 namespace channel {
@@ -64,7 +70,39 @@ struct Result {
 };
 
 enum class Kind { none, ngram, model };
-enum class On { session, ring };
+enum class On { session, ring, stream };
+
+RingSessionConfig ring_config() {
+  RingSessionConfig rc;
+  rc.ring = RingConfig{1024, 64, 17, 0};  // the sliding window is 512
+  rc.n_threads = kThreads;
+  return rc;
+}
+
+// The stream's generation, timed as SpeculativeStats::generate_seconds for plain greedy too.
+void generate_on_stream(Drafter* drafter, int draft_max, Result& r) {
+  SamplerConfig greedy;
+  greedy.temperature = 0.0f;
+  StreamSession s(target(), ring_config(), greedy);
+  const int32_t bos = prompt()[0];
+  s.append(SpanType::system, {&bos, 1});
+  s.seal();
+  s.feed(SpanType::user, std::span<const int32_t>(prompt()).subspan(1));
+  StreamGenerateCallbacks on;
+  on.on_token = [&r](const GeneratedToken& g) {
+    r.out.push_back(g.token);
+    return true;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  if (drafter) {
+    generate_stream_speculative(s, kGenerate, drafter, draft_max, prompt(), on, &r.stats);
+  } else {
+    generate_stream(s, kGenerate, EogPolicy::stop, on);
+    r.stats.generated = static_cast<int>(r.out.size());
+    r.stats.generate_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+}
 
 Result generate(Kind kind, int draft_max, On on) {
   const std::shared_ptr<const Model> m = target();
@@ -73,15 +111,14 @@ Result generate(Kind kind, int draft_max, On on) {
   if (kind == Kind::ngram) drafter = std::make_unique<NgramDrafter>(3, 1);
   if (kind == Kind::model) drafter = std::make_unique<ModelDrafter>(drafter_model(), *m, config);
   Result r;
-  if (on == On::session) {
+  if (on == On::stream) {
+    generate_on_stream(drafter.get(), draft_max, r);
+  } else if (on == On::session) {
     Session s(m, config);
     r.out =
         generate_greedy_speculative(s, prompt(), kGenerate, drafter.get(), draft_max, {}, &r.stats);
   } else {
-    RingSessionConfig rc;
-    rc.ring = RingConfig{1024, 64, 17, 0};  // the sliding window is 512
-    rc.n_threads = kThreads;
-    RingSession s(m, rc);
+    RingSession s(m, ring_config());
     const int32_t bos = prompt()[0];
     s.append(SpanType::system, {&bos, 1});
     s.seal();
@@ -96,7 +133,8 @@ Result generate(Kind kind, int draft_max, On on) {
 const Result& baseline(On on) {
   static const Result session = generate(Kind::none, 0, On::session);
   static const Result ring = generate(Kind::none, 0, On::ring);
-  return on == On::session ? session : ring;
+  static const Result stream = generate(Kind::none, 0, On::stream);
+  return on == On::session ? session : on == On::ring ? ring : stream;
 }
 
 // Each iteration runs plain greedy and then the variant back to back, so that the speed-up
@@ -149,6 +187,12 @@ void BM_RingGreedy(benchmark::State& state) {
 void BM_RingNgram(benchmark::State& state) {
   run(state, Kind::ngram, On::ring);
 }
+void BM_StreamGreedy(benchmark::State& state) {
+  run(state, Kind::none, On::stream);
+}
+void BM_StreamNgram(benchmark::State& state) {
+  run(state, Kind::ngram, On::stream);
+}
 
 BENCHMARK(BM_Greedy)->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Ngram)->Arg(4)->Arg(8)->Arg(16)->UseManualTime()->Iterations(3)->Unit(
@@ -162,6 +206,14 @@ BENCHMARK(BM_DraftModel)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RingGreedy)->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RingNgram)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamGreedy)->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamNgram)
     ->Arg(4)
     ->Arg(8)
     ->Arg(16)
