@@ -33,8 +33,11 @@
 #include "memory/memory_attachment.h"
 #include "memory_test_util.h"
 #include "ops/fp16.h"
+#include "runtime/generate_stream.h"
 #include "runtime/session_file.h"
+#include "runtime/speculative.h"
 #include "runtime/stream_session.h"
+#include "runtime/stream_speculative.h"
 
 namespace channel {
 namespace {
@@ -551,6 +554,46 @@ TEST(CudaRingDecode, OtherHeadSizesMatchTheCpuRing) {
     }
   }
   cuda::set_attention_ahead(saved_ahead);
+}
+
+// Drafting on the device ring's stream (run --draft on the ring): verifies are tentative
+// feeds of up to 9 tokens there, truncated on the device; the tokens are plain greedy
+// generation's on the same device ring, past the window's wrap.
+TEST(CudaRingDecode, StreamDraftsGiveThePlainGreedyTokens) {
+  CHANNEL_REQUIRE_CUDA();
+  for (const Arch arch : {Arch::gemma3, Arch::bounded}) {
+    auto model = ring_model(arch, GgmlType::Q8_0);
+    auto weights = cuda::CudaWeights::upload(model, 0);
+    RingSessionConfig config = small_ring();
+    config.ring.probe_reserve = 9;
+    config.compute = cuda::ring_compute(weights);
+    SamplerConfig greedy;
+    greedy.temperature = 0.0f;
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 30; ++i) prompt.push_back(static_cast<int32_t>(20 + (i * 7) % 21));
+    auto generate = [&](Drafter* drafter) {
+      StreamSession s(model, config, greedy);
+      const int32_t anchors[] = {2, 30, 31};
+      s.append(SpanType::system, anchors);
+      s.seal();
+      s.feed(SpanType::user, prompt);
+      std::vector<int32_t> out;
+      StreamGenerateCallbacks on;
+      on.on_token = [&out](const GeneratedToken& g) {
+        out.push_back(g.token);
+        return true;
+      };
+      if (drafter)
+        generate_stream_speculative(s, 120, drafter, 8, prompt, on);
+      else
+        generate_stream(s, 120, EogPolicy::stop, on);
+      EXPECT_GT(s.clock(), 100u);
+      return out;
+    };
+    const std::vector<int32_t> plain = generate(nullptr);
+    NgramDrafter ngram;
+    EXPECT_EQ(generate(&ngram), plain) << (arch == Arch::gemma3 ? "gemma3" : "bounded");
+  }
 }
 
 // A NaN reaching the logits ends the ring's step with the error, on the graph and without,
