@@ -6,10 +6,12 @@
 # the CUDA backend runs, and bench/cuda_h200_device.sh as run.sh. Then, on the device machine:
 #   bash STAGE/run.sh            (writes everything to $OUT)
 #   STAGE=dir LLAMA_REPO=path-to-a-llama.cpp-git-dir bash bench/cuda_h200_stage.sh
+# Without LLAMA_REPO llama.cpp's sources stay behind (bench/cuda_h200_variants.sh needs none);
+# RUN=bench/other.sh puts another script in as run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=${STAGE:?STAGE must name the folder to fill}
-llama=${LLAMA_REPO:?LLAMA_REPO must name a llama.cpp git directory (kainlan/llama.cpp-intel-optimizations)}
+llama=${LLAMA_REPO:-}  # a llama.cpp git directory (kainlan/llama.cpp-intel-optimizations)
 testdata=${CHANNEL_TESTDATA_DIR:-../shared/testdata}
 mkdir -p "$stage/debs" "$stage/testdata/models" "$stage/testdata/goldens"
 (cd "$stage/debs" && apt-get download libfmt-dev libfmt9 nlohmann-json3-dev libcli11-dev \
@@ -25,7 +27,9 @@ for m in llama-micro-q8_0 llama-micro-q4_0 gemma3-micro-f16 gemma3-micro-q8_0 ge
 done
 git archive --format=tar HEAD -- . ':!models' | xz -T2 -3 >"$stage/channel-src.tar.xz"
 # What a CUDA build of llama-bench needs (the stored snapshot lacks ggml-sycl.cpp, never built here).
-git -C "$llama" archive --format=tar HEAD CMakeLists.txt cmake ggml src include common tools vendor \
-  licenses LICENSE ':!ggml/src/ggml-sycl' | xz -T2 -6 >"$stage/llama-src.tar.xz"
-cp bench/cuda_h200_device.sh "$stage/run.sh"
+if [[ -n $llama ]]; then
+  git -C "$llama" archive --format=tar HEAD CMakeLists.txt cmake ggml src include common tools \
+    vendor licenses LICENSE ':!ggml/src/ggml-sycl' | xz -T2 -6 >"$stage/llama-src.tar.xz"
+fi
+cp "${RUN:-bench/cuda_h200_device.sh}" "$stage/run.sh"
 du -sh "$stage"

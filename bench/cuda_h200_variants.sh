@@ -8,7 +8,7 @@
 #                        (slot attention loading ahead) and w (W_o's input in every form)
 #   PART=b bash run.sh   12B f16: v0fph with s, w, both, and the LM head on v8; the 1B shape
 #   PART=c bash run.sh   the least slots a split (8, 16, 32), depths 1,536 and 16,384, the
-#                        built-in model's ring with and without s
+#                        1B shape's ring with and without s
 # A model is written while nothing is timed (a machine busy writing 20 GB slows a decode
 # step's host thread), and every variant of a part runs in one process, after the defaults
 # (`channel bench --cuda-decode`), so that ratios are measured in the same run.
@@ -81,10 +81,11 @@ case $part in
     for depth in 1536 16384; do
       bench "d$depth" -m "$m" -p 0 -n 128 -d "$depth" --cuda-decode v8fph,v8fphs
     done
-    # The built-in bounded model's ring (ring_attention) generating 3,072 tokens from a fresh
-    # session, with and without the ahead form: tok/s each 1,024 tokens.
+    # The 1B shape's ring (ring_attention; part b wrote the model) generating 3,072 tokens from
+    # a fresh session, with and without the ahead form: tok/s each 1,024 tokens.
+    m=$(model 1b q8_0)
     for ahead in 0 1; do
-      CHANNEL_CUDA_ATTN_AHEAD=$ahead timeout 120 "$ch" stream --device cuda --tokens 3072 \
+      CHANNEL_CUDA_ATTN_AHEAD=$ahead timeout 120 "$ch" stream -m "$m" --device cuda --tokens 3072 \
         --stats-every 1024 >>"$log" 2>&1
       say "ring ahead $ahead rc $? at $((SECONDS - t0)) s"
     done
