@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The decode choices still off by default, measured against the defaults on the H200: the
-# stage of bench/cuda_h200_stage.sh with this file as its run.sh (llama.cpp is not built).
-# Three device calls on one warm machine, each under the 600 s limit; each part builds Channel
-# with CUDA into /tmp/ch unless an earlier part did, and writes its models into /tmp/models
-# unless they are there:
-#   PART=a bash run.sh   scripts/test-cuda.sh, then 12B q8_0 tg128 with and without s
-#                        (slot attention loading ahead) and w (W_o's input in every form)
-#   PART=b bash run.sh   12B f16: v0fph with s, w, both, and the LM head on v8; the 1B shape
-#   PART=c bash run.sh   the least slots a split (8, 16, 32), depths 1,536 and 16,384, the
-#                        1B shape's ring with and without s
+# Decode choices on the H200, each against the defaults in the same process: the stage of
+# bench/cuda_h200_stage.sh with this file as its run.sh (RUN=bench/cuda_h200_variants.sh;
+# llama.cpp is not built). Three device calls on one warm machine, each under the 600 s limit;
+# each part builds Channel with CUDA into /tmp/ch unless an earlier part did, and writes its
+# models into /tmp/models unless they are there:
+#   PART=a bash run.sh   scripts/test-cuda.sh, then 12B q8_0 tg128 with and without w (W_o's
+#                        input written by attention in every form, the default since stop 44)
+#   PART=b bash run.sh   12B f16 with and without w, and with the LM head on v8; the 1B shape
+#   PART=c bash run.sh   12B q8_0 at depths 1,536 and 16,384, the 1B shape's ring
 # A model is written while nothing is timed (a machine busy writing 20 GB slows a decode
-# step's host thread), and every variant of a part runs in one process, after the defaults
-# (`channel bench --cuda-decode`), so that ratios are measured in the same run.
+# step's host thread), and every variant of a part runs in one process (`channel bench
+# --cuda-decode`), so that ratios are measured in the same run. Stop 44's run of stop 43's
+# opt-ins (on an H100): bench/results/cuda_h200/variants-stop44-h100.log.
 # $OUT gets gpu.txt, build.log, PART.log (what is echoed) and PART.jsonl (bench's JSON lines).
 set -uo pipefail
 S=$(cd "$(dirname "$0")" && pwd)
@@ -64,31 +64,24 @@ case $part in
     say "test-cuda rc $? at $((SECONDS - t0)) s"
     grep -E "^\[  (PASSED|FAILED) |FAILED  \]|test-cuda:" "$OUT/test-cuda.log" | head -20 | tee -a "$log"
     m=$(model 12b q8_0)
-    bench q8 -m "$m" -p 0 -n 128 --cuda-decode v8fph,v8fphs,v8fphw,v8fphsw
+    bench q8 -m "$m" -p 0 -n 128 --cuda-decode v8fphw,v8fph
     ;;
   b)
     m=$(model 12b f16)
-    bench f16 -m "$m" -p 0 -n 128 \
-      --cuda-decode v0fph,v0fphw,v0fphs,v0fphsw,v0fph+output:v8,v0fphsw+output:v8
+    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v0fph,v0fphw+output:v8
     m=$(model 1b q8_0)
-    bench 1b -m "$m" -p 0 -n 128 --cuda-decode v8fph,v8fphs,v8fphsw
+    bench 1b -m "$m" -p 0 -n 128 --cuda-decode v8fphw,v8fph
     ;;
   c)
     m=$(model 12b q8_0)
-    for split in 8 32; do
-      CHANNEL_CUDA_ATTN_MIN_SPLIT=$split bench "split$split" -m "$m" -p 0 -n 128 --cuda-decode v8fphs
-    done
     for depth in 1536 16384; do
-      bench "d$depth" -m "$m" -p 0 -n 128 -d "$depth" --cuda-decode v8fph,v8fphs
+      bench "d$depth" -m "$m" -p 0 -n 128 -d "$depth" --cuda-decode v8fphw
     done
-    # The 1B shape's ring (ring_attention; part b wrote the model) generating 3,072 tokens from
-    # a fresh session, with and without the ahead form: tok/s each 1,024 tokens.
+    # The 1B shape's ring (ring_attention; part b wrote the model) generating 3,072 tokens
+    # from a fresh session: tok/s each 1,024 tokens.
     m=$(model 1b q8_0)
-    for ahead in 0 1; do
-      CHANNEL_CUDA_ATTN_AHEAD=$ahead timeout 120 "$ch" stream -m "$m" --device cuda --tokens 3072 \
-        --stats-every 1024 >>"$log" 2>&1
-      say "ring ahead $ahead rc $? at $((SECONDS - t0)) s"
-    done
+    timeout 120 "$ch" stream -m "$m" --device cuda --tokens 3072 --stats-every 1024 >>"$log" 2>&1
+    say "ring rc $? at $((SECONDS - t0)) s"
     ;;
 esac
 say "part $part done in $((SECONDS - t0)) s"

@@ -373,7 +373,6 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
   const bool saved_fuse = cuda::fused_decode();
   const bool saved_pdl = cuda::pdl_enabled();
   const bool saved_every_form = cuda::attention_writes_every_form();
-  const bool saved_ahead = cuda::attention_ahead();
   for (const ModelCase c :
        {ModelCase{Arch::gemma3, GgmlType::Q8_0}, ModelCase{Arch::llama, GgmlType::Q4_0},
         ModelCase{Arch::gemma3, GgmlType::F16}, ModelCase{Arch::qwen3, GgmlType::BF16}}) {
@@ -414,20 +413,15 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
       cuda::set_role_variants("");
       EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " " << roles;
     }
-    // W_o's input written by attention in every form: the same bits as its conversion after
-    // the merge; the ahead attention form (splits of other sizes) up to summation order.
+    // W_o's input written by attention in every form (the default): the same bits as its
+    // conversion after the merge.
     {
+      cuda::set_attention_writes_every_form(false);
       const std::vector<float> fused = run(8, true, true);
       cuda::set_attention_writes_every_form(true);
       EXPECT_EQ(run(8, true, true), fused)
           << ggml_type_name(static_cast<uint32_t>(c.type)) << " W_o's input from attention";
-      cuda::set_attention_ahead(true);
-      const double e = nmse(run(8, true, true), want);
-      std::printf("[ cuda ] decode %s ahead attention, W_o input from attention: nmse %.3g\n",
-                  ggml_type_name(static_cast<uint32_t>(c.type)).c_str(), e);
-      EXPECT_LE(e, 1e-6) << ggml_type_name(static_cast<uint32_t>(c.type)) << " ahead attention";
       cuda::set_attention_writes_every_form(saved_every_form);
-      cuda::set_attention_ahead(saved_ahead);
     }
   }
   cuda::set_matvec_variant(saved_variant);
@@ -439,12 +433,8 @@ TEST(CudaModelDecode, MatvecVariantsAndFusedStagesAgree) {
 // naming what it expected. No device needed: the choices are process settings.
 TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   const int saved_variant = cuda::matvec_variant();
-  const bool saved[] = {cuda::fused_decode(),
-                        cuda::pdl_enabled(),
-                        cuda::one_kernel_attention(),
-                        cuda::host_logits(),
-                        cuda::attention_writes_every_form(),
-                        cuda::attention_ahead()};
+  const bool saved[] = {cuda::fused_decode(), cuda::pdl_enabled(), cuda::one_kernel_attention(),
+                        cuda::host_logits(), cuda::attention_writes_every_form()};
   cuda::set_decode_kernels("v6pf");
   EXPECT_EQ(cuda::matvec_variant(), 6);
   EXPECT_TRUE(cuda::fused_decode());
@@ -460,17 +450,11 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   EXPECT_TRUE(cuda::host_logits());
   EXPECT_FALSE(cuda::one_kernel_attention());
   EXPECT_FALSE(cuda::attention_writes_every_form());
-  EXPECT_FALSE(cuda::attention_ahead());
-  cuda::set_decode_kernels("v0fpws");
+  cuda::set_decode_kernels("v0fpw");
   EXPECT_TRUE(cuda::attention_writes_every_form());
-  EXPECT_TRUE(cuda::attention_ahead());
   EXPECT_FALSE(cuda::host_logits());
-  cuda::set_decode_kernels("v0fps");
-  EXPECT_FALSE(cuda::attention_writes_every_form());
-  EXPECT_TRUE(cuda::attention_ahead());
-  EXPECT_THROW(cuda::set_attention_min_split(0), Error);
-  EXPECT_THROW(cuda::set_attention_min_split(4097), Error);
-  for (const char* bad : {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8ww", "v8fss"})
+  for (const char* bad :
+       {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8ww", "v8fs", "v8fphs"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
   // clears them.
@@ -500,7 +484,6 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_one_kernel_attention(saved[2]);
   cuda::set_host_logits(saved[3]);
   cuda::set_attention_writes_every_form(saved[4]);
-  cuda::set_attention_ahead(saved[5]);
 }
 
 // The LM head writing the logits to the host itself (host_logits, v8): the same logits, bit

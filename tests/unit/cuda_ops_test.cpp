@@ -714,14 +714,10 @@ TEST(CudaOps, FlashAttentionMatchesReference) {
 }
 
 // Attention through a shuffled slot table, with per-query ranges (an empty one included),
-// against attend_ref over the same f16-rounded keys and values; split and unsplit; the plain
-// kernel and the ahead form (attention_ahead: 4 slots a warp ahead, the group fixed at compile
-// time, at least min_split slots a split, so some splits of a short range are empty); the
-// output in every form W_o's input takes.
+// against attend_ref over the same f16-rounded keys and values; split and unsplit; the output
+// in every form W_o's input takes.
 TEST(CudaOps, SlotAttentionMatchesReference) {
   CHANNEL_REQUIRE_CUDA();
-  const bool saved_ahead = cuda::attention_ahead();
-  const int saved_min_split = cuda::attention_min_split();
   for (bool f32 : {false, true}) {  // the f16 cache, and the f32 one of F32 models
     for (int hd : {32, 64, 96, 128, 160, 192, 224, 256}) {
       for (int group : {1, 2, 3, 8}) {
@@ -773,10 +769,7 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
 
         cuda::DeviceBuffer dq = to_device(q), dt = to_device(table), df = to_device(first),
                            dc = to_device(count);
-        // The plain kernel (min_split unused), then the ahead form with 1 and 16 slots a split.
-        for (int form = 0; form < 3; ++form) {
-          cuda::set_attention_ahead(form > 0);
-          cuda::set_attention_min_split(form == 2 ? 16 : 1);
+        {
           for (int splits : {1, 7}) {
             cuda::DeviceBuffer part(
                 std::max<size_t>(cuda::attention_part_floats(n, n_head, hd, splits), 1) * 4,
@@ -788,8 +781,7 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
             const std::vector<float> got = from_device<float>(out, want.size());
             const std::string what = "hd " + std::to_string(hd) + " group " +
                                      std::to_string(group) + " splits " + std::to_string(splits) +
-                                     " f32 " + std::to_string(f32) + " form " +
-                                     std::to_string(form);
+                                     " f32 " + std::to_string(f32);
             EXPECT_LE(nmse(got, want), 1e-10) << what;
             for (int h = 0; h < n_head; ++h)  // the empty range gives zeros
               for (int i = 0; i < hd; ++i)
@@ -810,8 +802,6 @@ TEST(CudaOps, SlotAttentionMatchesReference) {
       }
     }
   }
-  cuda::set_attention_ahead(saved_ahead);
-  cuda::set_attention_min_split(saved_min_split);
 }
 
 }  // namespace

@@ -511,49 +511,35 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(arch) + "_" + ggml_type_name(static_cast<uint32_t>(info.param.type));
     });
 
-// The opt-in decode forms on the ring: the ahead slot kernel (at least 16 slots a split) and W_o's
-// input written by attention in every form, against the CPU ring as the defaults are.
-TEST(CudaRingDecode, AheadAttentionAndEveryFormMatchTheCpuRing) {
+// W_o's input converted after attention (CHANNEL_CUDA_WO_INPUT=q8, no longer the default)
+// against the CPU ring, as the default (attention writes it in every form) is above.
+TEST(CudaRingDecode, WoInputConvertedAfterAttentionMatchesTheCpuRing) {
   CHANNEL_REQUIRE_CUDA();
-  const bool saved_ahead = cuda::attention_ahead(),
-             saved_form = cuda::attention_writes_every_form();
-  const int saved_min_split = cuda::attention_min_split();
-  cuda::set_attention_ahead(true);
-  cuda::set_attention_min_split(16);
-  cuda::set_attention_writes_every_form(true);
+  const bool saved_form = cuda::attention_writes_every_form();
+  cuda::set_attention_writes_every_form(false);
   for (const RingCase c :
-       {RingCase{Arch::gemma3, GgmlType::Q8_0}, RingCase{Arch::qwen3, GgmlType::F16},
-        RingCase{Arch::llama, GgmlType::F32}}) {
+       {RingCase{Arch::qwen3, GgmlType::F16}, RingCase{Arch::llama, GgmlType::F32}}) {
     const DriveResult r = drive_against_cpu(c, 1000);
     EXPECT_LE(r.worst, bounds_for(c.type).logits)
         << ggml_type_name(static_cast<uint32_t>(c.type)) << " worst at " << r.worst_at;
     EXPECT_GE(r.evictions, 100u);
-    std::printf("[ cuda ring ] ahead + every form, %s: worst NMSE %.3g\n",
-                ggml_type_name(static_cast<uint32_t>(c.type)).c_str(), r.worst);
   }
-  cuda::set_attention_ahead(saved_ahead);
-  cuda::set_attention_min_split(saved_min_split);
   cuda::set_attention_writes_every_form(saved_form);
 }
 
 // Head sizes between the powers of two (every multiple of 32 up to 256 is taken: 96, 160 and
 // 224 are a lane's 3, 5 and 7 elements, loaded without vector widths), and on the bounded
-// model's own kernel, against the CPU ring; with the ahead form too.
+// model's own kernel, against the CPU ring.
 TEST(CudaRingDecode, OtherHeadSizesMatchTheCpuRing) {
   CHANNEL_REQUIRE_CUDA();
-  const bool saved_ahead = cuda::attention_ahead();
-  for (const bool ahead : {false, true}) {
-    cuda::set_attention_ahead(ahead);
-    for (const RingCase c :
-         {RingCase{Arch::gemma3, GgmlType::Q8_0, 96}, RingCase{Arch::llama, GgmlType::F16, 160},
-          RingCase{Arch::qwen3, GgmlType::F32, 224}, RingCase{Arch::bounded, GgmlType::Q8_0, 96}}) {
-      const DriveResult r = drive_against_cpu(c, 400);
-      EXPECT_LE(r.worst, bounds_for(c.type).logits)
-          << "head_dim " << c.head_dim << " ahead " << ahead << " worst at " << r.worst_at;
-      EXPECT_GE(r.evictions, 30u);
-    }
+  for (const RingCase c :
+       {RingCase{Arch::gemma3, GgmlType::Q8_0, 96}, RingCase{Arch::llama, GgmlType::F16, 160},
+        RingCase{Arch::qwen3, GgmlType::F32, 224}, RingCase{Arch::bounded, GgmlType::Q8_0, 96}}) {
+    const DriveResult r = drive_against_cpu(c, 400);
+    EXPECT_LE(r.worst, bounds_for(c.type).logits)
+        << "head_dim " << c.head_dim << " worst at " << r.worst_at;
+    EXPECT_GE(r.evictions, 30u);
   }
-  cuda::set_attention_ahead(saved_ahead);
 }
 
 // Drafting on the device ring's stream (run --draft on the ring): verifies are tentative

@@ -56,19 +56,17 @@ class CudaSpeculative : public ::testing::TestWithParam<Case> {};
 
 // decode_all of 2 .. kVerifyTokens tokens (a captured graph of its own) against the same
 // tokens decoded one at a time after the same prompt, and against its kernels launched
-// without the graph: every row equal. With the default kernels, the ahead slot kernel, and
-// that with W_o's input written by attention (one token only: a batch converts it after).
+// without the graph: every row equal. With W_o's input written by attention in every form (the
+// default; one token only: a batch converts it after) and without.
 TEST_P(CudaSpeculative, VerifyBatchIsOneTokenDecodeBitForBit) {
   CHANNEL_REQUIRE_CUDA();
   const auto model = random_model(GetParam());
   auto weights = cuda::CudaWeights::upload(model, 0);
   const int n_vocab = model->hparams().n_vocab;
   const std::vector<int32_t> prompt = repetitive_prompt();
-  const bool saved_ahead = cuda::attention_ahead(),
-             saved_form = cuda::attention_writes_every_form();
-  for (int mode = 0; mode < 3; ++mode) {
-    cuda::set_attention_ahead(mode >= 1);
-    cuda::set_attention_writes_every_form(mode == 2);
+  const bool saved_form = cuda::attention_writes_every_form();
+  for (int mode = 0; mode < 2; ++mode) {
+    cuda::set_attention_writes_every_form(mode == 1);
     SCOPED_TRACE("kernels mode " + std::to_string(mode));
     for (int n : {2, 9, cuda::kVerifyTokens}) {
       cuda::CudaSession batch(weights, cuda::CudaSessionConfig{.n_ctx = 96, .n_batch = 64});
@@ -96,7 +94,6 @@ TEST_P(CudaSpeculative, VerifyBatchIsOneTokenDecodeBitForBit) {
       }
     }
   }
-  cuda::set_attention_ahead(saved_ahead);
   cuda::set_attention_writes_every_form(saved_form);
 }
 

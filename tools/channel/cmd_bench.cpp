@@ -6,9 +6,8 @@
 // "device", "depth"}, ends stdout.
 // --cuda-decode v0,v2f,... repeats tg per decode kernel choice (CHANNEL_CUDA_MATVEC variant,
 // f = CHANNEL_CUDA_FUSE, p = CHANNEL_CUDA_PDL, a = CHANNEL_CUDA_DECODE_ATTN=one,
-// h = CHANNEL_CUDA_HOST_LOGITS, w = CHANNEL_CUDA_WO_INPUT=all, s = CHANNEL_CUDA_ATTN_AHEAD, then
-// any +role:vN, CHANNEL_CUDA_MATVEC_ROLES), alternating them in each round: a JSON line {"decode",
-// ...} each.
+// h = CHANNEL_CUDA_HOST_LOGITS, w = CHANNEL_CUDA_WO_INPUT=all, then any +role:vN,
+// CHANNEL_CUDA_MATVEC_ROLES), alternating them in each round: a JSON line {"decode", ...} each.
 #include <unistd.h>
 
 #include <algorithm>
@@ -350,10 +349,10 @@ const CommandRegistrar registrar{
           "--cuda-decode", args->cuda_decode,
           "CUDA: also run tg once per decode kernel choice (v0..v8, then any of f = "
           "fused, p = PDL, a = one-kernel attention, h = the LM head writes the "
-          "logits to the host, w = attention writes W_o's input in every form, s = "
-          "slot attention loading ahead, then any +role:vN for the products qkv, wo, gate_up, "
-          "down, output; a letter left out is off: the default is v8fph for Q8_0), "
-          "e.g. v8fph,v8fph+output:v6; one JSON line each before the summary");
+          "logits to the host, w = attention writes W_o's input in every form, then any "
+          "+role:vN for the products qkv, wo, gate_up, down, output; a letter left out is "
+          "off: the defaults are v8fphw for Q8_0, v0fphw for F16), e.g. v8fphw,v8fphw+output:v6; "
+          "one JSON line each before the summary");
       return [args] { return run_bench(*args); };
     }};
 

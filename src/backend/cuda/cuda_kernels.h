@@ -388,26 +388,12 @@ void glu_quant(const float* gu, int64_t ld, int n, int64_t n_ff, bool gelu, Ggml
 // itself (AttnArgs::out_act) where W_o takes Q8_0 blocks. set_fused_decode overrides it.
 bool fused_decode();
 void set_fused_decode(bool on);
-// CHANNEL_CUDA_WO_INPUT=q8|all (read once; default q8; spec letter w): with the fused stages,
+// CHANNEL_CUDA_WO_INPUT=q8|all (read once; default all; spec letter w): with the fused stages,
 // attention also writes W_o's f16, bf16 or f32 input itself (convert_act's rounding), so those
-// weights lose a conversion kernel a layer as Q8_0 and Q4_0 did. Not yet timed on the H200, so
-// not the default. set_attention_writes_every_form overrides it.
+// weights lose a conversion kernel a layer as Q8_0 and Q4_0 did (12B f16 tg128 on the H100:
+// 108.9 -> 109.4 t/s); q8 writes only Q8_0 there. set_attention_writes_every_form overrides it.
 bool attention_writes_every_form();
 void set_attention_writes_every_form(bool on);
-// CHANNEL_CUDA_ATTN_AHEAD=0|1 (read once; default 0; spec letter s): the slot kernels (attention
-// of up to kFlashMinTokens - 1 queries, and ring_attention) with each warp's next 4 slots
-// loaded ahead of the one it scores (attention: 1 otherwise; the ring: none, and 16-byte loads
-// instead of one element a load), their group of query heads fixed at compile time (so a group
-// of 2 holds 2 heads' registers, not 8), and at least attention_min_split() slots a split, so
-// that a short context fills few splits and the merge reads few parts; f16 caches (an f32 cache
-// keeps the plain kernel). Not yet timed on the H200, so not the default. set_attention_ahead
-// overrides it.
-bool attention_ahead();
-void set_attention_ahead(bool on);
-// CHANNEL_CUDA_ATTN_MIN_SPLIT=N (read once; 1..4096, default 16): the ahead form's least slots
-// a split. set_attention_min_split overrides it (a bad n is an error).
-int attention_min_split();
-void set_attention_min_split(int n);
 // CHANNEL_CUDA_PDL=0|1 (read once): every kernel launches with programmatic stream
 // serialization, lets the next grid launch and then waits for the grid before it on entry
 // (pdl_wait, cuda_common.cuh), so the next kernel's launch and prologue overlap this one; the

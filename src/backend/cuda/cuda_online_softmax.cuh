@@ -167,22 +167,6 @@ __device__ __forceinline__ void score_slots_ahead(SlotOf slot_of, int first, int
   }
 }
 
-// The ahead form's compile-time shape (attention_ahead) for a head of D * 32 elements and
-// `group` query heads a KV head: fn(G, kAhead) as integral constants, G the group rounded up to
-// a power of two, 4 slots a warp ahead (2 for 8 heads of 256: at 4, 255 registers and spills).
-template <int D, typename Fn>
-void with_ahead_shape(int group, Fn&& fn) {
-  using std::integral_constant;
-  if (group <= 1)
-    fn(integral_constant<int, 1>{}, integral_constant<int, 4>{});
-  else if (group <= 2)
-    fn(integral_constant<int, 2>{}, integral_constant<int, 4>{});
-  else if (group <= 4)
-    fn(integral_constant<int, 4>{}, integral_constant<int, 4>{});
-  else
-    fn(integral_constant<int, 8>{}, integral_constant<int, (D >= 8 ? 2 : 4)>{});
-}
-
 // Element i of the attention output [n][n_head][head_dim_v] (`row` elements a token): to
 // a.out, or in a.out_form to a.out_act (Q8_0: a warp's 32 consecutive elements make one block,
 // its scales after the n rows of quants). The form is the same for every thread.

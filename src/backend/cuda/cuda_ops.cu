@@ -214,23 +214,21 @@ __global__ void qkv_finish_kernel(QkvLayout l, float* qkv, const float* qn, cons
 constexpr int kMaxGroup = 8, kAttnWarps = 4;
 
 // Block per (KV head, split, token); each warp takes every kAttnWarps-th slot of the split with
-// an online softmax per query head of the group, then the warps merge through shared memory.
-// G bounds the group (kMaxGroup, or the group itself rounded up to a power of two); each warp
-// has its next kAhead slots' keys and values loading while it scores one; a split holds at
-// least min_split slots (trailing splits of a short range are empty: the merge skips them).
-// The plain form (kMaxGroup, 1, 1) and the ahead form (attention_ahead) score each split's
-// slots in the same order.
-template <int D, typename T, int G, int kAhead>
-__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a, int min_split) {
+// an online softmax per query head of the group (at most G = kMaxGroup), the next slot's key
+// and value loading while it scores one, then the warps merge through shared memory. (Four
+// slots ahead with the group a template parameter, stop 43's opt-in, was 0.3-1.6 % slower on
+// the H100, 4.8 % on the 1B shape: docs/cuda.md.)
+template <int D, typename T>
+__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a) {
   pdl_wait();
-  constexpr int HD = D * 32;
+  constexpr int HD = D * 32, G = kMaxGroup;
   __shared__ float sm_o[kAttnWarps][G][HD];
   __shared__ float sm_m[kAttnWarps][G], sm_l[kAttnWarps][G];
   const int hk = blockIdx.x, split = blockIdx.y, t = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = a.n_head / a.n_head_kv;
   const int first = a.first[t], count = a.count[t];
-  const int per = max((count + a.splits - 1) / a.splits, min_split);
+  const int per = (count + a.splits - 1) / a.splits;
   const int j0 = split * per, j1 = min(count, j0 + per);
 
   float q[G][D], o[G][D], m[G], l[G];
@@ -247,28 +245,18 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(AttnArgs a, 
   }
   const T* kb = static_cast<const T*>(a.k_cache) + hk * a.cap * HD;
   const T* vb = static_cast<const T*>(a.v_cache) + hk * a.cap * HD;
-  score_slots_ahead<D, G, kAttnWarps, kAhead>([&](int j) { return a.table[first + j]; }, j0 + warp,
-                                              j1, kb, vb, lane, q, group, a.scale, o, m, l);
+  score_slots_ahead<D, G, kAttnWarps, 1>([&](int j) { return a.table[first + j]; }, j0 + warp, j1,
+                                         kb, vb, lane, q, group, a.scale, o, m, l);
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-// The slot kernel for a head of D * 32: the plain form (f16 or f32 cache), or the ahead form
-// (attention_ahead, f16 cache; with_ahead_shape).
+// The slot kernel for a head of D * 32 over an f16 or f32 cache.
 template <int D>
 void launch_attention(const AttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
-  if (a.kv_f32) {
-    launch_k(attention_kernel<D, float, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-    return;
-  }
-  if (!attention_ahead()) {
-    launch_k(attention_kernel<D, __half, kMaxGroup, 1>, grid, threads, 0, s, a, 1);
-    return;
-  }
-  const int min_split = attention_min_split();
-  with_ahead_shape<D>(a.n_head / a.n_head_kv, [&](auto g, auto ahead) {
-    launch_k(attention_kernel<D, __half, decltype(g)::value, decltype(ahead)::value>, grid, threads,
-             0, s, a, min_split);
-  });
+  if (a.kv_f32)
+    launch_k(attention_kernel<D, float>, grid, threads, 0, s, a);
+  else
+    launch_k(attention_kernel<D, __half>, grid, threads, 0, s, a);
 }
 
 // Block per (query head, token): merges the splits' (O, max, L). The splits' weights

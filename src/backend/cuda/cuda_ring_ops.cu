@@ -103,17 +103,14 @@ __device__ __forceinline__ void load_row(const __half* p, float* out) {
 }
 
 // Block per (KV head, split, token). The query's keys (its runs, concatenated) are split
-// evenly over the splits, at least min_split a split; in each run the block rotates its query
-// heads into shared memory, then each warp takes every kWarps-th slot of the run with an online
-// softmax per query head, and the warps merge through shared memory at the end. G bounds the
-// group (kMaxGroup, or the group rounded up to a power of two). kAhead 0 (the plain form): a
-// warp loads a slot, then scores it; otherwise (attention_ahead) its next kAhead slots of the
-// run load while it scores one, 16 bytes a load. Both score a split's slots in the same order.
-template <int D, typename T, int G, int kAhead>
-__global__ void __launch_bounds__(kWarps * 32)
-    ring_attention_kernel(RingAttnArgs a, int min_split) {
+// evenly over the splits; in each run the block rotates its query heads into shared memory,
+// then each warp takes every kWarps-th slot of the run with an online softmax per query head
+// (at most G = kMaxGroup), and the warps merge through shared memory at the end. (Loading the
+// next 4 slots of a run while scoring one, stop 43's opt-in, decoded no faster on the H100.)
+template <int D, typename T>
+__global__ void __launch_bounds__(kWarps * 32) ring_attention_kernel(RingAttnArgs a) {
   pdl_wait();
-  constexpr int HD = D * 32;
+  constexpr int HD = D * 32, G = kMaxGroup;
   __shared__ float sm_o[kWarps][G][HD];
   __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
   __shared__ float sm_q[G][HD];
@@ -125,7 +122,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int n_runs = a.run_count[t];
   int total = 0;
   for (int r = 0; r < n_runs; ++r) total += runs[r].count;
-  const int per = max((total + a.splits - 1) / a.splits, min_split);
+  const int per = (total + a.splits - 1) / a.splits;
   const int j0 = split * per, j1 = min(total, j0 + per);
 
   float q[G][D], o[G][D], m[G], l[G];
@@ -160,39 +157,24 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int d = 0; d < D; ++d) q[g][d] = g < group ? sm_q[g][lane * D + d] : 0.0f;
     const int32_t* ids = a.table + run.first;  // ids[j - rb]: the slot of key j
-    if constexpr (kAhead == 0) {
-      for (int j = s0 + warp; j < s1; j += kWarps) {
-        const int64_t slot = ids[j - rb];
-        float kv[D], vv[D];
-        load_row<D>(kb + slot * HD + lane * D, kv);
-        load_row<D>(vb + slot * HD + lane * D, vv);
-        online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
-      }
-    } else {
-      score_slots_ahead<D, G, kWarps, kAhead>([&](int j) { return ids[j - rb]; }, s0 + warp, s1, kb,
-                                              vb, lane, q, group, a.scale, o, m, l);
+    for (int j = s0 + warp; j < s1; j += kWarps) {
+      const int64_t slot = ids[j - rb];
+      float kv[D], vv[D];
+      load_row<D>(kb + slot * HD + lane * D, kv);
+      load_row<D>(vb + slot * HD + lane * D, vv);
+      online_softmax_add(q, kv, vv, group, a.scale, o, m, l);
     }
   }
   online_softmax_merge(a, hk, split, t, group, o, m, l, sm_o, sm_m, sm_l);
 }
 
-// The ring's slot kernel for a head of D * 32: the plain form (f16 or f32 arena), or the ahead
-// form (attention_ahead, f16 arena; with_ahead_shape).
+// The ring's slot kernel for a head of D * 32 over an f16 or f32 arena.
 template <int D>
 void launch_ring_attention(const RingAttnArgs& a, dim3 grid, int threads, cudaStream_t s) {
-  if (a.kv_f32) {
-    launch_k(ring_attention_kernel<D, float, kMaxGroup, 0>, grid, threads, 0, s, a, 1);
-    return;
-  }
-  if (!attention_ahead()) {
-    launch_k(ring_attention_kernel<D, __half, kMaxGroup, 0>, grid, threads, 0, s, a, 1);
-    return;
-  }
-  const int min_split = attention_min_split();
-  with_ahead_shape<D>(a.n_head / a.n_head_kv, [&](auto g, auto ahead) {
-    launch_k(ring_attention_kernel<D, __half, decltype(g)::value, decltype(ahead)::value>, grid,
-             threads, 0, s, a, min_split);
-  });
+  if (a.kv_f32)
+    launch_k(ring_attention_kernel<D, float>, grid, threads, 0, s, a);
+  else
+    launch_k(ring_attention_kernel<D, __half>, grid, threads, 0, s, a);
 }
 
 // An f16 value into an arena of T (widened for an f32 arena).

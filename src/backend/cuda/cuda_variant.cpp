@@ -29,6 +29,9 @@ constexpr bool kDefaultPdl = true;
 // 1 MiB copy and nonfinite_flags after it, in one process: 12B q8_0 tg128 229.6-230.1 ->
 // 231.0-231.7 t/s, 1B 896 -> 906.
 constexpr bool kDefaultHostLogits = true;
+// Stop 44 (H100, one process): attention writing W_o's input in every form, 12B f16 tg128
+// 108.93 -> 109.38 t/s (the same bits); Q8_0 unchanged (182.9 / 183.0).
+constexpr bool kDefaultEveryForm = true;
 
 int default_variant(GgmlType type) {
   if (type == GgmlType::F16 || type == GgmlType::BF16) return 0;
@@ -51,8 +54,6 @@ std::atomic<int> g_cublas{-1};
 std::atomic<int> g_one_attn{-1};
 std::atomic<int> g_host_logits{-1};
 std::atomic<int> g_every_form{-1};
-std::atomic<int> g_ahead{-1};
-std::atomic<int> g_min_split{-1};
 
 // 0 or 1 from the environment variable `name`, else `fallback`; anything else is an error.
 int env_flag(const char* name, bool fallback) {
@@ -243,46 +244,11 @@ void set_host_logits(bool on) {
 }
 
 bool attention_writes_every_form() {
-  return cached_env_choice(g_every_form, "CHANNEL_CUDA_WO_INPUT", "q8", "all", false);
+  return cached_env_choice(g_every_form, "CHANNEL_CUDA_WO_INPUT", "q8", "all", kDefaultEveryForm);
 }
 
 void set_attention_writes_every_form(bool on) {
   g_every_form.store(on ? 1 : 0, std::memory_order_relaxed);
-}
-
-bool attention_ahead() {
-  return cached_env_flag(g_ahead, "CHANNEL_CUDA_ATTN_AHEAD", false);
-}
-
-void set_attention_ahead(bool on) {
-  g_ahead.store(on ? 1 : 0, std::memory_order_relaxed);
-}
-
-namespace {
-constexpr int kMaxMinSplit = 4096;
-}  // namespace
-
-int attention_min_split() {
-  int v = g_min_split.load(std::memory_order_relaxed);
-  if (v > 0) return v;
-  v = 16;
-  const char* env = std::getenv("CHANNEL_CUDA_ATTN_MIN_SPLIT");
-  if (env && *env) {
-    const std::string e(env);
-    char* end = nullptr;
-    const long n = std::strtol(e.c_str(), &end, 10);
-    if (end != e.c_str() + e.size() || n < 1 || n > kMaxMinSplit)
-      throw_error("CHANNEL_CUDA_ATTN_MIN_SPLIT: expected 1..{}, got '{}'", kMaxMinSplit, e);
-    v = static_cast<int>(n);
-  }
-  g_min_split.store(v, std::memory_order_relaxed);
-  return v;
-}
-
-void set_attention_min_split(int n) {
-  if (n < 1 || n > kMaxMinSplit)
-    throw_error("attention min split: expected 1..{}, got {}", kMaxMinSplit, n);
-  g_min_split.store(n, std::memory_order_relaxed);
 }
 
 namespace {
@@ -290,9 +256,9 @@ namespace {
 [[noreturn]] void bad_decode_kernels(const std::string& spec) {
   throw_error(
       "decode kernels: expected v0..v{}, then any of f (fused), p (PDL), a (one-kernel "
-      "attention), h (logits written to the host by the LM head), w (W_o's input written by "
-      "attention in every form) and s (slot attention loading ahead), then any +role:vN (roles "
-      "qkv, wo, gate_up, down, output), got '{}'",
+      "attention), h (logits written to the host by the LM head) and w (W_o's input written by "
+      "attention in every form), then any +role:vN (roles qkv, wo, gate_up, down, output), got "
+      "'{}'",
       kMatvecVariants - 1, spec);
 }
 
@@ -313,14 +279,13 @@ void set_decode_kernels(const std::string& spec) {
   }
   int variants[kMatRoles];
   parse_roles(roles, variants);  // checked before anything is set
-  bool fused = false, pdl = false, one = false, host = false, every_form = false, ahead = false;
+  bool fused = false, pdl = false, one = false, host = false, every_form = false;
   for (const char c : spec.substr(2, plus - 2)) {
     bool* flag = c == 'f'   ? &fused
                  : c == 'p' ? &pdl
                  : c == 'a' ? &one
                  : c == 'h' ? &host
                  : c == 'w' ? &every_form
-                 : c == 's' ? &ahead
                             : nullptr;
     if (!flag || *flag) bad_decode_kernels(spec);  // an unknown letter, or one given twice
     *flag = true;
@@ -332,7 +297,6 @@ void set_decode_kernels(const std::string& spec) {
   set_one_kernel_attention(one);
   set_host_logits(host);
   set_attention_writes_every_form(every_form);
-  set_attention_ahead(ahead);
 }
 
 }  // namespace channel::cuda
