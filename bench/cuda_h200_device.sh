@@ -2,7 +2,7 @@
 # The GPU machine's side of bench/cuda_h200_stage.sh (copied there as run.sh): unpacks the
 # libraries into /tmp/deps, builds Channel with CUDA (no server, no -Werror) while llama.cpp
 # builds in the background, runs scripts/test-cuda.sh, then bench/cuda_h200.sh. Everything
-# lands in $OUT (8 files at most): channel_build.log, test-cuda.log, llama_build.log, gpu.txt,
+# lands in $OUT: channel_build.log, test-cuda.log, read_bandwidth.log, llama_build.log, gpu.txt,
 # results.jsonl, channel_bench.log, llama_bench.log, table.md.
 #   [BUDGET_S=280 (seconds of benchmarking, bench/cuda_h200.sh)] [MODELS="12b:q8_0 1b:q8_0 12b:f16 12b:q4_0 1b:f16"] bash run.sh
 set -uo pipefail
@@ -31,11 +31,13 @@ cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DCHANNEL_BUILD_BENCH=OFF $ARGS >"$OUT/channel_build.log" 2>&1 ||
   { echo "configure failed"; tail -20 "$OUT/channel_build.log"; exit 1; }
 set -o pipefail
-cmake --build build-cuda -j"$(nproc)" --target channel unit_cuda_tests 2>&1 | tail -300 >>"$OUT/channel_build.log" ||
+cmake --build build-cuda -j"$(nproc)" --target channel unit_cuda_tests cuda_read_bandwidth_bench 2>&1 | tail -300 >>"$OUT/channel_build.log" ||
   { echo "channel build failed"; grep -m5 -B2 -A3 "error" "$OUT/channel_build.log"; kill -- -$llama_job 2>/dev/null; pkill -f llama-build; exit 1; }
 echo "channel built in $((SECONDS - t0)) s"; tail -3 "$OUT/channel_build.log"
 SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 150 bash scripts/test-cuda.sh > "$OUT/test-cuda.log" 2>&1
 echo "test-cuda rc $?"; grep -E "PASSED|FAILED|SKIPPED \]|test-cuda" "$OUT/test-cuda.log" | head -30
+# The GPU's own read ceiling, the yardstick of the decode rows' GB/s (cuda_read_bandwidth.cu).
+build-cuda/cuda_read_bandwidth_bench 8 5 | tee "$OUT/read_bandwidth.log"
 LLAMA_MARKER=/tmp/cuda_h200/llama LLAMA_SRC="$S/llama-src.tar.xz" CHANNEL_BIN=/tmp/ch/build-cuda/channel OUT="$OUT" \
   BUDGET_S=${BUDGET_S:-280} MODELS="${MODELS:-12b:q8_0 1b:q8_0 12b:f16 12b:q4_0 1b:f16}" \
   bash bench/cuda_h200.sh
