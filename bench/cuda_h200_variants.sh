@@ -8,6 +8,8 @@
 #                        input written by attention in every form, the default since stop 44)
 #   PART=b bash run.sh   12B f16 with and without w, and with the LM head on v8; the 1B shape
 #   PART=c bash run.sh   12B q8_0 at depths 1,536 and 16,384, the 1B shape's ring
+#   PART=f bash run.sh   the read ceiling (cuda_read_bandwidth_bench), each product alone on the
+#                        12B shapes (cuda_matvec_bench, f16 and q8_0), 12B f16 v0 against v8
 # A model is written while nothing is timed (a machine busy writing 20 GB slows a decode
 # step's host thread), and every variant of a part runs in one process (`channel bench
 # --cuda-decode`), so that ratios are measured in the same run. Stop 44's run of stop 43's
@@ -30,7 +32,7 @@ if [[ ! -x $ch ]]; then
   args="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DCHANNEL_BUILD_SERVER=OFF -DCHANNEL_WERROR=OFF"
   (cd /tmp/ch && cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCHANNEL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-includecstdint \
-    $args && cmake --build build-cuda -j"$(nproc)" --target channel unit_cuda_tests) \
+    $args && cmake --build build-cuda -j"$(nproc)" --target channel unit_cuda_tests cuda_matvec_bench cuda_read_bandwidth_bench) \
     >"$OUT/build.log" 2>&1 || { say "build failed"; grep -m5 -A3 "error" "$OUT/build.log"; exit 1; }
   say "built in $((SECONDS - t0)) s"
 fi
@@ -82,6 +84,14 @@ case $part in
     m=$(model 1b q8_0)
     timeout 120 "$ch" stream -m "$m" --device cuda --tokens 3072 --stats-every 1024 >>"$log" 2>&1
     say "ring rc $? at $((SECONDS - t0)) s"
+    ;;
+  f)
+    bw=/tmp/ch/build-cuda
+    "$bw"/cuda_read_bandwidth_bench 8 5 2>&1 | tee -a "$log" | grep '^{' >>"$jsonl"
+    timeout 200 "$bw"/cuda_matvec_bench --types f16,q8_0 --rounds 3 --iters 20 >>"$log" 2>&1
+    say "matvec rc $? at $((SECONDS - t0)) s"
+    m=$(model 12b f16)
+    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw
     ;;
 esac
 say "part $part done in $((SECONDS - t0)) s"
