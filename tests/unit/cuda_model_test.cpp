@@ -453,8 +453,10 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   cuda::set_decode_kernels("v0fpw");
   EXPECT_TRUE(cuda::attention_writes_every_form());
   EXPECT_FALSE(cuda::host_logits());
+  cuda::set_decode_kernels("v9fph");
+  EXPECT_EQ(cuda::matvec_variant(), 9);
   for (const char* bad :
-       {"", "v", "v9", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8ww", "v8fs", "v8fphs"})
+       {"", "v", "vA", "v10", "6f", "v6x", "v6ff", "v6f p", "v8hh", "v8ww", "v8fs", "v8fphs"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   // Per-product variants: "+role:vN" parts, each role at most once; a spec without them
   // clears them.
@@ -469,7 +471,7 @@ TEST(CudaDecodeKernels, SpecSetsEachChoice) {
   EXPECT_EQ(cuda::matvec_variant_for(m), 8);
   cuda::set_decode_kernels("v8fp");
   EXPECT_EQ(cuda::role_variants(), "");
-  for (const char* bad : {"v8fp+out:v6", "v8fp+down:v9", "v8fp+down:v6+down:v0", "v8fp+down",
+  for (const char* bad : {"v8fp+out:v6", "v8fp+down:vA", "v8fp+down:v6+down:v0", "v8fp+down",
                           "v8fp++down:v6", "v8fp+"})
     EXPECT_THROW(cuda::set_decode_kernels(bad), Error) << bad;
   cuda::set_role_variants("qkv:v5,gate_up:v1");
