@@ -10,6 +10,7 @@
 #   PART=c bash run.sh   12B q8_0 at depths 1,536 and 16,384, the 1B shape's ring
 #   PART=f bash run.sh   the read ceiling (cuda_read_bandwidth_bench), each product alone on the
 #                        12B shapes (cuda_matvec_bench, f16 and q8_0), 12B f16 v0 against v8
+#                        and v9, 12B q8_0 v8 against v9
 # A model is written while nothing is timed (a machine busy writing 20 GB slows a decode
 # step's host thread), and every variant of a part runs in one process (`channel bench
 # --cuda-decode`), so that ratios are measured in the same run. Stop 44's run of stop 43's
@@ -45,6 +46,8 @@ shape() {
 }
 model() {  # model 12b q8_0: the file, written first where it is missing
   local f=/tmp/models/$1-$2.gguf
+  # bench/cuda_h200.sh's copy, where an earlier call on this machine wrote it
+  [[ -f /tmp/cuda_h200/models/gemma3-$1-$2.gguf ]] && f=/tmp/cuda_h200/models/gemma3-$1-$2.gguf
   if [[ ! -f $f ]]; then
     "$ch" mkmodel $(shape "$1") --type "$2" -t "$(nproc)" -o "$f.part" >>"$log" 2>&1 && mv "$f.part" "$f"
     say "mkmodel $1 $2 rc $? at $((SECONDS - t0)) s" >&2  # stdout is the file's name
@@ -91,7 +94,9 @@ case $part in
     timeout 200 "$bw"/cuda_matvec_bench --types f16,q8_0 --rounds 3 --iters 20 >>"$log" 2>&1
     say "matvec rc $? at $((SECONDS - t0)) s"
     m=$(model 12b f16)
-    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw
+    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw,v9fphw
+    m=$(model 12b q8_0)
+    bench q8 -m "$m" -p 0 -n 128 --cuda-decode v8fphw,v9fphw
     ;;
 esac
 say "part $part done in $((SECONDS - t0)) s"
