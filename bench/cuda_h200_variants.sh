@@ -90,6 +90,8 @@ case $part in
     ;;
   f)
     bw=/tmp/ch/build-cuda
+    [[ -x $bw/cuda_matvec_bench ]] ||  # run.sh's build has no cuda_matvec_bench
+      cmake --build "$bw" --target cuda_matvec_bench cuda_read_bandwidth_bench >>"$OUT/build.log" 2>&1
     "$bw"/cuda_read_bandwidth_bench 8 5 2>&1 | tee -a "$log" | grep '^{' >>"$jsonl"
     timeout 200 "$bw"/cuda_matvec_bench --types f16,q8_0 --rounds 3 --iters 20 >>"$log" 2>&1
     say "matvec rc $? at $((SECONDS - t0)) s"
