@@ -96,7 +96,7 @@ case $part in
     timeout 200 "$bw"/cuda_matvec_bench --types f16,q8_0 --rounds 3 --iters 20 >>"$log" 2>&1
     say "matvec rc $? at $((SECONDS - t0)) s"
     m=$(model 12b f16)
-    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw,v9fphw
+    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw,v9fphw,v0fphw+output:v9,v9fphw+down:v0
     m=$(model 12b q8_0)
     bench q8 -m "$m" -p 0 -n 128 --cuda-decode v8fphw,v9fphw
     ;;
