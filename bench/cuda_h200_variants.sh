@@ -10,7 +10,8 @@
 #   PART=c bash run.sh   12B q8_0 at depths 1,536 and 16,384, the 1B shape's ring
 #   PART=f bash run.sh   the read ceiling (cuda_read_bandwidth_bench), each product alone on the
 #                        12B shapes (cuda_matvec_bench, f16 and q8_0), 12B f16 v0 against v8
-#                        and v9, 12B q8_0 v8 against v9
+#                        (stop 45 on an H100, with a v9 since dropped:
+#                        bench/results/cuda_h200/read-ceiling-v9-stop45-h100.log)
 # A model is written while nothing is timed (a machine busy writing 20 GB slows a decode
 # step's host thread), and every variant of a part runs in one process (`channel bench
 # --cuda-decode`), so that ratios are measured in the same run. Stop 44's run of stop 43's
@@ -96,9 +97,7 @@ case $part in
     timeout 200 "$bw"/cuda_matvec_bench --types f16,q8_0 --rounds 3 --iters 20 >>"$log" 2>&1
     say "matvec rc $? at $((SECONDS - t0)) s"
     m=$(model 12b f16)
-    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw,v9fphw,v0fphw+output:v9,v9fphw+down:v0
-    m=$(model 12b q8_0)
-    bench q8 -m "$m" -p 0 -n 128 --cuda-decode v8fphw,v9fphw
+    bench f16 -m "$m" -p 0 -n 128 --cuda-decode v0fphw,v8fphw
     ;;
 esac
 say "part $part done in $((SECONDS - t0)) s"

@@ -129,11 +129,10 @@ TEST_P(CudaMatmul, MatchesCpuReference) {
     EXPECT_LE(e, bound) << "variant v" << v << how;
     outs.push_back(got);
   }
-  // v8 and v9 sum each lane's units in v6's order from shared memory instead of registers:
-  // the same bits.
+  // v8 sums each lane's units in v6's order from shared memory instead of registers: the
+  // same bits.
   if (c.n == 1) {
     EXPECT_EQ(outs[8], outs[6]) << "v8 against v6";
-    EXPECT_EQ(outs[9], outs[6]) << "v9 against v6";
   }
 }
 

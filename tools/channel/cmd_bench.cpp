@@ -347,7 +347,7 @@ const CommandRegistrar registrar{
                    "CUDA: launch every kernel of a decode step instead of replaying a graph");
       sub.add_option(
           "--cuda-decode", args->cuda_decode,
-          "CUDA: also run tg once per decode kernel choice (v0..v9, then any of f = "
+          "CUDA: also run tg once per decode kernel choice (v0..v8, then any of f = "
           "fused, p = PDL, a = one-kernel attention, h = the LM head writes the "
           "logits to the host, w = attention writes W_o's input in every form, then any "
           "+role:vN for the products qkv, wo, gate_up, down, output; a letter left out is "

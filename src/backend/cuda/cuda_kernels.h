@@ -94,17 +94,15 @@ bool matmul_logits_to_host(const DevMatrix& w, const void* act, float* y, float*
 //   v8 (matvec_bulk_kernel, sm_90; one token, else v6): a block a multiprocessor whose warps
 //     each keep two 4 KiB row chunks coming into shared memory through the copy engine
 //     (cp.async.bulk), requested before the PDL wait, and dot them against the activation
-//     the block copied into shared memory; v6's summation order, so v6's bits;
-//   v9: v8 with 8 warps a block, each keeping three 8 KiB chunks coming (fewer, longer
-//     copies; an opt-in to measure against v8 and v0 on F16 rows).
+//     the block copied into shared memory; v6's summation order, so v6's bits.
 // F32 weights, the file's blocks (K-quants, Q4_1/Q5_0/Q5_1) and F16/BF16 rows not a multiple
 // of 8 always run v0.
-// Default: CHANNEL_CUDA_MATVEC=v0..v9 when set (a bad value is a one-line error), else the
+// Default: CHANNEL_CUDA_MATVEC=v0..v8 when set (a bad value is a one-line error), else the
 // fastest measured on the H200 for the weight type (cuda_variant.cpp: v8 for Q8_0, v6 for Q4_0,
 // v0 for F16 and BF16); set_matvec_variant overrides both (kMatvecPerType: back to per type).
-constexpr int kMatvecVariants = 10;
+constexpr int kMatvecVariants = 9;
 constexpr int kMatvecPerType = -2;
-int matvec_variant();  // 0..9, or kMatvecPerType
+int matvec_variant();  // 0..8, or kMatvecPerType
 int matvec_variant_for(GgmlType type);
 void set_matvec_variant(int variant);
 // Per product: CHANNEL_CUDA_MATVEC_ROLES="down:v6,output:v6" (read once; a bad one is a

@@ -567,46 +567,29 @@ void launch_stream(const DevMatrix& w, const void* act, int64_t n, float* y, int
     launch_stream<K, U, kVerifyTokens>(w, act, n, y, ldy, s);
 }
 
-// ---- one token, v8 and v9: rows brought into shared memory by the copy engine ----------------
+// ---- one token, v8: rows brought into shared memory by the copy engine --------------------------
 
 // v8 (matvec_bulk_kernel, sm_90): one block a multiprocessor owns a run of rows, dealt to its
-// W warps in turn. Each warp has a ring of S shared-memory stages, and its lane 0 asks the
-// copy engine (cp.async.bulk, completing on the stage's mbarrier) for one row chunk of up to
-// U 16-byte units and its block scales a stage; the lanes dot the chunk
+// kBulkWarps warps in turn. Each warp has a ring of kBulkStages shared-memory stages, and its
+// lane 0 asks the copy engine (cp.async.bulk, completing on the stage's mbarrier) for one row
+// chunk of up to kBulkUnits 16-byte units and its block scales a stage; the lanes dot the chunk
 // from shared memory, against the activation the block copied there once, in v6's order (units
 // lane, lane + 32, ... of each row), so v8 gives v6's bits. Each warp's ring is requested
 // before the PDL wait (the weights are no kernel's output): while the small kernels between
 // two products run, the next product's first 17 MB (128 KiB a multiprocessor) are already on
 // their way, where v6 has 1 KiB a warp in registers. On the H200 16 warps of 2 stages of 4 KiB
-// measured best for Q8_0 (docs/cuda.md): fewer warps or deeper rings were slower. v9 is the
-// same kernel with another ring.
-// A ring's shape: W warps a block, each with S stages of U 16-byte units. v8: 16 x 2 x 4 KiB;
-// v9: 8 x 3 x 8 KiB (fewer, longer copies: an F16 row of 3,840 columns is two of them).
-template <int W, int S, int U>
-struct BulkShape {
-  static constexpr int warps = W, stages = S, units = U;
-};
-using BulkV8 = BulkShape<16, 2, 256>;
-using BulkV9 = BulkShape<8, 3, 512>;
+// measured best (docs/cuda.md): fewer warps or deeper rings were slower.
+constexpr int kBulkWarps = 16;
+constexpr int kBulkStages = 2;
+constexpr int kBulkUnits = 256;  // 4 KiB of weights a stage
 
-// A stage's room for its chunk's block scales, their span widened to 16-byte boundaries:
-// Q8_0 has a half a 2 units, Q4_0 one a unit; F16/BF16 none.
-template <int K>
-constexpr int bulk_scale_bytes(int units) {
-  return K == kQ8 ? units + 32 : K == kQ4 ? 2 * units + 32 : 16;
-}
-
-template <int K, int U>
 struct BulkStage {
-  int4 w[U];
-  __align__(16) uint8_t scales[bulk_scale_bytes<K>(U)];
+  int4 w[kBulkUnits];
+  // The chunk's block scales (up to kBulkUnits halves, Q4_0), their span widened to 16 bytes.
+  __align__(16) uint8_t scales[kBulkUnits * 2 + 32];
 };
 
-// A ring's bytes: the stages, then an mbarrier a stage.
-template <int K, typename Shape>
-constexpr size_t bulk_ring_bytes() {
-  return (sizeof(BulkStage<K, Shape::units>) + sizeof(uint64_t)) * Shape::warps * Shape::stages;
-}
+constexpr size_t kBulkRingBytes = (sizeof(BulkStage) + sizeof(uint64_t)) * kBulkWarps * kBulkStages;
 constexpr size_t kBulkSmemMax = 227 * 1024;  // sm_90's most shared memory a block
 
 // The one-token activation's bytes in unit_dot's layout (Q8_0/Q4_0: cols int8 then cols / 32
@@ -669,20 +652,18 @@ __host__ __device__ constexpr int64_t host_windows(int64_t per_block) {
 // ... of those. One token. host_y (pinned host memory, or null): the results are also staged in
 // shared memory, and the warp finishing the last row of a window stores the window's rows to
 // host_y and sets *host_bad if one is not finite (matmul_logits_to_host).
-template <int K, typename Shape>
-__global__ void __launch_bounds__(Shape::warps * 32)
+template <int K>
+__global__ void __launch_bounds__(kBulkWarps * 32)
     matvec_bulk_kernel(DevMatrix w, const void* act, float* y, int64_t per_block, float* host_y,
                        uint32_t* host_bad) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) uint8_t bulk_smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  constexpr int kBulkWarps = Shape::warps, kBulkStages = Shape::stages, kBulkUnits = Shape::units;
-  using Stage = BulkStage<K, kBulkUnits>;
-  Stage* ring = reinterpret_cast<Stage*>(bulk_smem) + warp * kBulkStages;
+  BulkStage* ring = reinterpret_cast<BulkStage*>(bulk_smem) + warp * kBulkStages;
   uint64_t* bars =
-      reinterpret_cast<uint64_t*>(bulk_smem + sizeof(Stage) * kBulkWarps * kBulkStages) +
+      reinterpret_cast<uint64_t*>(bulk_smem + sizeof(BulkStage) * kBulkWarps * kBulkStages) +
       warp * kBulkStages;
-  uint8_t* xs = bulk_smem + bulk_ring_bytes<K, Shape>();  // the activation
+  uint8_t* xs = bulk_smem + kBulkRingBytes;  // the activation
   const int64_t b0 = static_cast<int64_t>(blockIdx.x) * per_block;
   const int64_t b1 = b0 + per_block < w.rows ? b0 + per_block : w.rows;
   // With host_y: the block's results, then a count of finished rows a window.
@@ -700,7 +681,7 @@ __global__ void __launch_bounds__(Shape::warps * 32)
     return static_cast<const __half*>(w.d) + r * (cols / kQ) + (K == kQ8 ? u0 / 2 : u0);
   };
   auto issue = [&](int64_t j) {
-    Stage& st = ring[j % kBulkStages];
+    BulkStage& st = ring[j % kBulkStages];
     uint64_t* bar = &bars[j % kBulkStages];
     const int64_t r = first + (j / per_row) * kBulkWarps, u0 = (j % per_row) * kBulkUnits;
     const int nu = static_cast<int>(units - u0 < kBulkUnits ? units - u0 : kBulkUnits);
@@ -739,7 +720,7 @@ __global__ void __launch_bounds__(Shape::warps * 32)
   __syncthreads();
   float sum = 0.0f;
   for (int64_t j = 0; j < total; ++j) {
-    Stage& st = ring[j % kBulkStages];
+    BulkStage& st = ring[j % kBulkStages];
     bar_wait(&bars[j % kBulkStages], static_cast<uint32_t>((j / kBulkStages) & 1));
     const int64_t r = first + (j / per_row) * kBulkWarps, c = j % per_row, u0 = c * kBulkUnits;
     const int nu = static_cast<int>(units - u0 < kBulkUnits ? units - u0 : kBulkUnits);
@@ -790,11 +771,11 @@ __global__ void __launch_bounds__(Shape::warps * 32)
 #endif
 }
 
-// The current device's multiprocessors for a v8/v9 grid, with matvec_bulk_kernel<K, Shape>'s
-// shared memory limit raised there; 0 where the device is older than sm_90 (cp.async.bulk and
+// The current device's multiprocessors for v8's grid, with matvec_bulk_kernel<K>'s shared
+// memory limit raised there; 0 where the device is older than sm_90 (cp.async.bulk and
 // mbarrier transaction counts). A kernel attribute belongs to one device: each device the
 // process uses is prepared once.
-template <int K, typename Shape>
+template <int K>
 int bulk_multiprocessors() {
   static std::mutex mu;
   static std::map<int, int> prepared;
@@ -806,32 +787,29 @@ int bulk_multiprocessors() {
   check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "compute capability");
   check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "SM count");
   if (major >= 9)
-    check(cudaFuncSetAttribute(matvec_bulk_kernel<K, Shape>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+    check(cudaFuncSetAttribute(matvec_bulk_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(kBulkSmemMax)),
           "v8 shared memory");
   return prepared[dev] = major >= 9 ? std::max(1, n) : 0;
 }
 
-// One block a multiprocessor (at most one a Shape::warps rows), each the same number of rows.
+// One block a multiprocessor (at most one a kBulkWarps rows), each the same number of rows.
 // False, launching nothing, where the device is older than sm_90 or the activation does not
-// fit beside the rings (v8: Q8_0 rows past about 81,000 elements, Q4_0 74,000, F16/BF16
-// 50,000; v9: Q8_0 20,000, Q4_0 9,000, F16/BF16 17,000): the caller runs v6 then.
-template <int K, typename Shape = BulkV8>
+// fit beside the rings (Q8_0/Q4_0 rows past about 74,000 elements, F16/BF16 past about
+// 41,000): the caller runs v6 then.
+template <int K>
 bool launch_bulk(const DevMatrix& w, const void* act, float* y, cudaStream_t s,
                  float* host_y = nullptr, uint32_t* host_bad = nullptr) {
-  const int sms = bulk_multiprocessors<K, Shape>();
+  const int sms = bulk_multiprocessors<K>();
   if (sms == 0) return false;
-  const int64_t blocks = std::min<int64_t>(sms, (w.rows + Shape::warps - 1) / Shape::warps);
+  const int64_t blocks = std::min<int64_t>(sms, (w.rows + kBulkWarps - 1) / kBulkWarps);
   const int64_t per_block = (w.rows + blocks - 1) / blocks;
-  size_t smem =
-      bulk_ring_bytes<K, Shape>() + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
+  size_t smem = kBulkRingBytes + (static_cast<size_t>(bulk_act_bytes<K>(w.cols)) + 15) / 16 * 16;
   if (host_y)
     smem += static_cast<size_t>(per_block) * 4 + static_cast<size_t>(host_windows(per_block)) * 4;
   if (smem > kBulkSmemMax) return false;
-  launch_k(matvec_bulk_kernel<K, Shape>,
-           dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)), Shape::warps * 32,
-           smem, s, w, act, y, per_block, host_y, host_bad);
+  launch_k(matvec_bulk_kernel<K>, dim3(static_cast<unsigned>((w.rows + per_block - 1) / per_block)),
+           kBulkWarps * 32, smem, s, w, act, y, per_block, host_y, host_bad);
   return true;
 }
 
@@ -868,10 +846,6 @@ void launch_matvec_chunk(int variant, const DevMatrix& w, const void* act, int64
       break;
     case 8:
       if (!(n == 1 && launch_bulk<K>(w, act, y, s))) launch_stream<K, 2>(w, act, n, y, ldy, s);
-      break;
-    case 9:
-      if (!(n == 1 && launch_bulk<K, BulkV9>(w, act, y, s)))
-        launch_stream<K, 2>(w, act, n, y, ldy, s);
       break;
     default:
       launch_chunk<K, 4, 4, 2, true>(w, act, n, y, ldy, s);
@@ -1166,22 +1140,16 @@ void matmul(const DevMatrix& w, const void* act, int64_t n, float* y, int64_t ld
 
 bool matmul_logits_to_host(const DevMatrix& w, const void* act, float* y, float* host_y,
                            uint32_t* host_bad, cudaStream_t s) {
-  const int v = matvec_variant_for(w);
-  if (v != 8 && v != 9) return false;
-  auto bulk = [&](auto k) {
-    constexpr int K = decltype(k)::value;
-    return v == 8 ? launch_bulk<K>(w, act, y, s, host_y, host_bad)
-                  : launch_bulk<K, BulkV9>(w, act, y, s, host_y, host_bad);
-  };
+  if (matvec_variant_for(w) != 8) return false;
   switch (w.type) {
     case GgmlType::Q8_0:
-      return bulk(std::integral_constant<int, kQ8>{});
+      return launch_bulk<kQ8>(w, act, y, s, host_y, host_bad);
     case GgmlType::Q4_0:
-      return bulk(std::integral_constant<int, kQ4>{});
+      return launch_bulk<kQ4>(w, act, y, s, host_y, host_bad);
     case GgmlType::F16:
-      return bulk(std::integral_constant<int, kF16>{});
+      return launch_bulk<kF16>(w, act, y, s, host_y, host_bad);
     case GgmlType::BF16:
-      return bulk(std::integral_constant<int, kBF16>{});
+      return launch_bulk<kBF16>(w, act, y, s, host_y, host_bad);
     default:
       return false;
   }

@@ -49,7 +49,7 @@ class CudaWeights {
 
 // Decode's kernel choices for the whole process, as CHANNEL_CUDA_MATVEC, CHANNEL_CUDA_FUSE,
 // CHANNEL_CUDA_PDL, CHANNEL_CUDA_DECODE_ATTN and CHANNEL_CUDA_HOST_LOGITS set them
-// (cuda_kernels.h): the one-token product's variant (0..9), the fused activation stages,
+// (cuda_kernels.h): the one-token product's variant (0..8), the fused activation stages,
 // programmatic dependent launch, the one-kernel attention and the LM head writing the logits
 // to the host. A session captures them with its decode graph, so they apply to sessions made
 // after. `spec`: "vN", then any of "f" (fused), "p" (PDL), "a" (one-kernel attention), "h"
