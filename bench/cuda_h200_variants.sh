@@ -8,6 +8,9 @@
 #                        input written by attention in every form, the default since stop 44)
 #   PART=b bash run.sh   12B f16 with and without w, and with the LM head on v8; the 1B shape
 #   PART=c bash run.sh   12B q8_0 at depths 1,536 and 16,384, the 1B shape's ring
+#   PART=g bash run.sh   test-cuda, the read ceiling, 12B q8_0 and f16 pp512 + tg128, f16 with
+#                        the products on the kernels each reads fastest alone (the H100's
+#                        cuda_matvec_bench: qkv v7, W_o v4, gate|up v5, down v6, LM head v5)
 #   PART=f bash run.sh   the read ceiling (cuda_read_bandwidth_bench), each product alone on the
 #                        12B shapes (cuda_matvec_bench, f16 and q8_0), 12B f16 v0 against v8
 #                        (stop 45 on an H100, with a v9 since dropped:
@@ -64,6 +67,19 @@ bench() {  # bench LABEL ARGS...: one channel bench, its JSON lines tagged with 
 }
 
 case $part in
+  g)  # the goals in one call where llama.cpp's numbers are already known: test-cuda, the read
+      # ceiling, 12B q8_0 and f16 pp512 + tg128 as the table runs them, f16 by product kernels
+    (cd /tmp/ch && SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 150 bash scripts/test-cuda.sh) \
+      >"$OUT/test-cuda.log" 2>&1
+    say "test-cuda rc $? at $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |FAILED  \]|test-cuda:" "$OUT/test-cuda.log" | head -20 | tee -a "$log"
+    /tmp/ch/build-cuda/cuda_read_bandwidth_bench 8 5 2>&1 | tee -a "$log" | grep '^{' >>"$jsonl"
+    m=$(model 12b q8_0)
+    bench q8 -m "$m" -p 512 -n 128
+    m=$(model 12b f16)
+    bench f16 -m "$m" -p 512 -n 128 \
+      --cuda-decode v0fphw,v0fphw+qkv:v7+wo:v4+gate_up:v5+down:v6+output:v5,v5fphw,v4fphw
+    ;;
   a)
     (cd /tmp/ch && SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 330 bash scripts/test-cuda.sh) \
       >"$OUT/test-cuda.log" 2>&1
