@@ -11,6 +11,7 @@
 #   PART=g bash run.sh   test-cuda, the read ceiling, 12B q8_0 and f16 pp512 + tg128, f16 with
 #                        the products on the kernels each reads fastest alone (the H100's
 #                        cuda_matvec_bench: qkv v7, W_o v4, gate|up v5, down v6, LM head v5)
+#   PART=h bash run.sh   part g's f16 comparison alone
 #   PART=f bash run.sh   the read ceiling (cuda_read_bandwidth_bench), each product alone on the
 #                        12B shapes (cuda_matvec_bench, f16 and q8_0), 12B f16 v0 against v8
 #                        (stop 45 on an H100, with a v9 since dropped:
@@ -82,6 +83,11 @@ case $part in
     bench q8 -m "$m" -p 512 -n 128
     m=$(model 12b f16)
     bench f16 -m "$m" -p 512 -n 128 \
+      --cuda-decode v0fphw,v0fphw+qkv:v7+wo:v4+gate_up:v5+down:v6+output:v5,v5fphw,v4fphw
+    ;;
+  h)  # part g's f16 comparison alone
+    m=$(model 12b f16)
+    bench f16 -m "$m" -p 0 -n 128 \
       --cuda-decode v0fphw,v0fphw+qkv:v7+wo:v4+gate_up:v5+down:v6+output:v5,v5fphw,v4fphw
     ;;
   a)
