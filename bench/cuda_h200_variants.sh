@@ -69,32 +69,31 @@ bench() {  # bench LABEL ARGS...: one channel bench, its JSON lines tagged with 
   say "bench $label rc ${PIPESTATUS[0]} at $((SECONDS - t0)) s"
 }
 
+test_cuda() {  # test_cuda SECONDS: scripts/test-cuda.sh on the build above
+  (cd /tmp/ch && SKIP_BUILD=1 BUILD_DIR=build-cuda timeout "$1" bash scripts/test-cuda.sh) \
+    >"$OUT/test-cuda.log" 2>&1
+  say "test-cuda rc $? at $((SECONDS - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |FAILED  \]|test-cuda:" "$OUT/test-cuda.log" | head -20 | tee -a "$log"
+}
+# f16 with each product on the kernel that read it fastest alone on the H100, and v5, v4 whole
+f16_mix=v0fphw,v0fphw+qkv:v7+wo:v4+gate_up:v5+down:v6+output:v5,v5fphw,v4fphw
+
 case $part in
   g)  # the goals in one call where llama.cpp's numbers are already known: test-cuda, the read
       # ceiling, 12B q8_0 and f16 pp512 + tg128 as the table runs them, f16 by product kernels
-    if [[ ${SKIP_TEST:-0} != 1 ]]; then  # SKIP_TEST=1: the code test-cuda already passed
-      (cd /tmp/ch && SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 150 bash scripts/test-cuda.sh) \
-        >"$OUT/test-cuda.log" 2>&1
-      say "test-cuda rc $? at $((SECONDS - t0)) s"
-      grep -E "^\[  (PASSED|FAILED) |FAILED  \]|test-cuda:" "$OUT/test-cuda.log" | head -20 | tee -a "$log"
-    fi
+    [[ ${SKIP_TEST:-0} == 1 ]] || test_cuda 150  # SKIP_TEST=1: code test-cuda already passed
     /tmp/ch/build-cuda/cuda_read_bandwidth_bench 8 5 2>&1 | tee -a "$log" | grep '^{' >>"$jsonl"
     m=$(model 12b q8_0)
     bench q8 -m "$m" -p 512 -n 128
     m=$(model 12b f16)
-    bench f16 -m "$m" -p 512 -n 128 \
-      --cuda-decode v0fphw,v0fphw+qkv:v7+wo:v4+gate_up:v5+down:v6+output:v5,v5fphw,v4fphw
+    bench f16 -m "$m" -p 512 -n 128 --cuda-decode "$f16_mix"
     ;;
   h)  # part g's f16 comparison alone
     m=$(model 12b f16)
-    bench f16 -m "$m" -p 0 -n 128 \
-      --cuda-decode v0fphw,v0fphw+qkv:v7+wo:v4+gate_up:v5+down:v6+output:v5,v5fphw,v4fphw
+    bench f16 -m "$m" -p 0 -n 128 --cuda-decode "$f16_mix"
     ;;
   a)
-    (cd /tmp/ch && SKIP_BUILD=1 BUILD_DIR=build-cuda timeout 330 bash scripts/test-cuda.sh) \
-      >"$OUT/test-cuda.log" 2>&1
-    say "test-cuda rc $? at $((SECONDS - t0)) s"
-    grep -E "^\[  (PASSED|FAILED) |FAILED  \]|test-cuda:" "$OUT/test-cuda.log" | head -20 | tee -a "$log"
+    test_cuda 330
     m=$(model 12b q8_0)
     bench q8 -m "$m" -p 0 -n 128 --cuda-decode v8fphw,v8fph
     ;;
