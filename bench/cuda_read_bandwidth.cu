@@ -15,7 +15,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backend/cuda/cuda_bulk_copy.cuh"
+
 namespace {
+
+using namespace channel::cuda;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -43,15 +47,12 @@ __global__ void __launch_bounds__(512) read_plain(const int4* p, int64_t n, uint
   if (acc == 0x9e3779b9u) out[blockIdx.x] = acc;  // never true for this buffer's bytes
 }
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // Block b reads chunks b, b + gridDim.x, ... of `chunk` bytes; warp w of it the parts
 // w, w + W, ... of each; a warp's lane 0 keeps S stages requested.
 template <int W, int S>
 __global__ void __launch_bounds__(W * 32)
     read_bulk(const uint8_t* p, int64_t bytes, int stage_bytes, uint32_t* out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) uint8_t smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   uint8_t* ring = smem + static_cast<size_t>(warp) * S * stage_bytes;
@@ -62,34 +63,19 @@ __global__ void __launch_bounds__(W * 32)
   const int64_t step = static_cast<int64_t>(gridDim.x) * W;
   const int64_t mine = first < pieces ? (pieces - first + step - 1) / step : 0;
   auto issue = [&](int64_t j) {
-    const uint32_t bar = smem_u32(&bars[j % S]);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-                 "r"(stage_bytes)
-                 : "memory");
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-        "[%3];" ::"r"(smem_u32(ring + (j % S) * stage_bytes)),
-        "l"(p + (first + j * step) * stage_bytes), "r"(stage_bytes), "r"(bar)
-        : "memory");
+    bar_expect(&bars[j % S], static_cast<uint32_t>(stage_bytes));
+    bulk_copy(ring + (j % S) * stage_bytes, p + (first + j * step) * stage_bytes,
+              static_cast<uint32_t>(stage_bytes), &bars[j % S]);
   };
   if (lane == 0) {
-    for (int s = 0; s < S; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bars[s])) : "memory");
+    for (int s = 0; s < S; ++s) bar_init(&bars[s]);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     for (int64_t j = 0; j < mine && j < S; ++j) issue(j);
   }
   __syncwarp();
   uint32_t acc = 0;
   for (int64_t j = 0; j < mine; ++j) {
-    const uint32_t bar = smem_u32(&bars[j % S]), parity = static_cast<uint32_t>((j / S) & 1);
-    uint32_t done = 0;
-    while (!done)
-      asm volatile(
-          "{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; selp.u32 %0, 1, "
-          "0, q; }"
-          : "=r"(done)
-          : "r"(bar), "r"(parity)
-          : "memory");
+    bar_wait(&bars[j % S], static_cast<uint32_t>((j / S) & 1));
     const int4* st = reinterpret_cast<const int4*>(ring + (j % S) * stage_bytes);
     for (int i = lane; i < stage_bytes / 16; i += 32) {
       const int4 v = st[i];
@@ -99,6 +85,9 @@ __global__ void __launch_bounds__(W * 32)
     if (lane == 0 && j + S < mine) issue(j + S);
   }
   if (acc == 0x9e3779b9u) out[blockIdx.x] = acc;
+#else
+  __trap();  // the copy engine's bulk copies need sm_90
+#endif
 }
 
 struct Timer {
